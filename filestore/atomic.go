@@ -1,0 +1,143 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// writeFileAtomic replaces path with data so that a reader sees either the old or the new
+// content, never a mix, and a crash leaves one of the two: temp file in the same directory,
+// fsync, rename, then fsync of the directory so the rename itself is durable.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// encodeJSON is the one encoding of persisted entities: two-space indent, keys in struct
+// order, trailing newline. Writing, reading and rewriting an entity gives identical bytes.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// cleanTemp removes temp files left by writers killed between create and rename. Only files
+// older than a minute go, so a concurrent writer's live temp file is never pulled away.
+func cleanTemp(dir string, now time.Time) {
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".tmp") || !strings.HasPrefix(d.Name(), ".") {
+			return nil
+		}
+		if info, err := d.Info(); err == nil && now.Sub(info.ModTime()) > time.Minute {
+			os.Remove(path)
+		}
+		return nil
+	})
+}
+
+// readJSON decodes the entity at path into v. A file that does not decode becomes a
+// *CorruptError naming the line, so the caller refuses to overwrite a hand-broken file.
+func (s *Store) readJSON(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return s.decodeJSON(path, data, v)
+}
+
+func (s *Store) decodeJSON(path string, data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return s.corrupt(path, data, err)
+	}
+	return nil
+}
+
+func (s *Store) corrupt(path string, data []byte, err error) *CorruptError {
+	line, problem := 0, err.Error()
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		line = lineAt(data, se.Offset)
+		problem = "invalid JSON: " + se.Error()
+	case errors.As(err, &te):
+		line = lineAt(data, te.Offset)
+		problem = fmt.Sprintf("field %q: cannot use JSON %s as %s", te.Field, te.Value, te.Type)
+	}
+	return &CorruptError{Path: s.Rel(path), Line: line, Problem: problem}
+}
+
+func lineAt(data []byte, offset int64) int {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	if offset < 0 {
+		offset = 0
+	}
+	n := bytes.Count(data[:offset], []byte("\n")) + 1
+	// An error reported just after a newline (e.g. unexpected end of input) belongs to the
+	// line before it.
+	if offset > 0 && data[offset-1] == '\n' && n > 1 {
+		n--
+	}
+	return n
+}
+
+// writeJSON atomically writes v to path in the canonical encoding.
+func writeJSON(path string, v any, perm os.FileMode) error {
+	data, err := encodeJSON(v)
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(path, data, perm)
+}

@@ -1,0 +1,322 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Problem is one finding of Check, printed as "path:line: problem".
+type Problem struct {
+	Path    string `json:"path"` // relative to the repository root
+	Line    int    `json:"line"`
+	Problem string `json:"problem"`
+}
+
+func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Line, p.Problem) }
+
+// Check reads every file of the store and reports what is wrong: files that do not decode,
+// values outside their enums, references to missing agents or tasks, dependency cycles,
+// task states that break the rules (e.g. in_progress with unfinished dependencies, as a
+// hand edit can leave), torn JSONL tails and undecodable lines. It changes nothing.
+func (s *Store) Check() ([]Problem, error) {
+	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}}
+	c.project()
+	c.agentsDir()
+	c.tasksDir()
+	c.taskRules()
+	c.jsonl(s.path("events.jsonl"), func(data []byte) string {
+		var e Event
+		if err := json.Unmarshal(data, &e); err != nil {
+			return "undecodable history event: " + err.Error()
+		}
+		return ""
+	})
+	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
+	c.entityDir("runtime/sessions", PrefixSession, func() any { return &Session{} })
+	sort.SliceStable(c.out, func(i, j int) bool {
+		if c.out[i].Path != c.out[j].Path {
+			return c.out[i].Path < c.out[j].Path
+		}
+		return c.out[i].Line < c.out[j].Line
+	})
+	return c.out, nil
+}
+
+type checker struct {
+	s        *Store
+	out      []Problem
+	tasks    map[string]*Task
+	taskData map[string][]byte
+	agents   map[string]*Agent
+}
+
+func (c *checker) add(path string, line int, format string, args ...any) {
+	if line < 1 {
+		line = 1
+	}
+	c.out = append(c.out, Problem{Path: c.s.Rel(path), Line: line, Problem: fmt.Sprintf(format, args...)})
+}
+
+// decode reads path into v, reporting a problem and returning nil data when it fails.
+func (c *checker) decode(path string, v any) []byte {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		c.add(path, 1, "cannot read: %v", err)
+		return nil
+	}
+	if err := c.s.decodeJSON(path, data, v); err != nil {
+		if ce, ok := err.(*CorruptError); ok {
+			c.add(path, ce.Line, "%s", ce.Problem)
+		} else {
+			c.add(path, 1, "%v", err)
+		}
+		return nil
+	}
+	return data
+}
+
+// keyLine returns the line of the first occurrence of "key": in data, for pointing at a
+// field.
+func keyLine(data []byte, key string) int {
+	i := bytes.Index(data, []byte(`"`+key+`"`))
+	if i < 0 {
+		return 1
+	}
+	return bytes.Count(data[:i], []byte("\n")) + 1
+}
+
+func (c *checker) project() {
+	path := c.s.path("project.json")
+	var p Project
+	data := c.decode(path, &p)
+	if data == nil {
+		return
+	}
+	if strings.TrimSpace(p.Name) == "" {
+		c.add(path, keyLine(data, "name"), "project name is empty")
+	}
+	if !slices.Contains([]string{ProjectActive, ProjectPaused, ProjectArchived}, p.Status) {
+		c.add(path, keyLine(data, "status"), "invalid project status %q (want active, paused or archived)", p.Status)
+	}
+	if l := p.Settings.Language; l != "" && l != "en" && l != "ja" {
+		c.add(path, keyLine(data, "language"), "unsupported language %q (want en or ja)", l)
+	}
+}
+
+func (c *checker) agentsDir() {
+	dir := c.s.path("agents")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		c.add(dir, 1, "cannot read agents directory: %v", err)
+		return
+	}
+	datas := map[string][]byte{}
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			c.add(p, 1, "unexpected file (agents live in agents/<id>/agent.json)")
+			continue
+		}
+		if err := ValidateAgentID(e.Name()); err != nil {
+			c.add(p, 1, "%v", err)
+			continue
+		}
+		path := filepath.Join(p, "agent.json")
+		var a Agent
+		data := c.decode(path, &a)
+		if data == nil {
+			continue
+		}
+		datas[a.ID] = data
+		if a.ID != e.Name() {
+			c.add(path, keyLine(data, "id"), "id %q does not match its directory %q", a.ID, e.Name())
+		}
+		if !slices.Contains([]string{AgentHuman, AgentAI}, a.Type) {
+			c.add(path, keyLine(data, "type"), "invalid type %q (want human or ai)", a.Type)
+		}
+		if !slices.Contains([]string{HierarchyOwner, HierarchyManager, HierarchyWorker}, a.Hierarchy) {
+			c.add(path, keyLine(data, "hierarchy"), "invalid hierarchy %q (want owner, manager or worker)", a.Hierarchy)
+		}
+		if !slices.Contains([]string{AgentActive, AgentInactive, AgentSuspended}, a.Status) {
+			c.add(path, keyLine(data, "status"), "invalid status %q (want active, inactive or suspended)", a.Status)
+		}
+		c.agents[e.Name()] = &a
+		c.jsonl(filepath.Join(p, "chat.jsonl"), func(line []byte) string {
+			var m Message
+			if err := json.Unmarshal(line, &m); err != nil {
+				return "undecodable message: " + err.Error()
+			}
+			if m.ID == "" || m.SenderID == "" {
+				return "message without id or senderId"
+			}
+			return ""
+		})
+	}
+	for id, a := range c.agents {
+		path := c.s.agentPath(id)
+		if a.ParentID == "" {
+			continue
+		}
+		if _, ok := c.agents[a.ParentID]; !ok {
+			c.add(path, keyLine(datas[id], "parent_id"), "parent agent %q does not exist", a.ParentID)
+			continue
+		}
+		seen := map[string]bool{id: true}
+		for cur := a.ParentID; cur != ""; {
+			if seen[cur] {
+				c.add(path, keyLine(datas[id], "parent_id"), "parent chain loops back through %s", cur)
+				break
+			}
+			seen[cur] = true
+			p, ok := c.agents[cur]
+			if !ok {
+				break
+			}
+			cur = p.ParentID
+		}
+	}
+}
+
+func (c *checker) tasksDir() {
+	dir := c.s.path("tasks")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.add(dir, 1, "cannot read tasks directory: %v", err)
+		}
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || ValidateEntityID(PrefixTask, id) != nil {
+			if !isIgnorable(e.Name()) {
+				c.add(path, 1, "unexpected file (tasks are tasks/tsk_<id>.json)")
+			}
+			continue
+		}
+		var t Task
+		data := c.decode(path, &t)
+		if data == nil {
+			continue
+		}
+		t.normalize()
+		c.tasks[id] = &t
+		c.taskData[id] = data
+		if t.ID != id {
+			c.add(path, keyLine(data, "id"), "id %q does not match the file name", t.ID)
+		}
+		if strings.TrimSpace(t.Title) == "" {
+			c.add(path, keyLine(data, "title"), "title is empty")
+		}
+		if !slices.Contains(Statuses, t.Status) {
+			c.add(path, keyLine(data, "status"), "invalid status %q (want %s)", t.Status, strings.Join(Statuses, ", "))
+		}
+		if !slices.Contains(Priorities, t.Priority) {
+			c.add(path, keyLine(data, "priority"), "invalid priority %q (want %s)", t.Priority, strings.Join(Priorities, ", "))
+		}
+		if !slices.Contains([]string{ApprovalApproved, ApprovalPending, ApprovalRejected}, t.Approval) {
+			c.add(path, keyLine(data, "approval"), "invalid approval %q", t.Approval)
+		}
+	}
+}
+
+func (c *checker) taskRules() {
+	ids := make([]string, 0, len(c.tasks))
+	for id := range c.tasks {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		t, data, path := c.tasks[id], c.taskData[id], c.s.taskPath(id)
+		if t.AssigneeID != "" {
+			if _, ok := c.agents[t.AssigneeID]; !ok {
+				c.add(path, keyLine(data, "assignee_id"), "assignee %q does not exist", t.AssigneeID)
+			}
+		}
+		if t.ParentID != "" {
+			if _, ok := c.tasks[t.ParentID]; !ok {
+				c.add(path, keyLine(data, "parent_id"), "parent task %q does not exist", t.ParentID)
+			}
+		}
+		for _, d := range t.Dependencies {
+			dt, ok := c.tasks[d]
+			switch {
+			case d == id:
+				c.add(path, keyLine(data, "dependencies"), "task depends on itself")
+			case !ok:
+				c.add(path, keyLine(data, "dependencies"), "dependency %q does not exist", d)
+			case t.Status == StatusInProgress && dt.Status != StatusDone:
+				c.add(path, keyLine(data, "status"), "in_progress while dependency %s is %s", d, dt.Status)
+			}
+		}
+		if p := depPath(c.tasks, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
+			c.add(path, keyLine(data, "dependencies"), "dependency cycle: %s", strings.Join(append([]string{id}, p...), " → "))
+		}
+		if t.Status == StatusInProgress && t.AssigneeID == "" {
+			c.add(path, keyLine(data, "status"), "in_progress without an assignee")
+		}
+		if t.Status == StatusDone {
+			for _, d := range descendants(c.tasks, id) {
+				if !Finished(d.Status) {
+					c.add(path, keyLine(data, "status"), "done while sub-task %s is %s", d.ID, d.Status)
+				}
+			}
+		}
+	}
+}
+
+// jsonl checks every complete line of a JSONL file with fn (which returns a problem or "")
+// and reports a torn last line.
+func (c *checker) jsonl(path string, fn func([]byte) string) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.add(path, 1, "cannot read: %v", err)
+		}
+		return
+	}
+	n := 0
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		n++
+		if i < 0 {
+			c.add(path, n, "torn last line without newline (an interrupted write; the next append repairs it)")
+			return
+		}
+		if p := fn(data[:i]); p != "" {
+			c.add(path, n, "%s", p)
+		}
+		data = data[i+1:]
+	}
+}
+
+func (c *checker) entityDir(rel, prefix string, mk func() any) {
+	dir := c.s.path(filepath.FromSlash(rel))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if ValidateEntityID(prefix, id) != nil {
+			c.add(path, 1, "unexpected file name")
+			continue
+		}
+		c.decode(path, mk())
+	}
+}
+
+func isIgnorable(name string) bool {
+	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".lock")
+}

@@ -1,0 +1,131 @@
+package filestore
+
+import (
+	"errors"
+	"os"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Execution record statuses.
+const (
+	ExecRunning   = "running"
+	ExecCompleted = "completed"
+	ExecFailed    = "failed"
+)
+
+// Execution is executions/<id>.json: one task session's work on a task, opened once per
+// session (not per call) and closed by report_completed or by the session ending.
+type Execution struct {
+	ID              string     `json:"id"`
+	TaskID          string     `json:"task_id"`
+	AgentID         string     `json:"agent_id"`
+	SessionID       string     `json:"session_id"`
+	Purpose         string     `json:"purpose"`
+	Status          string     `json:"status"`
+	StartedAt       time.Time  `json:"started_at"`
+	CompletedAt     *time.Time `json:"completed_at"`
+	DurationSeconds float64    `json:"duration_seconds"`
+	ExitCode        *int       `json:"exit_code"`
+	LogPath         string     `json:"log_path"`
+	Summary         string     `json:"summary"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	Version         int        `json:"version"`
+}
+
+func (s *Store) executionPath(id string) string { return s.path("executions", id+".json") }
+
+// StartExecution returns the execution record of a task session, creating it on the first
+// call only.
+func (s *Store) StartExecution(sessionID string) (*Execution, error) {
+	var ex *Execution
+	err := s.locked(func() error {
+		return s.updateSessionLocked(sessionID, func(se *Session) error {
+			if se.Purpose != PurposeTask || se.TaskID == "" {
+				return newErr(ErrConflict, "task_session_required", "call this from a task session", "session %s has no task", se.ID)
+			}
+			if se.ExecutionID != "" {
+				var err error
+				ex, err = s.Execution(se.ExecutionID)
+				if err != nil {
+					return err
+				}
+				return errNoChange
+			}
+			now := s.Now()
+			ex = &Execution{ID: NewID(PrefixExecution, now), TaskID: se.TaskID, AgentID: se.AgentID, SessionID: se.ID,
+				Purpose: se.Purpose, Status: ExecRunning, StartedAt: now, UpdatedAt: now, Version: 1}
+			if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
+				return err
+			}
+			se.ExecutionID = ex.ID
+			return s.appendEvent(Event{At: now, Actor: se.AgentID, Via: ViaTool, Entity: "execution", ID: ex.ID, Change: "started", To: se.TaskID})
+		})
+	})
+	return ex, err
+}
+
+// Execution reads one execution record.
+func (s *Store) Execution(id string) (*Execution, error) {
+	if err := ValidateEntityID(PrefixExecution, id); err != nil {
+		return nil, err
+	}
+	var ex Execution
+	if err := s.readJSON(s.executionPath(id), &ex); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, newErr(ErrNotFound, "execution_not_found", "list your runs with get_my_execution_history", "execution %s not found", id)
+		}
+		return nil, err
+	}
+	return &ex, nil
+}
+
+// Executions lists execution records of an agent ("" for all), newest first.
+func (s *Store) Executions(agentID string) ([]*Execution, error) {
+	entries, err := os.ReadDir(s.path("executions"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []*Execution
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || ValidateEntityID(PrefixExecution, id) != nil {
+			continue
+		}
+		ex, err := s.Execution(id)
+		if err != nil {
+			continue
+		}
+		if agentID == "" || ex.AgentID == agentID {
+			out = append(out, ex)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, nil
+}
+
+// finishExecution closes a running record; the caller holds the lock.
+func (s *Store) finishExecution(id, status, summary string) error {
+	ex, err := s.Execution(id)
+	if err != nil {
+		return err
+	}
+	if ex.Status != ExecRunning {
+		return nil
+	}
+	now := s.Now()
+	ex.Status = status
+	ex.CompletedAt = &now
+	ex.DurationSeconds = now.Sub(ex.StartedAt).Seconds()
+	ex.Summary = summary
+	ex.UpdatedAt = now
+	ex.Version++
+	if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
+		return err
+	}
+	return s.appendEvent(Event{At: now, Actor: ex.AgentID, Via: ViaTool, Entity: "execution", ID: ex.ID, Change: "finished", From: ExecRunning, To: status})
+}

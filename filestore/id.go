@@ -1,0 +1,129 @@
+package filestore
+
+import (
+	"crypto/rand"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ID prefixes of generated identifiers. Generated IDs are the prefix, an underscore, and 26
+// lower-case Crockford base32 characters: 10 for the millisecond time, 16 random. They sort
+// by creation time, and two clones or machines cannot produce the same one.
+const (
+	PrefixTask         = "tsk"
+	PrefixSession      = "ses"
+	PrefixEvent        = "evt"
+	PrefixExecution    = "exe"
+	PrefixMessage      = "msg"
+	PrefixConversation = "cnv"
+	PrefixDelegation   = "dlg"
+	PrefixNotification = "ntf"
+	PrefixProject      = "prj"
+)
+
+const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+
+var idMu sync.Mutex
+var lastIDTime int64
+var lastIDRand [10]byte
+
+// NewID returns a fresh time-sortable identifier with the given prefix. Within one process,
+// IDs made in the same millisecond still sort in creation order (the random part is
+// incremented, as in ULID's monotonic mode).
+func NewID(prefix string, now time.Time) string {
+	ms := now.UnixMilli()
+	idMu.Lock()
+	var r [10]byte
+	if ms <= lastIDTime {
+		ms = lastIDTime
+		r = lastIDRand
+		for i := len(r) - 1; i >= 0; i-- {
+			r[i]++
+			if r[i] != 0 {
+				break
+			}
+		}
+	} else if _, err := rand.Read(r[:]); err != nil {
+		panic("filestore: crypto/rand failed: " + err.Error()) // never happens on supported systems
+	}
+	lastIDTime, lastIDRand = ms, r
+	idMu.Unlock()
+
+	var b strings.Builder
+	b.Grow(len(prefix) + 27)
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	for i := 9; i >= 0; i-- {
+		b.WriteByte(crockford[(ms>>(uint(i)*5))&31])
+	}
+	// 80 random bits as 16 base32 digits.
+	var acc uint64
+	bits := 0
+	for _, c := range r {
+		acc = acc<<8 | uint64(c)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			b.WriteByte(crockford[(acc>>uint(bits))&31])
+		}
+	}
+	return b.String()
+}
+
+var (
+	nameRe   = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+	entityRe = regexp.MustCompile(`^[a-z]{3}_[a-z0-9][a-z0-9._-]{0,62}$`)
+)
+
+// ValidateAgentID checks a user-chosen agent identifier: lower-case letters, digits, '.', '_'
+// and '-', starting with a letter or digit, at most 63 characters. Such an ID can never name
+// a parent directory or contain a path separator.
+func ValidateAgentID(id string) error {
+	if !nameRe.MatchString(id) {
+		return newErr(ErrInvalid, "invalid_id", "use lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters (e.g. worker-frontend-01)",
+			"invalid agent id %q", clip(id))
+	}
+	return nil
+}
+
+// ValidateEntityID checks the identifier of a stored entity: its prefix (e.g. "tsk"), an
+// underscore and a name in the agent-ID alphabet. Every identifier is checked before it is
+// used to build a path.
+func ValidateEntityID(prefix, id string) error {
+	if !entityRe.MatchString(id) || !strings.HasPrefix(id, prefix+"_") {
+		return newErr(ErrInvalid, "invalid_id", "identifiers look like "+prefix+"_01jd2x0k8m3q7v5w9z1b4c6e8f",
+			"invalid %s id %q", entityNoun(prefix), clip(id))
+	}
+	return nil
+}
+
+func entityNoun(prefix string) string {
+	switch prefix {
+	case PrefixTask:
+		return "task"
+	case PrefixSession:
+		return "session"
+	case PrefixExecution:
+		return "execution"
+	case PrefixConversation:
+		return "conversation"
+	case PrefixDelegation:
+		return "delegation"
+	case PrefixNotification:
+		return "notification"
+	case PrefixMessage:
+		return "message"
+	}
+	return prefix
+}
+
+// clip shortens hostile input before it is echoed back in an error message.
+func clip(s string) string {
+	const max = 80
+	if len([]rune(s)) <= max {
+		return s
+	}
+	return string([]rune(s)[:max]) + "…"
+}

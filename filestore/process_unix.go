@@ -1,0 +1,54 @@
+//go:build unix
+
+package filestore
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// processAlive reports whether pid is a running process and, where the start time is
+// recorded, the same process (a recycled pid is not the session's server).
+func processAlive(pid int, start string) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	if err != nil && !errors.Is(err, syscall.EPERM) {
+		return false
+	}
+	if start != "" {
+		if now := processStart(pid); now != "" && now != start {
+			return false
+		}
+	}
+	return true
+}
+
+// processStart returns the process start time in clock ticks since boot from
+// /proc/<pid>/stat (Linux), or "" where that is not available. A zombie still has its
+// entry, so a dead-but-unreaped server counts as gone by its state field.
+func processStart(pid int) string {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	// The command name (field 2) may hold spaces and parentheses; fields resume after the
+	// last ')'.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return ""
+	}
+	fields := bytes.Fields(data[i+1:])
+	// fields[0] is field 3 (state); field 22 (starttime) is fields[19].
+	if len(fields) < 20 {
+		return ""
+	}
+	if string(fields[0]) == "Z" || string(fields[0]) == "X" {
+		return "dead"
+	}
+	return string(fields[19])
+}

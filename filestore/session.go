@@ -1,0 +1,388 @@
+package filestore
+
+import (
+	"crypto/subtle"
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Session purposes and states.
+const (
+	PurposeTask = "task"
+	PurposeChat = "chat"
+
+	SessionActive      = "active"
+	SessionTerminating = "terminating"
+	SessionEnded       = "ended"
+)
+
+// Session is runtime/sessions/<id>.json (git-ignored). The bearer token handed to the agent
+// is "<id>.<secret>"; only a hash of the secret is stored.
+type Session struct {
+	ID             string     `json:"id"`
+	TokenHash      string     `json:"token_hash"`
+	AgentID        string     `json:"agent_id"`
+	Purpose        string     `json:"purpose"`
+	TaskID         string     `json:"task_id"`
+	ExecutionID    string     `json:"execution_id"`
+	State          string     `json:"state"`
+	PID            int        `json:"pid"`
+	PIDStart       string     `json:"pid_start"`
+	CreatedAt      time.Time  `json:"created_at"`
+	LastActivityAt time.Time  `json:"last_activity_at"`
+	ExpiresAt      time.Time  `json:"expires_at"`
+	EndedAt        *time.Time `json:"ended_at"`
+	EndReason      string     `json:"end_reason"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	Version        int        `json:"version"`
+}
+
+// Live reports whether the session can still act: active, lease not expired, and its
+// serving process still running. Liveness, not just a TTL: a killed server's session is
+// dead at once.
+func (se *Session) Live(now time.Time) bool {
+	return se.State == SessionActive && now.Before(se.ExpiresAt) && processAlive(se.PID, se.PIDStart)
+}
+
+func (s *Store) sessionPath(id string) string { return s.path("runtime", "sessions", id+".json") }
+
+// AuthRequest is an authenticate call.
+type AuthRequest struct {
+	AgentID string
+	Passkey string
+	// Purpose is "task", "chat" or "" to let work detection choose.
+	Purpose string
+	// PID of the serving process, whose death ends the session.
+	PID int
+}
+
+// AuthResult is a new session and the token for it (shown once).
+type AuthResult struct {
+	Session *Session
+	Token   string
+	Agent   *Agent
+}
+
+// Authenticate verifies an AI agent's passkey, decides the session purpose by work
+// detection (task first), and creates the session. It runs under the store lock, so two
+// processes racing to open a task session for one agent cannot both win.
+func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
+	if err := ValidateAgentID(r.AgentID); err != nil {
+		return nil, err
+	}
+	if r.Purpose != "" && r.Purpose != PurposeTask && r.Purpose != PurposeChat {
+		return nil, newErr(ErrInvalid, "invalid_argument", "use purpose task or chat, or omit it to let aipm decide", "invalid purpose %q", clip(r.Purpose))
+	}
+	a, err := s.Member(r.AgentID)
+	if err != nil {
+		return nil, err
+	}
+	if a.Type != AgentAI || !s.checkPasskey(a.ID, r.Passkey) {
+		return nil, newErr(ErrUnauthorized, "invalid_passkey", "use the passkey printed by `aipm agent add` (rotate it with `aipm agent passkey "+a.ID+"`)",
+			"invalid agent_id or passkey")
+	}
+	if a.Status != AgentActive {
+		return nil, newErr(ErrUnauthorized, "agent_not_active", "ask the owner to set the agent active", "agent %s is %s", a.ID, a.Status)
+	}
+	p, err := s.Project()
+	if err != nil {
+		return nil, err
+	}
+	if p.Status != ProjectActive {
+		return nil, newErr(ErrConflict, "project_paused", "wait until the owner resumes the project (`aipm project resume`)", "project is %s: no sessions start", p.Status)
+	}
+	var res *AuthResult
+	err = s.locked(func() error {
+		// Whoever notices an orphan first ends it, so the history shows when it died.
+		if _, err := s.endOrphansLocked(a.ID); err != nil {
+			return err
+		}
+		w, err := s.detectWork(a)
+		if err != nil {
+			return err
+		}
+		purpose, taskID := "", ""
+		switch r.Purpose {
+		case PurposeTask:
+			if w.TaskID == "" {
+				return noWork(a.ID, "no in_progress task without a live task session", w)
+			}
+			purpose, taskID = PurposeTask, w.TaskID
+		case PurposeChat:
+			if !w.Chat {
+				return noWork(a.ID, "no chat work (no unread messages) without a live chat session", w)
+			}
+			purpose = PurposeChat
+		default:
+			switch {
+			case w.TaskID != "":
+				purpose, taskID = PurposeTask, w.TaskID
+			case w.Chat:
+				purpose = PurposeChat
+			default:
+				return noWork(a.ID, "nothing to do", w)
+			}
+		}
+		now := s.Now()
+		secret := newSecret("")
+		se := &Session{ID: NewID(PrefixSession, now), TokenHash: hashSecret("", secret), AgentID: a.ID, Purpose: purpose,
+			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: processStart(r.PID), CreatedAt: now,
+			LastActivityAt: now, ExpiresAt: now.Add(p.Settings.Lease()), UpdatedAt: now, Version: 1}
+		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
+			return err
+		}
+		res = &AuthResult{Session: se, Token: se.ID + "." + secret, Agent: a}
+		return s.appendEvent(Event{At: now, Actor: a.ID, Via: ViaTool, Entity: "session", ID: se.ID, Change: "started", To: purpose, Reason: taskID})
+	})
+	return res, err
+}
+
+func noWork(agentID, why string, w Work) error {
+	msg := "agent " + agentID + " has no work: " + why
+	if w.LiveTask || w.LiveChat {
+		var live []string
+		if w.LiveTask {
+			live = append(live, "task")
+		}
+		if w.LiveChat {
+			live = append(live, "chat")
+		}
+		msg += " (a live " + strings.Join(live, " and ") + " session already runs for it)"
+	}
+	return newErr(ErrConflict, "no_work", "exit now; the coordinator starts you again when there is work", "%s", msg)
+}
+
+// Work is what an agent could do now, decided the same way for authenticate and for the
+// coordinator.
+type Work struct {
+	// TaskID is the in_progress task a new task session would take ("" if none).
+	TaskID string
+	// Chat is true when there is chat work and no live chat session.
+	Chat bool
+	// Unread counts unread mailbox messages.
+	Unread int
+	// LiveTask and LiveChat report live sessions that already cover a purpose.
+	LiveTask, LiveChat bool
+}
+
+// DetectWork reports the agent's work (SPEC §4.4): task work is an in_progress task assigned
+// to it while it has no live task session; chat work is unread messages while it has no live
+// chat session.
+func (s *Store) DetectWork(agentID string) (Work, error) {
+	a, err := s.Member(agentID)
+	if err != nil {
+		return Work{}, err
+	}
+	return s.detectWork(a)
+}
+
+func (s *Store) detectWork(a *Agent) (Work, error) {
+	var w Work
+	live, err := s.LiveSessions(a.ID)
+	if err != nil {
+		return w, err
+	}
+	for _, se := range live {
+		switch se.Purpose {
+		case PurposeTask:
+			w.LiveTask = true
+		case PurposeChat:
+			w.LiveChat = true
+		}
+	}
+	if !w.LiveTask {
+		tasks, err := s.Tasks(TaskFilter{Status: StatusInProgress, AssigneeID: a.ID})
+		if err != nil {
+			return w, err
+		}
+		// Deterministic: the oldest top-level task first, then the oldest sub-task.
+		sort.SliceStable(tasks, func(i, j int) bool { return tasks[i].ParentID == "" && tasks[j].ParentID != "" })
+		if len(tasks) > 0 {
+			w.TaskID = tasks[0].ID
+		}
+	}
+	w.Unread, err = s.UnreadCount(a.ID)
+	if err != nil {
+		return w, err
+	}
+	w.Chat = !w.LiveChat && w.Unread > 0
+	return w, nil
+}
+
+// Sessions lists the session records of an agent ("" for all), oldest first.
+func (s *Store) Sessions(agentID string) ([]*Session, error) {
+	entries, err := os.ReadDir(s.path("runtime", "sessions"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []*Session
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || ValidateEntityID(PrefixSession, id) != nil {
+			continue
+		}
+		var se Session
+		if s.readJSON(s.sessionPath(id), &se) != nil {
+			continue
+		}
+		if agentID == "" || se.AgentID == agentID {
+			out = append(out, &se)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// LiveSessions returns the agent's live sessions ("" for all agents).
+func (s *Store) LiveSessions(agentID string) ([]*Session, error) {
+	all, err := s.Sessions(agentID)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	return slices.DeleteFunc(all, func(se *Session) bool { return !se.Live(now) }), nil
+}
+
+// Session resolves a bearer token to its session. An unknown or malformed token is
+// invalid_session; a session that ended, expired or lost its process is session_expired.
+func (s *Store) Session(token string) (*Session, error) {
+	id, secret, ok := strings.Cut(token, ".")
+	bad := newErr(ErrUnauthorized, "invalid_session", "call authenticate to get a session_token", "invalid session_token")
+	if !ok || ValidateEntityID(PrefixSession, id) != nil {
+		return nil, bad
+	}
+	var se Session
+	if err := s.readJSON(s.sessionPath(id), &se); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, bad
+		}
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(hashSecret("", secret)), []byte(se.TokenHash)) != 1 {
+		return nil, bad
+	}
+	if !se.Live(s.Now()) {
+		why := se.EndReason
+		if se.State == SessionActive {
+			why = "lease expired or serving process gone"
+		}
+		return &se, newErr(ErrUnauthorized, "session_expired", "call authenticate again if there is still work; otherwise exit",
+			"session %s is no longer live (%s)", se.ID, why)
+	}
+	return &se, nil
+}
+
+// Touch renews the session's lease after a tool call. It writes only when a noticeable part
+// of the lease has passed, so a burst of calls costs no extra fsyncs.
+func (s *Store) Touch(se *Session) error {
+	now := s.Now()
+	p, err := s.Project()
+	if err != nil {
+		return err
+	}
+	lease := p.Settings.Lease()
+	if now.Sub(se.LastActivityAt) < min(lease/10, time.Minute) {
+		return nil
+	}
+	return s.updateSession(se.ID, func(cur *Session) error {
+		if cur.State != SessionActive {
+			return nil
+		}
+		cur.LastActivityAt = now
+		cur.ExpiresAt = now.Add(lease)
+		return nil
+	})
+}
+
+// EndSession ends a session for a reason (logout, process_exit, report_completed, ...). A
+// running execution record of the session is closed with it. Ending is idempotent.
+func (s *Store) EndSession(id, reason string) error {
+	return s.updateSession(id, func(se *Session) error { return s.endSession(se, reason) })
+}
+
+// endSession ends se in memory, closing its execution record; the caller holds the lock and
+// writes se.
+func (s *Store) endSession(se *Session, reason string) error {
+	if se.State == SessionEnded {
+		return errNoChange
+	}
+	now := s.Now()
+	se.State = SessionEnded
+	se.EndedAt = &now
+	se.EndReason = reason
+	if se.ExecutionID != "" {
+		if err := s.finishExecution(se.ExecutionID, ExecFailed, "session ended before report_completed: "+reason); err != nil {
+			return err
+		}
+	}
+	return s.appendEvent(Event{At: now, Actor: se.AgentID, Via: ViaTool, Entity: "session", ID: se.ID, Change: "ended", From: se.Purpose, Reason: reason})
+}
+
+var errNoChange = errors.New("no change")
+
+// updateSession is the read-modify-write of one session under the lock.
+func (s *Store) updateSession(id string, fn func(*Session) error) error {
+	if err := ValidateEntityID(PrefixSession, id); err != nil {
+		return err
+	}
+	return s.locked(func() error { return s.updateSessionLocked(id, fn) })
+}
+
+func (s *Store) updateSessionLocked(id string, fn func(*Session) error) error {
+	var se Session
+	if err := s.readJSON(s.sessionPath(id), &se); err != nil {
+		return err
+	}
+	if err := fn(&se); err != nil {
+		if errors.Is(err, errNoChange) {
+			return nil
+		}
+		return err
+	}
+	se.UpdatedAt = s.Now()
+	se.Version++
+	return writeJSON(s.sessionPath(se.ID), &se, 0o600)
+}
+
+// EndOrphans ends the active sessions of an agent ("" for all) whose serving process is
+// gone or whose lease expired. Only those sessions end; a live sibling of the other purpose
+// is untouched (anchor defect 9.1.1).
+func (s *Store) EndOrphans(agentID string) (int, error) {
+	n := 0
+	err := s.locked(func() error {
+		var err error
+		n, err = s.endOrphansLocked(agentID)
+		return err
+	})
+	return n, err
+}
+
+func (s *Store) endOrphansLocked(agentID string) (int, error) {
+	all, err := s.Sessions(agentID)
+	if err != nil {
+		return 0, err
+	}
+	now := s.Now()
+	n := 0
+	for _, se := range all {
+		if se.State != SessionActive || se.Live(now) {
+			continue
+		}
+		reason := "process_gone"
+		if !now.Before(se.ExpiresAt) {
+			reason = "lease_expired"
+		}
+		if err := s.updateSessionLocked(se.ID, func(cur *Session) error { return s.endSession(cur, reason) }); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,120 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/gofrs/flock"
+)
+
+// DirName is the name of the store directory at the top of a repository.
+const DirName = ".ai-pm"
+
+// Options configure a Store.
+type Options struct {
+	// Now is the clock; nil means time.Now. Tests pass a fixed clock for stable output.
+	Now func() time.Time
+}
+
+// Store is one project's .ai-pm directory. Any number of Stores, in any number of
+// processes, may share a directory: every read-modify-write runs under the store lock
+// (an in-process mutex plus flock on runtime/locks/store.lock), and every file is replaced
+// atomically, so readers need no lock.
+type Store struct {
+	root string // repository root, parent of .ai-pm
+	dir  string // the .ai-pm directory
+	now  func() time.Time
+	mu   sync.Mutex // flock does not exclude goroutines sharing a process (libs.md §3.2)
+}
+
+// ErrNoStore is returned by Find when no .ai-pm directory is found.
+var ErrNoStore = errors.New("no .ai-pm directory here or in any parent (run `aipm init` at the repository root)")
+
+// Find walks up from start to the first directory holding .ai-pm/project.json, like Git
+// looks for .git, and returns that repository root.
+func Find(start string) (string, error) {
+	dir, err := filepath.Abs(start)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, DirName, "project.json")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", ErrNoStore
+		}
+		dir = parent
+	}
+}
+
+// Open opens the store of the repository at root. It removes temp files that crashed
+// writers left behind.
+func Open(root string, opts Options) (*Store, error) {
+	root, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	s := newStore(root, opts)
+	if _, err := os.Stat(s.path("project.json")); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
+		}
+		return nil, err
+	}
+	cleanTemp(s.dir, s.Now())
+	return s, nil
+}
+
+func newStore(root string, opts Options) *Store {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{root: root, dir: filepath.Join(root, DirName), now: now}
+}
+
+// Root returns the repository root (the agents' working directory).
+func (s *Store) Root() string { return s.root }
+
+// Dir returns the .ai-pm directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Now returns the store clock's current time in UTC, truncated to microseconds so that it
+// survives a JSON round trip unchanged.
+func (s *Store) Now() time.Time { return s.now().UTC().Truncate(time.Microsecond) }
+
+// Rel returns path relative to the repository root, with forward slashes, for messages.
+func (s *Store) Rel(path string) string {
+	if r, err := filepath.Rel(s.root, path); err == nil {
+		return filepath.ToSlash(r)
+	}
+	return path
+}
+
+func (s *Store) path(elem ...string) string {
+	return filepath.Join(append([]string{s.dir}, elem...)...)
+}
+
+// locked runs fn holding the store lock: the in-process mutex first, then an exclusive
+// flock on a dedicated lock file that is never replaced (locking a file that is renamed
+// over would lock a dead inode).
+func (s *Store) locked(fn func() error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lockPath := s.path("runtime", "locks", "store.lock")
+	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+		return err
+	}
+	lk := flock.New(lockPath, flock.SetPermissions(0o644))
+	if err := lk.Lock(); err != nil {
+		return fmt.Errorf("lock %s: %w", s.Rel(lockPath), err)
+	}
+	defer lk.Unlock()
+	return fn()
+}

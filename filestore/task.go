@@ -1,0 +1,581 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Task statuses.
+const (
+	StatusBacklog    = "backlog"
+	StatusTodo       = "todo"
+	StatusInProgress = "in_progress"
+	StatusBlocked    = "blocked"
+	StatusDone       = "done"
+	StatusCancelled  = "cancelled"
+)
+
+// Statuses lists the task statuses in workflow order.
+var Statuses = []string{StatusBacklog, StatusTodo, StatusInProgress, StatusBlocked, StatusDone, StatusCancelled}
+
+// Priorities lists the task priorities, lowest first.
+var Priorities = []string{"low", "medium", "high", "urgent"}
+
+// Approval states of a task requested by an agent (request_task).
+const (
+	ApprovalApproved = "approved"
+	ApprovalPending  = "pending_approval"
+	ApprovalRejected = "rejected"
+)
+
+// transitions is the status table of SPEC §4.3: transitions[from] holds the allowed targets.
+// A status to itself is never a transition.
+var transitions = map[string][]string{
+	StatusBacklog:    {StatusTodo, StatusCancelled},
+	StatusTodo:       {StatusBacklog, StatusInProgress, StatusBlocked, StatusCancelled},
+	StatusInProgress: {StatusBlocked, StatusDone, StatusCancelled},
+	StatusBlocked:    {StatusTodo, StatusInProgress, StatusCancelled},
+	StatusDone:       {},
+	StatusCancelled:  {},
+}
+
+// CanTransition reports whether the table allows from → to.
+func CanTransition(from, to string) bool {
+	return slices.Contains(transitions[from], to)
+}
+
+// Finished reports whether a status is final (done or cancelled).
+func Finished(status string) bool { return status == StatusDone || status == StatusCancelled }
+
+// Task is tasks/<id>.json.
+type Task struct {
+	ID                string     `json:"id"`
+	ProjectID         string     `json:"project_id"`
+	Title             string     `json:"title"`
+	Description       string     `json:"description"`
+	Status            string     `json:"status"`
+	Priority          string     `json:"priority"`
+	AssigneeID        string     `json:"assignee_id"`
+	CreatedBy         string     `json:"created_by"`
+	ParentID          string     `json:"parent_id"`
+	Dependencies      []string   `json:"dependencies"`
+	BlockedReason     string     `json:"blocked_reason"`
+	StatusChangedBy   string     `json:"status_changed_by"`
+	StatusChangedAt   *time.Time `json:"status_changed_at"`
+	CompletionResult  string     `json:"completion_result"`
+	CompletionSummary string     `json:"completion_summary"`
+	RequesterID       string     `json:"requester_id"`
+	Approval          string     `json:"approval"`
+	ApprovedBy        string     `json:"approved_by"`
+	RejectedReason    string     `json:"rejected_reason"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+	CompletedAt       *time.Time `json:"completed_at"`
+	Version           int        `json:"version"`
+}
+
+func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
+
+// Task reads one task.
+func (s *Store) Task(id string) (*Task, error) {
+	if err := ValidateEntityID(PrefixTask, id); err != nil {
+		return nil, err
+	}
+	var t Task
+	if err := s.readJSON(s.taskPath(id), &t); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, newErr(ErrNotFound, "task_not_found", "list tasks with list_tasks (or `aipm task list`)", "task %s not found", id)
+		}
+		return nil, err
+	}
+	t.normalize()
+	return &t, nil
+}
+
+// normalize fills what a hand-written file may leave out, so rules see sane values.
+func (t *Task) normalize() {
+	if t.Dependencies == nil {
+		t.Dependencies = []string{}
+	}
+	if t.Priority == "" {
+		t.Priority = "medium"
+	}
+	if t.Approval == "" {
+		t.Approval = ApprovalApproved
+	}
+}
+
+// TaskFilter selects tasks; empty fields match everything.
+type TaskFilter struct {
+	Status     string
+	AssigneeID string
+	ParentID   string
+	// TopLevel selects tasks without a parent.
+	TopLevel bool
+}
+
+func (f TaskFilter) match(t *Task) bool {
+	return (f.Status == "" || t.Status == f.Status) &&
+		(f.AssigneeID == "" || t.AssigneeID == f.AssigneeID) &&
+		(f.ParentID == "" || t.ParentID == f.ParentID) &&
+		(!f.TopLevel || t.ParentID == "")
+}
+
+// Tasks lists the tasks matching f, oldest first (IDs sort by creation time). Files that
+// cannot be read are skipped here and reported by `aipm doctor`, so one hand-broken file
+// never stops the rest of the project.
+func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
+	all, err := s.loadTasks()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Task
+	for _, t := range all {
+		if f.match(t) {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (s *Store) loadTasks() (map[string]*Task, error) {
+	entries, err := os.ReadDir(s.path("tasks"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return map[string]*Task{}, nil
+		}
+		return nil, err
+	}
+	out := make(map[string]*Task, len(entries))
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() || ValidateEntityID(PrefixTask, id) != nil {
+			continue
+		}
+		t, err := s.Task(id)
+		if err != nil {
+			continue
+		}
+		out[id] = t
+	}
+	return out, nil
+}
+
+// Subtree returns the task's descendants (not the task itself), in breadth-first order.
+func (s *Store) Subtree(id string) ([]*Task, error) {
+	all, err := s.loadTasks()
+	if err != nil {
+		return nil, err
+	}
+	return descendants(all, id), nil
+}
+
+func descendants(all map[string]*Task, id string) []*Task {
+	children := map[string][]*Task{}
+	for _, t := range all {
+		if t.ParentID != "" {
+			children[t.ParentID] = append(children[t.ParentID], t)
+		}
+	}
+	for _, c := range children {
+		sort.Slice(c, func(i, j int) bool { return c[i].ID < c[j].ID })
+	}
+	var out []*Task
+	seen := map[string]bool{id: true}
+	queue := []string{id}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, c := range children[cur] {
+			if seen[c.ID] { // a hand-edited parent cycle must not loop forever
+				continue
+			}
+			seen[c.ID] = true
+			out = append(out, c)
+			queue = append(queue, c.ID)
+		}
+	}
+	return out
+}
+
+// NewTask describes a task to create.
+type NewTask struct {
+	Title        string
+	Description  string
+	Priority     string // default medium
+	Status       string // backlog (default) or todo
+	AssigneeID   string
+	ParentID     string
+	Dependencies []string
+	RequesterID  string
+	Approval     string // default approved
+}
+
+// CreateTask creates a task under the rules of SPEC §4.3: the parent, the assignee and every
+// dependency must exist; the creator is the real actor.
+func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
+	var t *Task
+	err := s.locked(func() error {
+		all, err := s.loadTasks()
+		if err != nil {
+			return err
+		}
+		t, err = s.newTask(actor, n, all)
+		if err != nil {
+			return err
+		}
+		return s.saveNewTask(actor, t)
+	})
+	return t, err
+}
+
+func (s *Store) saveNewTask(actor Actor, t *Task) error {
+	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+		return err
+	}
+	return s.appendEvent(Event{At: t.CreatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
+		Change: "created", To: t.Status, RequesterID: t.RequesterID})
+}
+
+// newTask validates n against the known tasks and returns the task to write.
+func (s *Store) newTask(actor Actor, n NewTask, all map[string]*Task) (*Task, error) {
+	title := strings.TrimSpace(n.Title)
+	if title == "" {
+		return nil, newErr(ErrInvalid, "invalid_argument", "give the task a short title", "task title is empty")
+	}
+	if len([]rune(title)) > 200 {
+		return nil, newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", len([]rune(title)))
+	}
+	if n.Priority == "" {
+		n.Priority = "medium"
+	}
+	if !slices.Contains(Priorities, n.Priority) {
+		return nil, newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(n.Priority))
+	}
+	if n.Status == "" {
+		n.Status = StatusBacklog
+	}
+	if n.Status != StatusBacklog && n.Status != StatusTodo {
+		return nil, newErr(ErrInvalid, "invalid_argument", "create the task as backlog or todo, then change its status", "a new task cannot start as %q", clip(n.Status))
+	}
+	if n.Approval == "" {
+		n.Approval = ApprovalApproved
+	}
+	p, err := s.Project()
+	if err != nil {
+		return nil, err
+	}
+	if n.ParentID != "" {
+		if err := ValidateEntityID(PrefixTask, n.ParentID); err != nil {
+			return nil, err
+		}
+		parent, ok := all[n.ParentID]
+		if !ok {
+			return nil, newErr(ErrNotFound, "task_not_found", "check the parent task id with list_tasks", "parent task %s not found", n.ParentID)
+		}
+		if Finished(parent.Status) {
+			return nil, newErr(ErrConflict, "invalid_parent", "add sub-tasks only to unfinished tasks", "parent task %s is %s", parent.ID, parent.Status)
+		}
+	}
+	if n.AssigneeID != "" {
+		if _, err := s.Member(n.AssigneeID); err != nil {
+			return nil, err
+		}
+	}
+	deps, err := checkDeps("", n.Dependencies, all)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	return &Task{ID: NewID(PrefixTask, now), ProjectID: p.ID, Title: title, Description: n.Description,
+		Status: n.Status, Priority: n.Priority, AssigneeID: n.AssigneeID, CreatedBy: actor.ID, ParentID: n.ParentID,
+		Dependencies: deps, StatusChangedBy: actor.ID, StatusChangedAt: &now, RequesterID: n.RequesterID,
+		Approval: n.Approval, CreatedAt: now, UpdatedAt: now, Version: 1}, nil
+}
+
+// checkDeps validates a dependency list for task id (empty for a new task): every
+// dependency exists, none is the task itself, no duplicates, and the graph stays acyclic.
+func checkDeps(id string, deps []string, all map[string]*Task) ([]string, error) {
+	out := []string{}
+	for _, d := range deps {
+		if err := ValidateEntityID(PrefixTask, d); err != nil {
+			return nil, err
+		}
+		if d == id {
+			return nil, newErr(ErrInvalid, "invalid_dependency", "remove the task from its own dependencies", "task %s cannot depend on itself", id)
+		}
+		if _, ok := all[d]; !ok {
+			return nil, newErr(ErrNotFound, "task_not_found", "create the dependency first, or check its id with list_tasks", "dependency %s not found", d)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	if id != "" {
+		// A cycle exists iff id is reachable from one of its new dependencies.
+		if path := depPath(all, out, id); path != nil {
+			return nil, newErr(ErrInvalid, "dependency_cycle", "drop one of these dependencies so the graph has no loop",
+				"dependencies would form a cycle: %s", strings.Join(append([]string{id}, path...), " → "))
+		}
+	}
+	return out, nil
+}
+
+// depPath returns a dependency chain from one of starts to target, or nil.
+func depPath(all map[string]*Task, starts []string, target string) []string {
+	seen := map[string]bool{}
+	var walk func(id string) []string
+	walk = func(id string) []string {
+		if id == target {
+			return []string{id}
+		}
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		t, ok := all[id]
+		if !ok {
+			return nil
+		}
+		for _, d := range t.Dependencies {
+			if p := walk(d); p != nil {
+				return append([]string{id}, p...)
+			}
+		}
+		return nil
+	}
+	for _, st := range starts {
+		if p := walk(st); p != nil {
+			return p
+		}
+	}
+	return nil
+}
+
+// StatusChange is the result of SetTaskStatus: the task and every task changed with it by
+// cascade.
+type StatusChange struct {
+	Task     *Task
+	Previous string
+	Cascaded []*Task
+}
+
+// SetTaskStatus moves a task to a new status under the rules of SPEC §4.3, for every writer:
+// the transition table; → in_progress needs an assignee, all dependencies done, the assignee
+// under max_parallel_tasks top-level tasks in progress, and an approval that is neither
+// pending nor rejected; → done needs every sub-task done or cancelled; → blocked records
+// the reason and blocks the unfinished descendants; → cancelled cancels them. The actor is
+// recorded as status_changed_by and in the history.
+func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange, error) {
+	var ch *StatusChange
+	err := s.locked(func() error {
+		all, err := s.loadTasks()
+		if err != nil {
+			return err
+		}
+		t, err := s.Task(id) // not from all: a corrupt file must surface as an error
+		if err != nil {
+			return err
+		}
+		ch, err = s.applyStatus(actor, all, t, to, reason)
+		return err
+	})
+	return ch, err
+}
+
+func (s *Store) applyStatus(actor Actor, all map[string]*Task, t *Task, to, reason string) (*StatusChange, error) {
+	if err := s.checkStatus(all, t, to); err != nil {
+		return nil, err
+	}
+	now := s.Now()
+	ch := &StatusChange{Task: t, Previous: t.Status}
+	setStatus(t, actor, to, reason, now)
+	if err := s.saveTask(actor, t, ch.Previous, reason); err != nil {
+		return nil, err
+	}
+	if to == StatusBlocked || to == StatusCancelled {
+		for _, d := range descendants(all, t.ID) {
+			if !CanTransition(d.Status, to) {
+				continue // e.g. backlog cannot be blocked; done stays done
+			}
+			prev := d.Status
+			why := fmt.Sprintf("parent task %s %s", t.ID, to)
+			if reason != "" {
+				why += ": " + reason
+			}
+			setStatus(d, actor, to, why, now)
+			if err := s.saveTask(actor, d, prev, why); err != nil {
+				return nil, err
+			}
+			ch.Cascaded = append(ch.Cascaded, d)
+		}
+	}
+	return ch, nil
+}
+
+func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
+	t.Status = to
+	t.StatusChangedBy = actor.ID
+	t.StatusChangedAt = &now
+	t.UpdatedAt = now
+	t.BlockedReason = ""
+	if to == StatusBlocked {
+		t.BlockedReason = reason
+		if t.BlockedReason == "" {
+			t.BlockedReason = "blocked by " + actor.ID
+		}
+	}
+	if to == StatusDone {
+		t.CompletedAt = &now
+	}
+}
+
+func (s *Store) saveTask(actor Actor, t *Task, from, reason string) error {
+	t.Version++
+	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+		return err
+	}
+	return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
+		Change: "status", From: from, To: t.Status, Reason: reason})
+}
+
+// checkStatus applies the transition table and the entry rules of the target status.
+func (s *Store) checkStatus(all map[string]*Task, t *Task, to string) error {
+	if !slices.Contains(Statuses, to) {
+		return newErr(ErrInvalid, "invalid_status", "use one of "+strings.Join(Statuses, ", "), "invalid status %q", clip(to))
+	}
+	if t.Status == to {
+		return newErr(ErrConflict, "invalid_status_transition", "the task already has this status; nothing to do", "task %s is already %s", t.ID, to)
+	}
+	if !CanTransition(t.Status, to) {
+		allowed := transitions[t.Status]
+		hint := "a " + t.Status + " task is final and cannot change"
+		if len(allowed) > 0 {
+			hint = "from " + t.Status + " a task can move to " + strings.Join(allowed, ", ")
+		}
+		return newErr(ErrConflict, "invalid_status_transition", hint, "invalid status transition from %s to %s (task %s)", t.Status, to, t.ID)
+	}
+	switch to {
+	case StatusInProgress:
+		if t.AssigneeID == "" {
+			return newErr(ErrConflict, "assignee_required", "assign the task first (assign_task, or `aipm task assign`)", "task %s has no assignee and cannot start", t.ID)
+		}
+		switch t.Approval {
+		case ApprovalPending:
+			return newErr(ErrConflict, "approval_required", "an ancestor of the assignee must approve it first (approve_task_request)", "task %s is pending approval and cannot start", t.ID)
+		case ApprovalRejected:
+			return newErr(ErrConflict, "task_rejected", "a rejected request cannot start; create a new request if it is still needed", "task %s was rejected and cannot start", t.ID)
+		}
+		var open []string
+		for _, d := range t.Dependencies {
+			if dt, ok := all[d]; !ok || dt.Status != StatusDone {
+				open = append(open, d)
+			}
+		}
+		if len(open) > 0 {
+			return newErr(ErrConflict, "dependencies_not_done", "finish the dependencies first", "task %s depends on unfinished tasks: %s", t.ID, strings.Join(open, ", "))
+		}
+		if t.ParentID == "" {
+			a, err := s.Agent(t.AssigneeID)
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, o := range all {
+				if o.ID != t.ID && o.ParentID == "" && o.AssigneeID == t.AssigneeID && o.Status == StatusInProgress {
+					n++
+				}
+			}
+			if n >= a.MaxParallel() {
+				return newErr(ErrConflict, "max_parallel_tasks_reached", "finish or block one of the agent's running tasks first",
+					"agent %s already has %d top-level task(s) in progress (max_parallel_tasks %d)", a.ID, n, a.MaxParallel())
+			}
+		}
+	case StatusDone:
+		var open []string
+		for _, d := range descendants(all, t.ID) {
+			if !Finished(d.Status) {
+				open = append(open, d.ID)
+			}
+		}
+		if len(open) > 0 {
+			return newErr(ErrConflict, "subtasks_not_finished", "finish or cancel the sub-tasks first", "task %s has unfinished sub-tasks: %s", t.ID, strings.Join(open, ", "))
+		}
+	}
+	return nil
+}
+
+// AssignTask sets or clears (assignee "") a task's assignee. The assignee must be an active
+// project member. A task in progress is not reassigned: its session would be orphaned.
+func (s *Store) AssignTask(actor Actor, id, assignee string) (*Task, error) {
+	var t *Task
+	err := s.locked(func() error {
+		var err error
+		t, err = s.Task(id)
+		if err != nil {
+			return err
+		}
+		if assignee != "" {
+			a, err := s.Member(assignee)
+			if err != nil {
+				return err
+			}
+			if a.Status != AgentActive {
+				return newErr(ErrConflict, "agent_not_active", "assign to an active agent", "agent %s is %s", a.ID, a.Status)
+			}
+		}
+		if t.Status == StatusInProgress && assignee != t.AssigneeID {
+			return newErr(ErrConflict, "task_in_progress", "block the task first, then reassign it", "task %s is in progress and cannot be reassigned", t.ID)
+		}
+		if Finished(t.Status) {
+			return newErr(ErrConflict, "task_finished", "finished tasks keep their assignee", "task %s is %s", t.ID, t.Status)
+		}
+		prev := t.AssigneeID
+		if prev == assignee {
+			return nil
+		}
+		t.AssigneeID = assignee
+		t.UpdatedAt = s.Now()
+		t.Version++
+		if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
+			Change: "assignee", From: prev, To: assignee})
+	})
+	return t, err
+}
+
+// SetDependencies replaces a task's dependencies, refusing unknown tasks, self-references
+// and cycles.
+func (s *Store) SetDependencies(actor Actor, id string, deps []string) (*Task, error) {
+	var t *Task
+	err := s.locked(func() error {
+		all, err := s.loadTasks()
+		if err != nil {
+			return err
+		}
+		if t, err = s.Task(id); err != nil {
+			return err
+		}
+		clean, err := checkDeps(t.ID, deps, all)
+		if err != nil {
+			return err
+		}
+		t.Dependencies = clean
+		t.UpdatedAt = s.Now()
+		t.Version++
+		if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
+			Change: "dependencies", To: strings.Join(clean, ",")})
+	})
+	return t, err
+}

@@ -1,0 +1,432 @@
+package filestore
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var human = Actor{ID: "owner", Via: ViaCLI}
+
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s, err := Init(t.TempDir(), InitOptions{Name: "test", OwnerID: "owner"}, Options{Now: func() time.Time {
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []NewAgent{
+		{ID: "mgr", Hierarchy: HierarchyManager, ParentID: "owner", Passkey: "mgr-passkey"},
+		{ID: "w1", ParentID: "mgr", Passkey: "w1-passkey"},
+		{ID: "w2", ParentID: "mgr", Passkey: "w2-passkey"},
+	} {
+		if _, _, err := s.AddAgent(human, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
+func mustTask(t *testing.T, s *Store, n NewTask) *Task {
+	t.Helper()
+	tk, err := s.CreateTask(human, n)
+	if err != nil {
+		t.Fatalf("CreateTask(%+v): %v", n, err)
+	}
+	return tk
+}
+
+func code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	if err != nil {
+		return "other: " + err.Error()
+	}
+	return ""
+}
+
+// writeTaskStatus puts a task into a status directly on disk, bypassing the rules, to set
+// up each cell of the table.
+func writeTaskStatus(t *testing.T, s *Store, id, status string) {
+	t.Helper()
+	tk, err := s.Task(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk.Status = status
+	if err := writeJSON(s.taskPath(id), tk, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTransitionTable(t *testing.T) {
+	want := map[string]map[string]bool{
+		StatusBacklog:    {StatusTodo: true, StatusCancelled: true},
+		StatusTodo:       {StatusBacklog: true, StatusInProgress: true, StatusBlocked: true, StatusCancelled: true},
+		StatusInProgress: {StatusBlocked: true, StatusDone: true, StatusCancelled: true},
+		StatusBlocked:    {StatusTodo: true, StatusInProgress: true, StatusCancelled: true},
+		StatusDone:       {},
+		StatusCancelled:  {},
+	}
+	s := newTestStore(t)
+	for _, from := range Statuses {
+		for _, to := range Statuses {
+			if got := CanTransition(from, to); got != want[from][to] {
+				t.Errorf("CanTransition(%s, %s) = %v, want %v", from, to, got, want[from][to])
+			}
+			// The same verdict through the store, on a task that meets every entry rule.
+			tk := mustTask(t, s, NewTask{Title: from + " to " + to, AssigneeID: "w1"})
+			writeTaskStatus(t, s, tk.ID, from)
+			_, err := s.SetTaskStatus(human, tk.ID, to, "test")
+			switch {
+			case want[from][to] && err != nil:
+				t.Errorf("%s → %s refused: %v", from, to, err)
+			case !want[from][to] && code(err) != "invalid_status_transition":
+				t.Errorf("%s → %s: got %q, want invalid_status_transition", from, to, code(err))
+			}
+			// Free the assignee's parallel slot for the next cell.
+			if tk, _ := s.Task(tk.ID); tk.Status == StatusInProgress {
+				writeTaskStatus(t, s, tk.ID, StatusCancelled)
+			}
+		}
+	}
+}
+
+func TestInProgressRules(t *testing.T) {
+	s := newTestStore(t)
+	dep := mustTask(t, s, NewTask{Title: "dep", Status: StatusTodo, AssigneeID: "w2"})
+	tk := mustTask(t, s, NewTask{Title: "main", Status: StatusTodo, Dependencies: []string{dep.ID}})
+
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); code(err) != "assignee_required" {
+		t.Fatalf("no assignee: got %q", code(err))
+	}
+	if _, err := s.AssignTask(human, tk.ID, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); code(err) != "dependencies_not_done" {
+		t.Fatalf("open dependency: got %q", code(err))
+	}
+	for _, st := range []string{StatusInProgress, StatusDone} {
+		if _, err := s.SetTaskStatus(human, dep.ID, st, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := mustTask(t, s, NewTask{Title: "other", Status: StatusTodo, AssigneeID: "w1"})
+	if _, err := s.SetTaskStatus(human, other.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); code(err) != "max_parallel_tasks_reached" {
+		t.Fatalf("w1 busy: got %q", code(err))
+	}
+	if _, err := s.SetTaskStatus(human, other.ID, StatusBlocked, "wait"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); err != nil {
+		t.Fatalf("all rules met: %v", err)
+	}
+
+	for approval, want := range map[string]string{ApprovalPending: "approval_required", ApprovalRejected: "task_rejected"} {
+		req := mustTask(t, s, NewTask{Title: "req " + approval, Status: StatusTodo, AssigneeID: "w2", Approval: approval})
+		if _, err := s.SetTaskStatus(human, req.ID, StatusInProgress, ""); code(err) != want {
+			t.Errorf("approval %s: got %q, want %s", approval, code(err), want)
+		}
+	}
+}
+
+func TestDoneNeedsFinishedSubtasks(t *testing.T) {
+	s := newTestStore(t)
+	parent := mustTask(t, s, NewTask{Title: "parent", Status: StatusTodo, AssigneeID: "w1"})
+	child := mustTask(t, s, NewTask{Title: "child", Status: StatusTodo, ParentID: parent.ID, AssigneeID: "w1"})
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusDone, ""); code(err) != "subtasks_not_finished" {
+		t.Fatalf("open child: got %q", code(err))
+	}
+	if _, err := s.SetTaskStatus(human, child.ID, StatusCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.SetTaskStatus(human, parent.ID, StatusDone, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Task.CompletedAt == nil {
+		t.Error("done task has no completed_at")
+	}
+}
+
+func TestBlockCascadesAndAttributes(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "mgr"})
+	a := mustTask(t, s, NewTask{Title: "a", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w1"})
+	aa := mustTask(t, s, NewTask{Title: "aa", Status: StatusTodo, ParentID: a.ID, AssigneeID: "w1"})
+	b := mustTask(t, s, NewTask{Title: "b", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w2"})
+	backlog := mustTask(t, s, NewTask{Title: "later", ParentID: root.ID})
+	for _, id := range []string{root.ID, b.ID} {
+		if _, err := s.SetTaskStatus(human, id, StatusInProgress, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SetTaskStatus(human, b.ID, StatusDone, ""); err != nil {
+		t.Fatal(err)
+	}
+
+	mgr := Actor{ID: "mgr", Via: ViaTool}
+	ch, err := s.SetTaskStatus(mgr, root.ID, StatusBlocked, "waiting for the API key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Cascaded) != 2 {
+		t.Fatalf("cascaded %d tasks, want 2 (a, aa)", len(ch.Cascaded))
+	}
+	for _, tc := range []struct {
+		id, status string
+	}{{root.ID, StatusBlocked}, {a.ID, StatusBlocked}, {aa.ID, StatusBlocked}, {b.ID, StatusDone}, {backlog.ID, StatusBacklog}} {
+		got, err := s.Task(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != tc.status {
+			t.Errorf("%s: status %s, want %s", got.Title, got.Status, tc.status)
+		}
+		if tc.status == StatusBlocked {
+			if got.StatusChangedBy != "mgr" {
+				t.Errorf("%s: status_changed_by %q, want mgr (the real actor)", got.Title, got.StatusChangedBy)
+			}
+			if !strings.Contains(got.BlockedReason, "waiting for the API key") {
+				t.Errorf("%s: blocked_reason %q lacks the reason", got.Title, got.BlockedReason)
+			}
+		}
+	}
+	evs, err := s.Events(aa.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Actor != "mgr" || last.Via != ViaTool || last.From != StatusTodo || last.To != StatusBlocked {
+		t.Errorf("history of cascaded task: %+v", last)
+	}
+	// Leaving blocked clears the reason.
+	ch, err = s.SetTaskStatus(human, root.ID, StatusInProgress, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch.Task.BlockedReason != "" || ch.Task.StatusChangedBy != "owner" {
+		t.Errorf("after unblock: reason %q, changed by %q", ch.Task.BlockedReason, ch.Task.StatusChangedBy)
+	}
+}
+
+func TestDependencyValidation(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "a"})
+	b := mustTask(t, s, NewTask{Title: "b", Dependencies: []string{a.ID}})
+	c := mustTask(t, s, NewTask{Title: "c", Dependencies: []string{b.ID}})
+
+	if _, err := s.SetDependencies(human, a.ID, []string{c.ID}); code(err) != "dependency_cycle" {
+		t.Fatalf("a→c→b→a: got %q", code(err))
+	} else if !strings.Contains(err.Error(), a.ID+" → "+c.ID+" → "+b.ID+" → "+a.ID) {
+		t.Errorf("cycle message does not show the loop: %v", err)
+	}
+	if _, err := s.SetDependencies(human, a.ID, []string{a.ID}); code(err) != "invalid_dependency" {
+		t.Errorf("self dependency: got %q", code(err))
+	}
+	if _, err := s.CreateTask(human, NewTask{Title: "x", Dependencies: []string{"tsk_missing"}}); code(err) != "task_not_found" {
+		t.Errorf("unknown dependency: got %q", code(err))
+	}
+	if _, err := s.CreateTask(human, NewTask{Title: "x", Dependencies: []string{"../../etc/passwd"}}); code(err) != "invalid_id" {
+		t.Errorf("path-like dependency: got %q", code(err))
+	}
+	got, err := s.SetDependencies(human, c.ID, []string{a.ID, b.ID, a.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got.Dependencies, ",") != a.ID+","+b.ID {
+		t.Errorf("duplicates kept: %v", got.Dependencies)
+	}
+	a2, _ := s.Task(a.ID)
+	if len(a2.Dependencies) != 0 {
+		t.Errorf("a refused change was written: %v", a2.Dependencies)
+	}
+}
+
+func TestIDValidation(t *testing.T) {
+	bad := []string{"", ".", "..", "../x", "a/b", `a\b`, "/etc", ".hidden", "-x", "UPPER", "a b", "a\x00b",
+		strings.Repeat("a", 64), "ü"}
+	for _, id := range bad {
+		if ValidateAgentID(id) == nil {
+			t.Errorf("ValidateAgentID(%q) accepted", id)
+		}
+		if ValidateEntityID(PrefixTask, "tsk_"+id) == nil && id != "" && !strings.HasPrefix(id, "-") {
+			t.Errorf("ValidateEntityID(tsk_%q) accepted", id)
+		}
+	}
+	for _, id := range []string{"w1", "worker-frontend-01", "a.b_c", strings.Repeat("a", 63)} {
+		if err := ValidateAgentID(id); err != nil {
+			t.Errorf("ValidateAgentID(%q): %v", id, err)
+		}
+	}
+	if ValidateEntityID(PrefixTask, "cnv_abc") == nil {
+		t.Error("a conversation id passed as a task id")
+	}
+	now := time.Now()
+	for range 100 {
+		id := NewID(PrefixTask, now)
+		if err := ValidateEntityID(PrefixTask, id); err != nil {
+			t.Fatalf("generated id %q rejected: %v", id, err)
+		}
+	}
+
+	// Hostile ids through the store never reach the file system.
+	s := newTestStore(t)
+	for _, id := range []string{"../../../etc/passwd", "../agents/w1/agent", "tsk_../../x"} {
+		if _, err := s.Task(id); code(err) != "invalid_id" {
+			t.Errorf("Task(%q): got %q", id, code(err))
+		}
+		if _, err := s.SetTaskStatus(human, id, StatusTodo, ""); code(err) != "invalid_id" {
+			t.Errorf("SetTaskStatus(%q): got %q", id, code(err))
+		}
+	}
+	for _, id := range []string{"../owner", "x/../../y"} {
+		if _, err := s.Agent(id); code(err) != "invalid_id" {
+			t.Errorf("Agent(%q): got %q", id, code(err))
+		}
+		if _, _, err := s.AddAgent(human, NewAgent{ID: id}); code(err) != "invalid_id" {
+			t.Errorf("AddAgent(%q): got %q", id, code(err))
+		}
+	}
+}
+
+func TestIDsSortByTime(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	prev := ""
+	for i := range 1000 {
+		id := NewID(PrefixTask, t0.Add(time.Duration(i/10)*time.Millisecond)) // ten per millisecond
+		if id <= prev {
+			t.Fatalf("id %d %q does not sort after %q", i, id, prev)
+		}
+		prev = id
+	}
+}
+
+func TestStableEncoding(t *testing.T) {
+	s := newTestStore(t)
+	dep := mustTask(t, s, NewTask{Title: "dep"})
+	tk := mustTask(t, s, NewTask{Title: "日本語のタスク <&>", Description: "line1\nline2", Dependencies: []string{dep.ID}, AssigneeID: "w1"})
+	for _, path := range []string{s.taskPath(tk.ID), s.agentPath("w1"), s.path("project.json")} {
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		switch {
+		case strings.Contains(path, "tasks"):
+			v = &Task{}
+		case strings.Contains(path, "agents"):
+			v = &Agent{}
+		default:
+			v = &Project{}
+		}
+		if err := s.readJSON(path, v); err != nil {
+			t.Fatal(err)
+		}
+		again, err := encodeJSON(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(orig, again) {
+			t.Errorf("%s: rewrite differs:\n%s\n---\n%s", s.Rel(path), orig, again)
+		}
+		if !bytes.HasSuffix(orig, []byte("}\n")) || !bytes.Contains(orig, []byte("\n  \"")) {
+			t.Errorf("%s: not indented JSON with trailing newline", s.Rel(path))
+		}
+	}
+	data, _ := os.ReadFile(s.taskPath(tk.ID))
+	if !bytes.Contains(data, []byte(`"title": "日本語のタスク <&>"`)) {
+		t.Errorf("text is escaped instead of readable:\n%s", data)
+	}
+	if !bytes.Contains(data, []byte(`"created_at": "2026-01-02T03:04:05.`)) {
+		t.Errorf("times are not UTC RFC 3339:\n%s", data)
+	}
+}
+
+func TestCorruptTaskIsReportedNotOverwritten(t *testing.T) {
+	s := newTestStore(t)
+	tk := mustTask(t, s, NewTask{Title: "t", Status: StatusTodo, AssigneeID: "w1"})
+	path := s.taskPath(tk.ID)
+	data, _ := os.ReadFile(path)
+	broken := bytes.Replace(data, []byte(`"status": "todo",`), []byte(`"status": "todo"`), 1)
+	if err := os.WriteFile(path, broken, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, "")
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Line != 7 || ce.Path != ".ai-pm/tasks/"+tk.ID+".json" {
+		t.Fatalf("got %v, want a CorruptError at .ai-pm/tasks/%s.json:7 (where the parser stops)", err, tk.ID)
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, broken) {
+		t.Error("the broken file was overwritten")
+	}
+	probs, err := s.Check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probs) != 1 || probs[0].Line != 7 || !strings.HasPrefix(probs[0].String(), ".ai-pm/tasks/"+tk.ID+".json:7: invalid JSON") {
+		t.Errorf("Check() = %v", probs)
+	}
+	// The rest of the project keeps working.
+	if _, err := s.CreateTask(human, NewTask{Title: "still works"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestJSONLTornTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.jsonl")
+	if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":3,\"b\":\"tor"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines, err := readLines(path, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lines) != 2 || lines[1].Next != 16 {
+		t.Fatalf("got %d lines, next %d; want 2 lines, next 16", len(lines), lines[len(lines)-1].Next)
+	}
+	if err := appendLine(path, map[string]int{"a": 4}, true); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != "{\"a\":1}\n{\"a\":2}\n{\"a\":4}\n" {
+		t.Errorf("after repair and append: %q", data)
+	}
+}
+
+func TestCleanTemp(t *testing.T) {
+	s := newTestStore(t)
+	stale := filepath.Join(s.Dir(), "tasks", ".tsk_x.json.123.tmp")
+	fresh := filepath.Join(s.Dir(), "tasks", ".tsk_y.json.456.tmp")
+	for _, p := range []string{stale, fresh} {
+		if err := os.WriteFile(p, []byte("{"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stale, old, old)
+	if _, err := Open(s.Root(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("stale temp file survived Open")
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Error("a fresh temp file (a writer in progress) was removed")
+	}
+}
