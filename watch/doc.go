@@ -1,0 +1,39 @@
+// Package watch tells a process, within milliseconds, that files under a
+// directory tree changed, and wakes the long-polls waiting on them.
+//
+// It knows paths, not what the files mean. A [Watcher] watches a whole tree
+// (inotify is not recursive, so it adds a watch for every directory, including
+// ones created later), skips temp and editor files, debounces each path
+// briefly, and delivers batches of [Change]. Paths in a Change are relative
+// to the root and slash-separated, like "agents/bob/chat.jsonl". A Change
+// only says a path may have changed. The kernel merges and drops events, so
+// re-read the file and never count Changes. If inotify is unavailable or out
+// of instances or watches, the Watcher polls instead and says so once.
+//
+// A [Hub] wakes the waiters of one process. Feed it from the Watcher, and
+// also from the process's own writes, which then wake local waiters without
+// the inotify round trip:
+//
+//	hub := new(watch.Hub)
+//	w, err := watch.New(root, watch.Options{})
+//	if err != nil { ... }
+//	go w.Run(ctx, func(cs []watch.Change) {
+//		for _, c := range cs {
+//			hub.Notify(c.Path) // a Rescan has Path "", which wakes everyone
+//		}
+//	})
+//
+// A long-poll subscribes before it looks at the state. That way a change
+// that lands between looking and waiting is not lost:
+//
+//	sub := hub.Subscribe("agents/bob/", "conversations/")
+//	defer sub.Close()
+//	for {
+//		if result, ok := evaluate(); ok {
+//			return result, nil
+//		}
+//		if err := sub.Wait(ctx); err != nil {
+//			return nil, err // timeout or cancellation
+//		}
+//	}
+package watch
