@@ -1,0 +1,121 @@
+package filestore
+
+import (
+	"os"
+	"sync"
+	"testing"
+)
+
+func startTask(t *testing.T, s *Store, assignee string) *Task {
+	t.Helper()
+	tk := mustTask(t, s, NewTask{Title: "work for " + assignee, Status: StatusTodo, AssigneeID: assignee})
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func TestAuthenticateOneLiveTaskSession(t *testing.T) {
+	s := newTestStore(t)
+	tk := startTask(t, s, "w1")
+	// Separate Store values stand in for separate processes racing for the one task session.
+	const n = 8
+	var wg sync.WaitGroup
+	wins := make(chan *AuthResult, n)
+	errs := make(chan error, n)
+	for range n {
+		other, err := Open(s.Root(), Options{Now: s.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := other.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", PID: os.Getpid()})
+			if err != nil {
+				errs <- err
+				return
+			}
+			wins <- r
+		}()
+	}
+	wg.Wait()
+	close(wins)
+	close(errs)
+	if len(wins) != 1 {
+		t.Fatalf("%d task sessions opened, want exactly 1", len(wins))
+	}
+	for err := range errs {
+		if code(err) != "no_work" {
+			t.Errorf("loser got %q, want no_work", code(err))
+		}
+	}
+	r := <-wins
+	if r.Session.Purpose != PurposeTask || r.Session.TaskID != tk.ID {
+		t.Errorf("session %+v", r.Session)
+	}
+	if _, err := s.Session(r.Token); err != nil {
+		t.Errorf("token does not resolve: %v", err)
+	}
+	if _, err := s.Session(r.Session.ID + ".wrongsecret"); code(err) != "invalid_session" {
+		t.Errorf("wrong secret: got %q", code(err))
+	}
+}
+
+func TestDeadProcessEndsOnlyItsOwnSession(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	if err := os.WriteFile(s.mailboxPath("w1"), []byte(`{"id":"msg_1","senderId":"mgr","content":"hi","createdAt":"2026-01-02T03:04:05Z"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A pid that cannot be alive: the task session's server is "dead".
+	dead, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", PID: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Session(dead.Token); code(err) != "session_expired" {
+		t.Errorf("dead process's session: got %q, want session_expired", code(err))
+	}
+	// The chat session opens in a live process; whoever notices the orphan ends it.
+	chat, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeChat, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := s.Sessions("w1")
+	if len(all) != 2 || all[0].State != SessionEnded || all[0].EndReason != "process_gone" {
+		t.Fatalf("dead session not ended as an orphan: %+v", all[0])
+	}
+	if n, err := s.EndOrphans("w1"); err != nil || n != 0 {
+		t.Fatalf("EndOrphans = %d, %v; want 0 (already ended)", n, err)
+	}
+	if _, err := s.Session(chat.Token); err != nil {
+		t.Errorf("the live chat session was touched: %v", err)
+	}
+	again, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", PID: os.Getpid()})
+	if err != nil || again.Session.Purpose != PurposeTask {
+		t.Fatalf("re-authenticate after the dead session: %v %+v", err, again)
+	}
+}
+
+func TestAuthenticateRefusals(t *testing.T) {
+	s := newTestStore(t)
+	for _, tc := range []struct {
+		req  AuthRequest
+		want string
+	}{
+		{AuthRequest{AgentID: "ghost", Passkey: "x"}, "agent_not_found"},
+		{AuthRequest{AgentID: "w1", Passkey: "nope"}, "invalid_passkey"},
+		{AuthRequest{AgentID: "owner", Passkey: "anything"}, "invalid_passkey"},
+		{AuthRequest{AgentID: "w1", Passkey: "w1-passkey"}, "no_work"},
+		{AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: "party"}, "invalid_argument"},
+		{AuthRequest{AgentID: "../w1", Passkey: "w1-passkey"}, "invalid_id"},
+	} {
+		if _, err := s.Authenticate(tc.req); code(err) != tc.want {
+			t.Errorf("Authenticate(%+v): got %q, want %s", tc.req, code(err), tc.want)
+		}
+	}
+	startTask(t, s, "w1")
+	if _, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeChat, PID: os.Getpid()}); code(err) != "no_work" {
+		t.Errorf("explicit chat purpose without chat work: got %q", code(err))
+	}
+}
