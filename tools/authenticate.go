@@ -1,0 +1,82 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+type authenticateResult struct {
+	Success          bool      `json:"success"`
+	SessionToken     string    `json:"session_token"`
+	SessionID        string    `json:"session_id"`
+	Purpose          string    `json:"purpose"`
+	TaskID           string    `json:"task_id,omitempty"`
+	ExpiresIn        int       `json:"expires_in"`
+	Agent            agentView `json:"agent"`
+	WorkingDirectory string    `json:"working_directory"`
+	SystemPrompt     string    `json:"system_prompt,omitempty"`
+	Instruction      string    `json:"instruction"`
+}
+
+func authenticateTool(s *Server) *tool {
+	return &tool{
+		perm: Unauthenticated,
+		def: mcp.NewTool("authenticate", opts(writes(),
+			mcp.WithDescription("Start a session. aipm decides its purpose from your work: a task session when a task of yours is in progress, else a chat session when messages wait. With no work, exit."),
+			mcp.WithString("agent_id", mcp.Required(), mcp.Description("Your agent id")),
+			mcp.WithString("passkey", mcp.Required(), mcp.Description("Your passkey")),
+			mcp.WithString("purpose", mcp.Enum(filestore.PurposeTask, filestore.PurposeChat),
+				mcp.Description("Ask for a purpose; honoured only if that purpose has work")),
+		)...),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			return s.authenticate(c)
+		},
+	}
+}
+
+func (s *Server) authenticate(c *call) (any, error) {
+	exit := func(err error) error {
+		te := asToolError(err)
+		te.Extra = map[string]any{"success": false, "action": "exit",
+			"instruction": "Authentication did not start a session. Terminate the process now."}
+		return te
+	}
+	agentID, err := c.reqString("agent_id")
+	if err != nil {
+		return nil, exit(err)
+	}
+	passkey, err := c.reqString("passkey")
+	if err != nil {
+		return nil, exit(err)
+	}
+	purpose, err := c.optString("purpose")
+	if err != nil {
+		return nil, exit(err)
+	}
+	res, err := s.store.Authenticate(filestore.AuthRequest{AgentID: agentID, Passkey: passkey, Purpose: purpose, PID: s.pid})
+	if err != nil {
+		return nil, exit(err)
+	}
+	se := res.Session
+	s.mu.Lock()
+	s.current = res.Token
+	s.owned = append(s.owned, se.ID)
+	s.mu.Unlock()
+	// The response to a now-authenticated agent carries the envelope's notification field.
+	c.session, c.agent = se, res.Agent
+	if c.project, err = s.store.Project(); err != nil {
+		return nil, err
+	}
+	// The visible tool list now depends on the session's purpose.
+	s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+
+	instr := "You are in a chat session. Call get_pending_messages to read the messages waiting for you and answer them. Call logout before you exit."
+	if se.Purpose == filestore.PurposeTask {
+		instr = "You are in a task session for task " + se.TaskID + ". Call get_my_task to read it, work under the working directory using absolute paths, never edit .ai-pm/ by hand, and call logout before you exit."
+	}
+	return authenticateResult{Success: true, SessionToken: res.Token, SessionID: se.ID, Purpose: se.Purpose, TaskID: se.TaskID,
+		ExpiresIn: int(se.ExpiresAt.Sub(se.CreatedAt).Seconds()), Agent: viewAgent(res.Agent),
+		WorkingDirectory: s.store.Root(), SystemPrompt: res.Agent.SystemPrompt, Instruction: instr}, nil
+}

@@ -1,0 +1,350 @@
+// Package tools is aipm's MCP surface: the tool handlers, the authorization layer that runs
+// before them, and the response envelope every agent sees. Handlers translate between MCP
+// arguments and the store's verbs; the rules themselves live in filestore.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"sync"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Version is reported in the MCP server info.
+const Version = "0.1.0"
+
+// Perm is the caller a tool admits, checked before any handler runs.
+type Perm int
+
+// Permission levels (SPEC §5).
+const (
+	Unauthenticated Perm = iota // anyone, before authenticate (authenticate, help)
+	Authenticated               // any session, task or chat
+	TaskOnly                    // a task session
+	ChatOnly                    // a chat session
+	ManagerOnly                 // a manager's (or owner's) session of either purpose
+)
+
+func (p Perm) String() string {
+	return [...]string{"unauthenticated", "authenticated", "task_only", "chat_only", "manager_only"}[p]
+}
+
+// tool is one MCP tool: its schema, who may call it, and its handler.
+type tool struct {
+	def    mcp.Tool
+	perm   Perm
+	handle func(ctx context.Context, c *call) (any, error)
+}
+
+// Server serves one stdio connection: one agent process. It remembers the session most
+// recently authenticated on the connection (so session_token may be omitted) and the
+// sessions it opened, which end when the connection does.
+type Server struct {
+	store *filestore.Store
+	mcp   *server.MCPServer
+	tools map[string]*tool
+	pid   int
+	log   func(format string, args ...any)
+
+	mu      sync.Mutex
+	current string   // token of the connection's current session
+	owned   []string // session ids opened by this process
+}
+
+// Options configure a Server.
+type Options struct {
+	// PID is recorded in sessions as their serving process (default os.Getpid()).
+	PID int
+	// Logf receives diagnostics (default: stderr).
+	Logf func(format string, args ...any)
+}
+
+// New builds the MCP server for a store.
+func New(store *filestore.Store, o Options) *Server {
+	if o.PID == 0 {
+		o.PID = os.Getpid()
+	}
+	if o.Logf == nil {
+		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
+	}
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf}
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(func(ctx context.Context, id any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
+		res.Tools = s.visibleTools(res.Tools)
+	})
+	s.mcp = server.NewMCPServer("aipm", Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithInstructions("aipm coordinates AI agents and their human owner in this repository. "+
+			"Call authenticate with your agent_id and passkey first, then follow the instruction of every response."),
+	)
+	for _, t := range catalog(s) {
+		s.tools[t.def.Name] = t
+		s.mcp.AddTool(t.def, s.envelope(t))
+	}
+	return s
+}
+
+// MCP returns the mcp-go server to serve over stdio.
+func (s *Server) MCP() *server.MCPServer { return s.mcp }
+
+// Close ends every session this connection opened: the agent process is gone (stdin
+// closed or the server stopped), so its sessions are no longer live. Sessions of the same
+// agent served by other processes are untouched.
+func (s *Server) Close(reason string) {
+	s.mu.Lock()
+	owned := s.owned
+	s.owned = nil
+	s.current = ""
+	s.mu.Unlock()
+	for _, id := range owned {
+		if err := s.store.EndSession(id, reason); err != nil {
+			s.log("end session %s: %v", id, err)
+		}
+	}
+}
+
+// visibleTools is what tools/list shows: before authentication every tool (clients that
+// read the list once still learn them all); with a session, only the tools its purpose and
+// hierarchy allow, which keeps the token cost of the list small.
+func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
+	se, agent := s.currentSession()
+	if se == nil {
+		return all
+	}
+	return slices.DeleteFunc(all, func(t mcp.Tool) bool {
+		ti, ok := s.tools[t.Name]
+		return ok && permits(ti.perm, se, agent) != nil
+	})
+}
+
+func (s *Server) currentSession() (*filestore.Session, *filestore.Agent) {
+	s.mu.Lock()
+	tok := s.current
+	s.mu.Unlock()
+	if tok == "" {
+		return nil, nil
+	}
+	se, err := s.store.Session(tok)
+	if err != nil {
+		return nil, nil
+	}
+	a, err := s.store.Agent(se.AgentID)
+	if err != nil {
+		return nil, nil
+	}
+	return se, a
+}
+
+// call is one tool invocation: its arguments and, for authenticated tools, the caller.
+type call struct {
+	srv     *Server
+	args    map[string]any
+	session *filestore.Session
+	agent   *filestore.Agent
+	project *filestore.Project
+}
+
+func (c *call) actor() filestore.Actor {
+	return filestore.Actor{ID: c.agent.ID, Via: filestore.ViaTool}
+}
+
+// envelope wraps a handler with everything every tool shares: panic recovery, session
+// resolution, the permission check, lease renewal, and the response shape — compact JSON
+// in one text block, with the notification field on every response to an authenticated
+// agent, errors as isError results, never JSON-RPC errors.
+func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
+		c := &call{srv: s, args: req.GetArguments()}
+		defer func() {
+			if p := recover(); p != nil {
+				s.log("panic in %s: %v\n%s", t.def.Name, p, debug.Stack())
+				res = c.errorResult(&toolError{Code: "internal_error", Message: fmt.Sprintf("%s failed unexpectedly: %v", t.def.Name, p),
+					Hint: "retry once; if it fails again, report it to the project owner"})
+			}
+		}()
+		if c.args == nil {
+			if raw := req.Params.Arguments; raw != nil {
+				return c.errorResult(&toolError{Code: "invalid_argument", Message: "arguments must be a JSON object",
+					Hint: "pass named arguments, e.g. {\"session_token\": \"...\"}"}), nil
+			}
+			c.args = map[string]any{}
+		}
+		if t.perm != Unauthenticated {
+			if err := s.resolve(c); err != nil {
+				return c.errorResult(err), nil
+			}
+			if err := permits(t.perm, c.session, c.agent); err != nil {
+				return c.errorResult(err), nil
+			}
+		}
+		out, err := t.handle(ctx, c)
+		if err != nil {
+			return c.errorResult(err), nil
+		}
+		return c.result(out), nil
+	}
+}
+
+// resolve finds the caller's session: the session_token argument, or the session last
+// authenticated on this connection.
+func (s *Server) resolve(c *call) error {
+	tok, err := c.optString("session_token")
+	if err != nil {
+		return err
+	}
+	if tok == "" {
+		s.mu.Lock()
+		tok = s.current
+		s.mu.Unlock()
+		if tok == "" {
+			return &toolError{Code: "authentication_required", Message: "no session: this tool needs an authenticated agent",
+				Hint: "call authenticate with your agent_id and passkey first"}
+		}
+	}
+	se, err := s.store.Session(tok)
+	if err != nil {
+		return err
+	}
+	a, err := s.store.Member(se.AgentID)
+	if err != nil {
+		return err
+	}
+	p, err := s.store.Project()
+	if err != nil {
+		return err
+	}
+	if err := s.store.Touch(se); err != nil {
+		s.log("renew lease of %s: %v", se.ID, err)
+	}
+	c.session, c.agent, c.project = se, a, p
+	return nil
+}
+
+// permits checks a session against a permission level.
+func permits(p Perm, se *filestore.Session, a *filestore.Agent) error {
+	switch p {
+	case TaskOnly:
+		if se.Purpose != filestore.PurposeTask {
+			return &toolError{Code: "task_session_required", Message: "this tool is only available in a task session (this session's purpose is " + se.Purpose + ")",
+				Hint: "ask your task session to do it: from a chat session, use notify_task_session"}
+		}
+	case ChatOnly:
+		if se.Purpose != filestore.PurposeChat {
+			return &toolError{Code: "chat_session_required", Message: "this tool is only available in a chat session (this session's purpose is " + se.Purpose + ")",
+				Hint: "task sessions do not talk directly: use delegate_to_chat_session to have your chat session do it"}
+		}
+	case ManagerOnly:
+		if !a.IsManager() {
+			return &toolError{Code: "unauthorized", Message: "this tool requires a manager; agent " + a.ID + " is a " + a.Hierarchy,
+				Hint: "ask your manager to do it"}
+		}
+	}
+	return nil
+}
+
+// toolError is an error the agent sees as {"error","message","hint"}.
+type toolError struct {
+	Code    string
+	Message string
+	Hint    string
+	// Extra fields merged into the error object (e.g. action/instruction for authenticate).
+	Extra map[string]any
+}
+
+func (e *toolError) Error() string { return e.Message }
+
+// asToolError is the one mapping from store errors to agent-facing errors.
+func asToolError(err error) *toolError {
+	var te *toolError
+	var fe *filestore.Error
+	var ce *filestore.CorruptError
+	switch {
+	case errors.As(err, &te):
+		return te
+	case errors.As(err, &fe):
+		return &toolError{Code: fe.Code, Message: fe.Message, Hint: fe.Hint}
+	case errors.As(err, &ce):
+		return &toolError{Code: "corrupt_file", Message: ce.Error(),
+			Hint: "a file under .ai-pm is broken (perhaps a hand edit); ask the owner to run `aipm doctor` and fix it"}
+	case errors.Is(err, context.Canceled):
+		return &toolError{Code: "cancelled", Message: "the call was cancelled", Hint: "call again if still needed"}
+	}
+	return &toolError{Code: "internal_error", Message: err.Error(), Hint: "retry once; if it fails again, report it to the project owner"}
+}
+
+func (c *call) errorResult(err error) *mcp.CallToolResult {
+	te := asToolError(err)
+	obj := map[string]any{"error": te.Code, "message": te.Message, "hint": te.Hint}
+	for k, v := range te.Extra {
+		obj[k] = v
+	}
+	keys := []string{"error", "message", "hint"}
+	var rest []string
+	for k := range te.Extra {
+		rest = append(rest, k)
+	}
+	sort.Strings(rest)
+	body := orderedJSON(obj, append(keys, rest...))
+	res := mcp.NewToolResultError(string(c.withNotification(body)))
+	return res
+}
+
+func (c *call) result(v any) *mcp.CallToolResult {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return c.errorResult(fmt.Errorf("encode result: %w", err))
+	}
+	return mcp.NewToolResultText(string(c.withNotification(body)))
+}
+
+// withNotification adds the notification field (seed 004) to a JSON object for an
+// authenticated caller.
+func (c *call) withNotification(body []byte) []byte {
+	if c.session == nil || len(body) < 2 || body[len(body)-1] != '}' {
+		return body
+	}
+	note, _ := json.Marshal(c.notification())
+	out := make([]byte, 0, len(body)+len(note)+20)
+	out = append(out, body[:len(body)-1]...)
+	if len(body) > 2 {
+		out = append(out, ',')
+	}
+	out = append(out, `"notification":`...)
+	out = append(out, note...)
+	return append(out, '}')
+}
+
+// notification is the sentence of seed 004 telling the agent whether notifications wait.
+func (c *call) notification() string {
+	if c.project != nil && c.project.Settings.Language == "ja" {
+		return "通知はありません"
+	}
+	return "no notifications"
+}
+
+// orderedJSON encodes a flat object with keys in the given order.
+func orderedJSON(obj map[string]any, keys []string) []byte {
+	buf := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, _ := json.Marshal(k)
+		vb, err := json.Marshal(obj[k])
+		if err != nil {
+			vb = []byte(`null`)
+		}
+		buf = append(append(append(buf, kb...), ':'), vb...)
+	}
+	return append(buf, '}')
+}

@@ -1,0 +1,35 @@
+package tools
+
+import "github.com/mark3labs/mcp-go/mcp"
+
+// catalog is every tool, sorted by name. One tool is one file named after it.
+func catalog(s *Server) []*tool {
+	return []*tool{
+		authenticateTool(s),
+		getMyProfileTool(),
+		getMyTaskTool(),
+		getPendingMessagesTool(),
+		getSessionGuideTool(),
+		helpTool(s),
+		listSubordinatesTool(),
+		logoutTool(s),
+	}
+}
+
+// sessionParam is the session_token parameter every authenticated tool takes.
+func sessionParam() mcp.ToolOption {
+	return mcp.WithString("session_token",
+		mcp.Description("Token from authenticate. Optional: defaults to the session last authenticated on this connection."))
+}
+
+func readOnly() []mcp.ToolOption {
+	return []mcp.ToolOption{mcp.WithReadOnlyHintAnnotation(true), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)}
+}
+
+func writes() []mcp.ToolOption {
+	return []mcp.ToolOption{mcp.WithReadOnlyHintAnnotation(false), mcp.WithDestructiveHintAnnotation(false), mcp.WithOpenWorldHintAnnotation(false)}
+}
+
+func opts(base []mcp.ToolOption, more ...mcp.ToolOption) []mcp.ToolOption {
+	return append(append([]mcp.ToolOption{}, base...), more...)
+}
