@@ -1,0 +1,37 @@
+# Each target is a command a person could type.
+GO ?= go
+
+.PHONY: test demo bench fuzz update fmt vet build
+
+# What CI runs: vet, then every test (unit tests and testscript scenarios) with the race detector.
+# atexit_sleep_ms=0: the scenarios start many short-lived server processes, and the race
+# runtime would otherwise idle a second in each on exit (races found are still reported).
+test: vet
+	GORACE=atexit_sleep_ms=0 $(GO) test -race -count=1 ./...
+
+vet:
+	$(GO) vet ./...
+
+# The main job on its embedded default: a temporary project, agents, a task tree, a real MCP session.
+demo:
+	$(GO) run ./cmd/aipm demo
+
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+# Short fuzzing runs of the store's parsers (kept out of `make test`).
+fuzz:
+	$(GO) test -run='^$$' -fuzz=FuzzReadLines -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzRepairTail -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzValidateIDs -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
+
+# Rewrite golden sections of testscript scenarios (e.g. the tools/list snapshot).
+update:
+	$(GO) test ./cmd/aipm -run TestScripts -update
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+build:
+	CGO_ENABLED=0 $(GO) build -o bin/aipm ./cmd/aipm

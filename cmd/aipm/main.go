@@ -1,0 +1,185 @@
+// Aipm coordinates a team of AI coding agents and their human owner inside one Git
+// repository, with every piece of state kept as JSON and JSONL files under .ai-pm/.
+//
+// Agents reach it as an MCP stdio server (`aipm mcp`); humans through this command line,
+// their editor and Git. Run `aipm help` for the commands.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+func main() {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	os.Exit(a.run(os.Args[1:]))
+}
+
+// app is one invocation of the command: its streams, environment and clock.
+type app struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+	now    func() time.Time
+}
+
+// command is one subcommand: a name, a one-line summary and the function that runs it.
+type command struct {
+	name    string
+	summary string
+	run     func(a *app, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"init", "create .ai-pm/ in the current directory", (*app).cmdInit},
+		{"agent", "add, list, show agents; rotate a passkey", (*app).cmdAgent},
+		{"task", "add, list, show tasks; change status or assignee", (*app).cmdTask},
+		{"status", "agents, live sessions and tasks at a glance", (*app).cmdStatus},
+		{"doctor", "check every file under .ai-pm/", (*app).cmdDoctor},
+		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
+		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
+	}
+}
+
+func (a *app) run(args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		a.usage(a.stdout)
+		return 0
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			err := c.run(a, args[1:])
+			if err == nil {
+				return 0
+			}
+			var ex exitError
+			if errors.As(err, &ex) {
+				return int(ex)
+			}
+			if errors.Is(err, flag.ErrHelp) {
+				return 2
+			}
+			a.printErr(err)
+			return 1
+		}
+	}
+	fmt.Fprintf(a.stderr, "aipm: unknown command %q\n", args[0])
+	a.usage(a.stderr)
+	return 2
+}
+
+// exitError ends the command with a status code after it has printed what it wanted.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
+
+func (a *app) printErr(err error) {
+	var fe *filestore.Error
+	if errors.As(err, &fe) {
+		fmt.Fprintf(a.stderr, "aipm: %s\n", fe.Message)
+		if fe.Hint != "" {
+			fmt.Fprintf(a.stderr, "hint: %s\n", fe.Hint)
+		}
+		return
+	}
+	fmt.Fprintf(a.stderr, "aipm: %v\n", err)
+}
+
+func (a *app) usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: aipm <command> [arguments]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Global flags: --json (machine-readable output), --as ID (the acting human; or AIPM_USER; default the owner).")
+}
+
+// flags is a subcommand's flag set with the global flags, parsed with flags and
+// positional arguments in any order.
+type flags struct {
+	*flag.FlagSet
+	json bool
+	as   string
+}
+
+func newFlags(a *app, name string) *flags {
+	fs := &flags{FlagSet: flag.NewFlagSet("aipm "+name, flag.ContinueOnError)}
+	fs.SetOutput(a.stderr)
+	fs.BoolVar(&fs.json, "json", false, "print JSON")
+	fs.StringVar(&fs.as, "as", "", "the acting human's agent id (default $AIPM_USER, else the project owner)")
+	return fs
+}
+
+// parse parses args allowing flags after positional arguments, and checks the count of
+// positional arguments is within [min, max] (max < 0: unbounded).
+func (fs *flags) parse(args []string, min, max int, usage string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+	if len(pos) < min || (max >= 0 && len(pos) > max) {
+		return nil, fmt.Errorf("usage: %s %s", fs.Name(), usage)
+	}
+	return pos, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// open finds the store by walking up from the current directory.
+func (a *app) open() (*filestore.Store, error) {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	root, err := filestore.Find(cwd)
+	if err != nil {
+		return nil, err
+	}
+	return filestore.Open(root, filestore.Options{Now: a.now})
+}
+
+// actor resolves the acting human: --as, else AIPM_USER, else the project owner. It must be
+// a human agent of the project, so every CLI change is attributed to a real person.
+func (a *app) actor(s *filestore.Store, as string) (filestore.Actor, error) {
+	if as == "" {
+		as = a.getenv("AIPM_USER")
+	}
+	if as == "" {
+		p, err := s.Project()
+		if err != nil {
+			return filestore.Actor{}, err
+		}
+		as = p.OwnerID
+	}
+	ag, err := s.Member(as)
+	if err != nil {
+		return filestore.Actor{}, err
+	}
+	if ag.Type != filestore.AgentHuman {
+		return filestore.Actor{}, &filestore.Error{Code: "unauthorized", Message: "agent " + as + " is an AI agent; the command line acts for humans",
+			Hint: "pass --as with a human agent id, or set AIPM_USER", Kind: filestore.ErrUnauthorized}
+	}
+	return filestore.Actor{ID: ag.ID, Via: filestore.ViaCLI}, nil
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+var update = flag.Bool("update", false, "rewrite golden sections of testdata/scripts/*.txtar")
+
+// TestMain makes the test binary a multi-call binary: scripts `exec aipm ...` run the real
+// command in a subprocess, and the `mcp` command drives real `aipm mcp` servers.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){"aipm": aipmTestMain})
+}
+
+// aipmTestMain is main with the test clock: AIPM_TEST_CLOCK=<RFC 3339 time> freezes the
+// clock so that outputs are stable. Production code never reads this variable.
+func aipmTestMain() {
+	a := &app{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, now: time.Now}
+	if v := os.Getenv("AIPM_TEST_CLOCK"); v != "" {
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			os.Stderr.WriteString("AIPM_TEST_CLOCK: " + err.Error() + "\n")
+			os.Exit(2)
+		}
+		a.now = func() time.Time { return t }
+	}
+	os.Exit(a.run(os.Args[1:]))
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "../../testdata/scripts",
+		UpdateScripts:       *update,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("AIPM_USER", "")
+			return setupMCP(env)
+		},
+		Cmds: map[string]func(*testscript.TestScript, bool, []string){
+			"mcp":       cmdMCP,
+			"stdoutvar": cmdStdoutVar,
+		},
+	})
+}
+
+// cmdStdoutVar sets an environment variable to the previous command's stdout, trimmed:
+// `exec aipm task add 'x'` then `stdoutvar TASK` names the new task in later lines.
+func cmdStdoutVar(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: stdoutvar VAR")
+	}
+	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/aipm/aipm/tools"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// cmdMCP serves MCP over stdin/stdout for one agent process. When stdin closes (the agent
+// exited) or a signal arrives, the sessions this process opened end at once.
+func (a *app) cmdMCP(args []string) error {
+	fs := newFlags(a, "mcp")
+	if _, err := fs.parse(args, 0, 0, ""); err != nil {
+		return err
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	srv := tools.New(s, tools.Options{Logf: func(format string, args ...any) {
+		fmt.Fprintf(a.stderr, "aipm mcp: "+format+"\n", args...)
+	}})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ss := server.NewStdioServer(srv.MCP())
+	ss.SetErrorLogger(newStderrLogger(a))
+	err = ss.Listen(ctx, a.stdin, a.stdout)
+	reason := "stdin_closed"
+	if ctx.Err() != nil {
+		reason = "signal"
+	}
+	srv.Close(reason)
+	if err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func newStderrLogger(a *app) *log.Logger {
+	return log.New(a.stderr, "aipm mcp: ", 0)
+}
