@@ -98,6 +98,9 @@ func readLines(path string, offset int64) ([]Line, error) {
 		return nil, err
 	}
 	defer f.Close()
+	// A negative offset (a hand-edited cursor) means the start; line numbers and Next stay
+	// true byte positions.
+	offset = max(offset, 0)
 	if offset > 0 {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			return nil, err

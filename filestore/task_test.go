@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -14,8 +15,13 @@ var human = Actor{ID: "owner", Via: ViaCLI}
 
 func newTestStore(t *testing.T) *Store {
 	t.Helper()
+	// A ticking test clock, shared by the Stores of a test (which may run in parallel
+	// goroutines standing in for processes).
+	var mu sync.Mutex
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s, err := Init(t.TempDir(), InitOptions{Name: "test", OwnerID: "owner"}, Options{Now: func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
 		clock = clock.Add(time.Millisecond)
 		return clock
 	}})
@@ -399,6 +405,9 @@ func TestJSONLTornTail(t *testing.T) {
 	}
 	if len(lines) != 2 || lines[1].Next != 16 {
 		t.Fatalf("got %d lines, next %d; want 2 lines, next 16", len(lines), lines[len(lines)-1].Next)
+	}
+	if neg, _ := readLines(path, -5); len(neg) != 2 || neg[0].Next != 8 || neg[1].Next != 16 {
+		t.Errorf("a negative offset (hand-edited cursor) must read from the start with true positions: %+v", neg)
 	}
 	if err := appendLine(path, map[string]int{"a": 4}, true); err != nil {
 		t.Fatal(err)
