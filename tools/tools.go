@@ -5,14 +5,22 @@ import "github.com/mark3labs/mcp-go/mcp"
 // catalog is every tool, sorted by name. One tool is one file named after it.
 func catalog(s *Server) []*tool {
 	return []*tool{
+		assignTaskTool(),
 		authenticateTool(s),
+		createTaskTool(),
 		getMyProfileTool(),
 		getMyTaskTool(),
+		getMyTasksTool(),
 		getPendingMessagesTool(),
 		getSessionGuideTool(),
+		getSubordinateProfileTool(),
+		getTaskTool(),
 		helpTool(s),
 		listSubordinatesTool(),
+		listTasksTool(),
 		logoutTool(s),
+		reportCompletedTool(s),
+		updateTaskStatusTool(),
 	}
 }
 

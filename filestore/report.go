@@ -1,0 +1,135 @@
+package filestore
+
+import "strings"
+
+// Results a task session reports with report_completed.
+const (
+	ResultSuccess = "success"
+	ResultFailed  = "failed"
+	ResultBlocked = "blocked"
+)
+
+// Completion is the outcome of ReportCompleted.
+type Completion struct {
+	Task     *Task
+	Previous string
+	// Open lists unfinished sub-tasks when a success report was refused.
+	Open []*Task
+}
+
+// InSubtree reports whether id is root or one of root's descendants.
+func (s *Store) InSubtree(root, id string) (bool, error) {
+	if root == id {
+		return true, nil
+	}
+	sub, err := s.Subtree(root)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range sub {
+		if t.ID == id {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// ReportCompleted finishes a task session's work: success moves the session's task to done
+// (all its sub-tasks must be finished), failed and blocked move it to blocked with the
+// summary as reason. Only the session's own task changes — never other queued tasks of the
+// agent (anchor defect 9.3.19); the blocked cascade of SetTaskStatus covers its sub-tree.
+// A task someone else already blocked or cancelled (an interrupt) is acknowledged without a
+// transition. The execution record closes and the session ends, all under one lock.
+func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion, error) {
+	if result != ResultSuccess && result != ResultFailed && result != ResultBlocked {
+		return nil, newErr(ErrInvalid, "invalid_argument", "use result success, failed or blocked", "invalid result %q", clip(result))
+	}
+	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
+		return nil, err
+	}
+	var out *Completion
+	err := s.locked(func() error {
+		var se Session
+		if err := s.readJSON(s.sessionPath(sessionID), &se); err != nil {
+			return err
+		}
+		if se.Purpose != PurposeTask || se.TaskID == "" {
+			return newErr(ErrConflict, "task_session_required", "call report_completed from a task session", "session %s has no task", se.ID)
+		}
+		all, err := s.loadTasks()
+		if err != nil {
+			return err
+		}
+		t, err := s.Task(se.TaskID)
+		if err != nil {
+			return err
+		}
+		actor := Actor{ID: se.AgentID, Via: ViaTool}
+		out = &Completion{Task: t, Previous: t.Status}
+		target := StatusBlocked
+		if result == ResultSuccess {
+			target = StatusDone
+		}
+		switch {
+		case t.Status == target || (result != ResultSuccess && Finished(t.Status)):
+			// Already where the report would put it (e.g. the owner blocked or cancelled it
+			// while the agent worked): acknowledge, record the summary.
+		case result == ResultSuccess && t.Status != StatusInProgress:
+			return newErr(ErrConflict, "invalid_status_transition", "the task is "+t.Status+"; report blocked or failed, or ask the owner",
+				"task %s is %s and cannot be completed", t.ID, t.Status)
+		default:
+			if result == ResultSuccess {
+				for _, d := range descendants(all, t.ID) {
+					if !Finished(d.Status) {
+						out.Open = append(out.Open, d)
+					}
+				}
+				if len(out.Open) > 0 {
+					var ids []string
+					for _, d := range out.Open {
+						ids = append(ids, d.ID+" ("+d.Status+")")
+					}
+					return newErr(ErrConflict, "subtasks_not_finished", "finish or cancel these sub-tasks, then report again",
+						"task %s has unfinished sub-tasks: %s", t.ID, strings.Join(ids, ", "))
+				}
+			}
+			reason := summary
+			if reason == "" && target == StatusBlocked {
+				reason = "reported " + result + " by " + se.AgentID
+			}
+			ch, err := s.applyStatus(actor, all, t, target, reason)
+			if err != nil {
+				return err
+			}
+			out.Task = ch.Task
+		}
+		out.Task.CompletionResult = result
+		out.Task.CompletionSummary = summary
+		out.Task.UpdatedAt = s.Now()
+		out.Task.Version++
+		if err := writeJSON(s.taskPath(out.Task.ID), out.Task, 0o644); err != nil {
+			return err
+		}
+		if err := s.appendEvent(Event{At: out.Task.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: out.Task.ID,
+			Change: "completion_reported", To: result, Reason: summary}); err != nil {
+			return err
+		}
+		if se.ExecutionID != "" {
+			status := ExecFailed
+			if result == ResultSuccess {
+				status = ExecCompleted
+			}
+			if err := s.finishExecution(se.ExecutionID, status, summary); err != nil {
+				return err
+			}
+		}
+		return s.updateSessionLocked(se.ID, func(cur *Session) error { return s.endSession(cur, "report_completed") })
+	})
+	if err != nil {
+		if out != nil && len(out.Open) > 0 {
+			return out, err // the caller shows the open sub-tasks
+		}
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,93 @@
+package tools
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+type taskListResult struct {
+	Tasks    []taskView `json:"tasks"`
+	Total    int        `json:"total"`
+	Returned int        `json:"returned"`
+}
+
+func statusParam() mcp.ToolOption {
+	return mcp.WithString("status", mcp.Enum(filestore.Statuses...), mcp.Description("Only tasks with this status"))
+}
+
+func listTasksTool() *tool {
+	return &tool{
+		perm: Authenticated,
+		def: mcp.NewTool("list_tasks", opts(readOnly(),
+			mcp.WithDescription("Tasks of the project, oldest first, filtered by status, assignee and parent."),
+			statusParam(),
+			mcp.WithString("assignee_id", mcp.Description("Only tasks assigned to this agent")),
+			mcp.WithString("parent_task_id", mcp.Description("Only direct sub-tasks of this task")),
+			mcp.WithNumber("limit", mcp.Description("At most this many (default 50, max 200)")),
+			sessionParam(),
+		)...),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			var f filestore.TaskFilter
+			var err error
+			if f.Status, err = c.statusArg("status", false); err != nil {
+				return nil, err
+			}
+			if f.AssigneeID, err = c.optString("assignee_id"); err != nil {
+				return nil, err
+			}
+			if f.ParentID, err = c.optString("parent_task_id"); err != nil {
+				return nil, err
+			}
+			limit, err := c.limitArg("limit", 50, 200)
+			if err != nil {
+				return nil, err
+			}
+			tasks, err := c.srv.store.Tasks(f)
+			if err != nil {
+				return nil, err
+			}
+			return listResult(tasks, limit), nil
+		},
+	}
+}
+
+func listResult(tasks []*filestore.Task, limit int) taskListResult {
+	out := taskListResult{Total: len(tasks)}
+	out.Tasks = viewTasks(tasks[:min(limit, len(tasks))])
+	out.Returned = len(out.Tasks)
+	return out
+}
+
+// statusArg reads a task status argument, naming the valid values when it is wrong.
+func (c *call) statusArg(name string, required bool) (string, error) {
+	s, err := c.optString(name)
+	if err != nil {
+		return "", err
+	}
+	if s == "" {
+		if required {
+			return "", badArg(name, "is required (one of %s)", strings.Join(filestore.Statuses, ", "))
+		}
+		return "", nil
+	}
+	if !slices.Contains(filestore.Statuses, s) {
+		return "", badArg(name, "%q is not a status (use one of %s)", clipName(s), strings.Join(filestore.Statuses, ", "))
+	}
+	return s, nil
+}
+
+// limitArg reads a positive limit with a default and a maximum.
+func (c *call) limitArg(name string, def, max int) (int, error) {
+	n, err := c.optInt(name, def)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > max {
+		return 0, badArg(name, "must be between 1 and %d", max)
+	}
+	return n, nil
+}

@@ -1,0 +1,73 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+type updateStatusResult struct {
+	Success        bool     `json:"success"`
+	TaskID         string   `json:"task_id"`
+	PreviousStatus string   `json:"previous_status"`
+	NewStatus      string   `json:"new_status"`
+	Cascaded       []string `json:"cascaded,omitempty"`
+	Instruction    string   `json:"instruction"`
+}
+
+func updateTaskStatusTool() *tool {
+	return &tool{
+		perm: TaskOnly,
+		def: mcp.NewTool("update_task_status", opts(writes(),
+			mcp.WithDescription("Move a task of your session's task tree to a new status, under the transition rules."),
+			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task")),
+			mcp.WithString("status", mcp.Required(), mcp.Enum(filestore.Statuses...), mcp.Description("The new status")),
+			mcp.WithString("reason", mcp.Description("Why; recorded (and kept as blocked_reason when blocking)")),
+			sessionParam(),
+		)...),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			id, err := c.reqString("task_id")
+			if err != nil {
+				return nil, err
+			}
+			status, err := c.statusArg("status", true)
+			if err != nil {
+				return nil, err
+			}
+			reason, err := c.optString("reason")
+			if err != nil {
+				return nil, err
+			}
+			if err := c.requireInSessionTree(id); err != nil {
+				return nil, err
+			}
+			st := c.srv.store
+			ch, err := st.SetTaskStatus(c.actor(), id, status, reason)
+			if err != nil {
+				return nil, err
+			}
+			out := updateStatusResult{Success: true, TaskID: id, PreviousStatus: ch.Previous, NewStatus: ch.Task.Status,
+				Instruction: "Continue with your task."}
+			for _, t := range ch.Cascaded {
+				out.Cascaded = append(out.Cascaded, t.ID)
+			}
+			if id != c.session.TaskID && filestore.Finished(ch.Task.Status) {
+				subs, err := st.Subtree(c.session.TaskID)
+				if err != nil {
+					return nil, err
+				}
+				open := 0
+				for _, t := range subs {
+					if !filestore.Finished(t.Status) {
+						open++
+					}
+				}
+				if open == 0 {
+					out.Instruction = "Every sub-task is finished. Call report_completed with result success and a summary."
+				}
+			}
+			return out, nil
+		},
+	}
+}
