@@ -5,6 +5,7 @@ import "github.com/mark3labs/mcp-go/mcp"
 // catalog is every tool, sorted by name. One tool is one file named after it.
 func catalog(s *Server) []*tool {
 	return []*tool{
+		approveTaskRequestTool(),
 		assignTaskTool(),
 		authenticateTool(s),
 		createTaskTool(),
@@ -19,7 +20,9 @@ func catalog(s *Server) []*tool {
 		listSubordinatesTool(),
 		listTasksTool(),
 		logoutTool(s),
+		rejectTaskRequestTool(),
 		reportCompletedTool(s),
+		requestTaskTool(),
 		updateTaskStatusTool(),
 	}
 }

@@ -42,7 +42,7 @@ func commands() []command {
 	return []command{
 		{"init", "create .ai-pm/ in the current directory", (*app).cmdInit},
 		{"agent", "add, list, show agents; rotate a passkey", (*app).cmdAgent},
-		{"task", "add, list, show tasks; change status or assignee", (*app).cmdTask},
+		{"task", "add, list, show tasks; change status or assignee; approve or reject requests", (*app).cmdTask},
 		{"status", "agents, live sessions and tasks at a glance", (*app).cmdStatus},
 		{"doctor", "check every file under .ai-pm/", (*app).cmdDoctor},
 		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},

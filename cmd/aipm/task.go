@@ -10,7 +10,7 @@ import (
 
 func (a *app) cmdTask(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: aipm task add|list|show|status|assign ...")
+		return fmt.Errorf("usage: aipm task add|list|show|status|assign|approve|reject ...")
 	}
 	switch args[0] {
 	case "add":
@@ -23,8 +23,12 @@ func (a *app) cmdTask(args []string) error {
 		return a.taskStatus(args[1:])
 	case "assign":
 		return a.taskAssign(args[1:])
+	case "approve":
+		return a.taskApprove(args[1:])
+	case "reject":
+		return a.taskReject(args[1:])
 	}
-	return fmt.Errorf("unknown task command %q (want add, list, show, status or assign)", args[0])
+	return fmt.Errorf("unknown task command %q (want add, list, show, status, assign, approve or reject)", args[0])
 }
 
 func (a *app) taskAdd(args []string) error {

@@ -1,0 +1,60 @@
+package main
+
+// taskApprove is `aipm task approve ID`: the acting human, an ancestor of the task's
+// assignee, approves a pending task request so that it can start.
+func (a *app) taskApprove(args []string) error {
+	fs := newFlags(a, "task approve")
+	pos, err := fs.parse(args, 1, 1, "ID")
+	if err != nil {
+		return err
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	actor, err := a.actor(s, fs.as)
+	if err != nil {
+		return err
+	}
+	t, err := s.ApproveTask(actor, pos[0])
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		return a.printJSON(t)
+	}
+	a.printf("%s: approved by %s (assignee %s)\n", t.ID, t.ApprovedBy, orDash(t.AssigneeID))
+	return nil
+}
+
+// taskReject is `aipm task reject ID --reason R`: the acting human, an ancestor of the
+// task's assignee, rejects a pending task request; it can then never start.
+func (a *app) taskReject(args []string) error {
+	fs := newFlags(a, "task reject")
+	reason := fs.String("reason", "", "why, for the assignee and the requester")
+	pos, err := fs.parse(args, 1, 1, "ID [--reason R]")
+	if err != nil {
+		return err
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	actor, err := a.actor(s, fs.as)
+	if err != nil {
+		return err
+	}
+	t, err := s.RejectTask(actor, pos[0], *reason)
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		return a.printJSON(t)
+	}
+	line := t.ID + ": rejected"
+	if t.RejectedReason != "" {
+		line += " (" + t.RejectedReason + ")"
+	}
+	a.printf("%s\n", line)
+	return nil
+}
