@@ -129,3 +129,45 @@ func (s *Store) finishExecution(id, status, summary string) error {
 	}
 	return s.appendEvent(Event{At: now, Actor: ex.AgentID, Via: ViaTool, Entity: "execution", ID: ex.ID, Change: "finished", From: ExecRunning, To: status})
 }
+
+// LogPage is a window of an execution's captured output.
+type LogPage struct {
+	Path       string   // relative to the repository root
+	Lines      []string // the returned lines
+	TotalLines int
+	Offset     int // index of the first returned line
+	Truncated  bool
+}
+
+// ExecutionLog reads the captured output of an execution, executions/<id>.log: the last
+// tail lines, or limit lines from offset when offset >= 0. A missing log is an empty page
+// (the agent may not have printed anything yet). The path never comes from the record, so a
+// hand-edited log_path cannot point outside the store.
+func (s *Store) ExecutionLog(id string, tail, offset, limit int) (*LogPage, error) {
+	if err := ValidateEntityID(PrefixExecution, id); err != nil {
+		return nil, err
+	}
+	path := s.path("executions", id+".log")
+	page := &LogPage{Path: s.Rel(path), Lines: []string{}}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	text := strings.TrimSuffix(string(data), "\n")
+	var lines []string
+	if text != "" {
+		lines = strings.Split(text, "\n")
+	}
+	page.TotalLines = len(lines)
+	start, end := 0, len(lines)
+	if offset >= 0 {
+		start = min(offset, len(lines))
+		end = min(start+limit, len(lines))
+	} else if tail < len(lines) {
+		start = len(lines) - tail
+	}
+	page.Offset = start
+	page.Lines = append(page.Lines, lines[start:end]...)
+	page.Truncated = len(page.Lines) < len(lines)
+	return page, nil
+}

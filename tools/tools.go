@@ -9,6 +9,8 @@ func catalog(s *Server) []*tool {
 		assignTaskTool(),
 		authenticateTool(s),
 		createTaskTool(),
+		getExecutionLogTool(),
+		getMyExecutionHistoryTool(),
 		getMyProfileTool(),
 		getMyTaskTool(),
 		getMyTasksTool(),
