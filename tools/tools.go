@@ -9,6 +9,7 @@ func catalog(s *Server) []*tool {
 		assignTaskTool(),
 		authenticateTool(s),
 		createTaskTool(),
+		createTasksBatchTool(),
 		getExecutionLogTool(),
 		getMyExecutionHistoryTool(),
 		getMyProfileTool(),
