@@ -33,7 +33,7 @@ func catalog(s *Server) []*tool {
 // sessionParam is the session_token parameter every authenticated tool takes.
 func sessionParam() mcp.ToolOption {
 	return mcp.WithString("session_token",
-		mcp.Description("Token from authenticate. Optional: defaults to the session last authenticated on this connection."))
+		mcp.Description("From authenticate; optional on the same connection"))
 }
 
 func readOnly() []mcp.ToolOption {
