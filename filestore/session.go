@@ -281,13 +281,8 @@ func (s *Store) Session(token string) (*Session, error) {
 
 // Touch renews the session's lease after a tool call. It writes only when a noticeable part
 // of the lease has passed, so a burst of calls costs no extra fsyncs.
-func (s *Store) Touch(se *Session) error {
+func (s *Store) Touch(se *Session, lease time.Duration) error {
 	now := s.Now()
-	p, err := s.Project()
-	if err != nil {
-		return err
-	}
-	lease := p.Settings.Lease()
 	if now.Sub(se.LastActivityAt) < min(lease/10, time.Minute) {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 )
 
 func startTask(t *testing.T, s *Store, assignee string) *Task {
@@ -117,5 +118,46 @@ func TestAuthenticateRefusals(t *testing.T) {
 	startTask(t, s, "w1")
 	if _, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeChat, PID: os.Getpid()}); code(err) != "no_work" {
 		t.Errorf("explicit chat purpose without chat work: got %q", code(err))
+	}
+}
+
+func TestTouchRenewsLease(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := r.Session.LastActivityAt
+	var now time.Time
+	clocked, err := Open(s.Root(), Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease := time.Hour
+	// A call soon after the last one writes nothing.
+	now = base.Add(time.Second)
+	if err := clocked.Touch(r.Session, lease); err != nil {
+		t.Fatal(err)
+	}
+	if se, _ := clocked.Session(r.Token); !se.ExpiresAt.Equal(r.Session.ExpiresAt) {
+		t.Errorf("lease renewed after 1s: %v → %v", r.Session.ExpiresAt, se.ExpiresAt)
+	}
+	// Later, the lease moves forward from the call.
+	now = base.Add(50 * time.Minute)
+	if err := clocked.Touch(r.Session, lease); err != nil {
+		t.Fatal(err)
+	}
+	se, err := clocked.Session(r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(lease); !se.ExpiresAt.Equal(want) {
+		t.Errorf("expires_at %v, want %v", se.ExpiresAt, want)
+	}
+	// Without calls, the lease runs out and the session is dead.
+	now = now.Add(lease + time.Second)
+	if _, err := clocked.Session(r.Token); code(err) != "session_expired" {
+		t.Errorf("after the lease: got %q, want session_expired", code(err))
 	}
 }

@@ -223,7 +223,7 @@ func (s *Server) resolve(c *call) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.Touch(se); err != nil {
+	if err := s.store.Touch(se, p.Settings.Lease()); err != nil {
 		s.log("renew lease of %s: %v", se.ID, err)
 	}
 	c.session, c.agent, c.project = se, a, p

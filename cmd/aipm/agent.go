@@ -42,11 +42,7 @@ func (a *app) agentAdd(args []string) error {
 		return err
 	}
 	n.ID = pos[0]
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
@@ -137,11 +133,7 @@ func (a *app) agentPasskey(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}

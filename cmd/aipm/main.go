@@ -160,6 +160,16 @@ func (a *app) open() (*filestore.Store, error) {
 	return filestore.Open(root, filestore.Options{Now: a.now})
 }
 
+// openAs opens the store and resolves the acting human, for commands that change state.
+func (a *app) openAs(as string) (*filestore.Store, filestore.Actor, error) {
+	s, err := a.open()
+	if err != nil {
+		return nil, filestore.Actor{}, err
+	}
+	actor, err := a.actor(s, as)
+	return s, actor, err
+}
+
 // actor resolves the acting human: --as, else AIPM_USER, else the project owner. It must be
 // a human agent of the project, so every CLI change is attributed to a real person.
 func (a *app) actor(s *filestore.Store, as string) (filestore.Actor, error) {

@@ -46,11 +46,7 @@ func (a *app) taskAdd(args []string) error {
 		return err
 	}
 	n.Title, n.Dependencies = pos[0], deps
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
@@ -176,11 +172,7 @@ func (a *app) taskStatus(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
@@ -208,11 +200,7 @@ func (a *app) taskAssign(args []string) error {
 	if assignee == "-" {
 		assignee = ""
 	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}

@@ -8,11 +8,7 @@ func (a *app) taskApprove(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
@@ -36,11 +32,7 @@ func (a *app) taskReject(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
+	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
