@@ -162,13 +162,7 @@ func (s *Store) decideApproval(actor Actor, taskID, to, reason string) (*Task, e
 		} else {
 			t.RejectedReason = reason
 		}
-		t.UpdatedAt = s.Now()
-		t.Version++
-		if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
-			return err
-		}
-		return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
-			Change: "approval", From: prev, To: to, Reason: reason, RequesterID: t.RequesterID})
+		return s.commitTask(actor, t, s.Now(), Event{Change: "approval", From: prev, To: to, Reason: reason, RequesterID: t.RequesterID})
 	})
 	if err != nil {
 		return nil, err

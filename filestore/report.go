@@ -105,13 +105,7 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 		}
 		out.Task.CompletionResult = result
 		out.Task.CompletionSummary = summary
-		out.Task.UpdatedAt = s.Now()
-		out.Task.Version++
-		if err := writeJSON(s.taskPath(out.Task.ID), out.Task, 0o644); err != nil {
-			return err
-		}
-		if err := s.appendEvent(Event{At: out.Task.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: out.Task.ID,
-			Change: "completion_reported", To: result, Reason: summary}); err != nil {
+		if err := s.commitTask(actor, out.Task, s.Now(), Event{Change: "completion_reported", To: result, Reason: summary}); err != nil {
 			return err
 		}
 		if se.ExecutionID != "" {

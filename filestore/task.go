@@ -437,12 +437,21 @@ func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
 }
 
 func (s *Store) saveTask(actor Actor, t *Task, from, reason string) error {
+	return s.commitTask(actor, t, t.UpdatedAt, Event{Change: "status", From: from, To: t.Status, Reason: reason})
+}
+
+// commitTask is the one way a changed task reaches the disk: stamp updated_at, bump the
+// version, write atomically, and record ev (who, when and which task filled in) in the
+// history. The caller holds the lock. One version per event keeps history and files in
+// step.
+func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error {
+	t.UpdatedAt = now
 	t.Version++
 	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
 		return err
 	}
-	return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
-		Change: "status", From: from, To: t.Status, Reason: reason})
+	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "task", t.ID
+	return s.appendEvent(ev)
 }
 
 // checkStatus applies the transition table and the entry rules of the target status.
@@ -541,13 +550,7 @@ func (s *Store) AssignTask(actor Actor, id, assignee string) (*Task, error) {
 			return nil
 		}
 		t.AssigneeID = assignee
-		t.UpdatedAt = s.Now()
-		t.Version++
-		if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
-			return err
-		}
-		return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
-			Change: "assignee", From: prev, To: assignee})
+		return s.commitTask(actor, t, s.Now(), Event{Change: "assignee", From: prev, To: assignee})
 	})
 	return t, err
 }
@@ -569,13 +572,7 @@ func (s *Store) SetDependencies(actor Actor, id string, deps []string) (*Task, e
 			return err
 		}
 		t.Dependencies = clean
-		t.UpdatedAt = s.Now()
-		t.Version++
-		if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
-			return err
-		}
-		return s.appendEvent(Event{At: t.UpdatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
-			Change: "dependencies", To: strings.Join(clean, ",")})
+		return s.commitTask(actor, t, s.Now(), Event{Change: "dependencies", To: strings.Join(clean, ",")})
 	})
 	return t, err
 }
