@@ -23,12 +23,16 @@ const (
 // Session is runtime/sessions/<id>.json (git-ignored). The bearer token handed to the agent
 // is "<id>.<secret>"; only a hash of the secret is stored.
 type Session struct {
-	ID             string     `json:"id"`
-	TokenHash      string     `json:"token_hash"`
-	AgentID        string     `json:"agent_id"`
-	Purpose        string     `json:"purpose"`
-	TaskID         string     `json:"task_id"`
-	ExecutionID    string     `json:"execution_id"`
+	ID          string `json:"id"`
+	TokenHash   string `json:"token_hash"`
+	AgentID     string `json:"agent_id"`
+	Purpose     string `json:"purpose"`
+	TaskID      string `json:"task_id"`
+	ExecutionID string `json:"execution_id"`
+	// Workflow is where the task session's get_next_action flow stands (see Workflow*
+	// constants); Selected is the manager's pending select_action choice.
+	Workflow       string     `json:"workflow"`
+	Selected       string     `json:"selected_action"`
 	State          string     `json:"state"`
 	PID            int        `json:"pid"`
 	PIDStart       string     `json:"pid_start"`
@@ -321,6 +325,31 @@ func (s *Store) endSession(se *Session, reason string) error {
 }
 
 var errNoChange = errors.New("no change")
+
+// Workflow phases of a task session, kept in the session record (runtime state, not part
+// of the task's history).
+const (
+	WorkflowTaskFetched      = "task_fetched"      // get_my_task was called
+	WorkflowCreatingSubtasks = "creating_subtasks" // asked to decompose
+	WorkflowWaiting          = "waiting"           // a manager waits for its workers
+)
+
+// SetWorkflow records the task session's workflow phase and pending selection. An empty
+// selected leaves the selection as it is; "-" clears it.
+func (s *Store) SetWorkflow(sessionID, phase, selected string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if selected == "-" {
+			selected = ""
+		} else if selected == "" {
+			selected = se.Selected
+		}
+		if se.Workflow == phase && se.Selected == selected {
+			return errNoChange
+		}
+		se.Workflow, se.Selected = phase, selected
+		return nil
+	})
+}
 
 // updateSession is the read-modify-write of one session under the lock.
 func (s *Store) updateSession(id string, fn func(*Session) error) error {
