@@ -9,6 +9,8 @@
 //	  agents/<agent-id>/agent.json  an agent's profile (human or ai; owner, manager, worker)
 //	  agents/<agent-id>/chat.jsonl  the agent's mailbox: every message it sent or received
 //	  tasks/<task-id>.json          one task per file
+//	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
+//	  delegations/<dlg-id>.json     a task session's request to its own chat session
 //	  executions/<exec-id>.json     a task session's run record
 //	  events.jsonl                  history: every change, who made it, when, from what to what
 //	  .gitignore                    ignores runtime/, execution logs and temp files
@@ -17,11 +19,47 @@
 //	    sessions/<ses-id>.json        live and ended sessions (token stored hashed)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets
+//	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    locks/store.lock              the store lock file
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
-// mailboxes, execution records and history. Ignored: secrets, sessions, read cursors, locks
-// and process state, which mean nothing on another machine.
+// mailboxes, conversations, delegations, execution records and history. Ignored: secrets,
+// sessions, read cursors, open chats, locks and process state, which mean nothing on
+// another machine.
+//
+// # Chat
+//
+// A message is two lines (SPEC §4.5): one in the sender's chat.jsonl, with "receiverId",
+// and one in the receiver's, without — the original system's format, camelCase keys:
+//
+//	{"id":"msg_…","senderId":"w1","receiverId":"w2","content":"…","createdAt":"…","relatedTaskId":"tsk_…","conversationId":"cnv_…"}
+//
+// Both lines are appended and fsynced under the store lock before the sender is answered,
+// so an acknowledged message is in both mailboxes, and every mailbox is in send order.
+// Messages from the pseudo-sender "system" have only the receiver's line. Content is 1 to
+// settings.message_max_chars (4000) characters, counted in Unicode code points. An agent
+// reads its own mailbox only; its read position is a byte offset in
+// runtime/cursors/<agent-id>.json, so reading new mail costs what is new, and a line
+// appended during a read lies past the offset and stays unread. Recent context and
+// conversation pages are read from the end of the file backward. Messages are not history
+// events: the mailboxes are their record.
+//
+// Two AI agents exchange messages only inside a conversation (seed 002), whose id every
+// such message carries. A conversation is pending until the participant's chat session
+// picks it up, then active; it becomes terminating when either side ends it, when a
+// message reaches max_turns (default 20, 2..40), or after
+// CONVERSATION_ACTIVE_TIMEOUT_SECONDS (setting conversation_active_timeout_seconds,
+// default 600) without a message; and ended once both sides have been told ("notified"
+// lists who has). Pending longer than CONVERSATION_PENDING_TIMEOUT_SECONDS (setting
+// conversation_pending_timeout_seconds, default 300), it is expired, and its initiator is
+// told once. Timeouts need no daemon: every reader applies the ones that are due, dating
+// the change at the deadline, and records it in the history as actor "system", via
+// "timeout". An unordered pair of agents has at most one pending or active conversation.
+//
+// A delegation (seed 003) is pending until the delegating agent's chat session takes it
+// (processing), and completed or failed when that session reports the outcome;
+// conversation_id links the latest conversation started for it, and such a conversation
+// carries the delegation's task_id.
 //
 // # Format rules
 //
@@ -54,7 +92,8 @@
 // Every writer — MCP tool, CLI command, coordinator — changes state through the verbs of
 // Store, which apply the same rules inside the lock: the task status table and its entry
 // rules (SPEC §4.3), dependency validation (no self-reference, no cycles), one live session
-// per agent and purpose, and attribution of every change to the real actor in events.jsonl.
+// per agent and purpose, one live conversation per pair of agents, the AI↔AI conversation
+// rule, and attribution of every change to the real actor in events.jsonl.
 // A file a human broke by hand is never overwritten: the write fails naming path and line,
 // and Check (`aipm doctor`) lists every such problem.
 package filestore

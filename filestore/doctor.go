@@ -25,7 +25,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Lin
 // task states that break the rules (e.g. in_progress with unfinished dependencies, as a
 // hand edit can leave), torn JSONL tails and undecodable lines. It changes nothing.
 func (s *Store) Check() ([]Problem, error) {
-	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}}
+	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}}
 	c.project()
 	c.agentsDir()
 	c.tasksDir()
@@ -37,8 +37,11 @@ func (s *Store) Check() ([]Problem, error) {
 		}
 		return ""
 	})
+	c.conversationsDir()
+	c.delegationsDir()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
 	c.entityDir("runtime/sessions", PrefixSession, func() any { return &Session{} })
+	c.chatStates()
 	sort.SliceStable(c.out, func(i, j int) bool {
 		if c.out[i].Path != c.out[j].Path {
 			return c.out[i].Path < c.out[j].Path
@@ -54,6 +57,7 @@ type checker struct {
 	tasks    map[string]*Task
 	taskData map[string][]byte
 	agents   map[string]*Agent
+	convs    map[string]*Conversation
 }
 
 func (c *checker) add(path string, line int, format string, args ...any) {
@@ -319,4 +323,162 @@ func (c *checker) entityDir(rel, prefix string, mk func() any) {
 
 func isIgnorable(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".lock")
+}
+
+// entityFiles lists the <prefix>_*.json files of a store directory, reporting any other
+// file in it; nil when the directory does not exist.
+func (c *checker) entityFiles(rel, prefix, what string) map[string]string {
+	dir := c.s.path(rel)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			c.add(dir, 1, "cannot read %s directory: %v", rel, err)
+		}
+		return nil
+	}
+	out := map[string]string{}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || ValidateEntityID(prefix, id) != nil {
+			if !isIgnorable(e.Name()) {
+				c.add(path, 1, "unexpected file (%s are %s/%s_<id>.json)", what, rel, prefix)
+			}
+			continue
+		}
+		out[id] = path
+	}
+	return out
+}
+
+// agentRef reports a field naming an agent that does not exist.
+func (c *checker) agentRef(path string, data []byte, key, id string) {
+	if id == "" {
+		c.add(path, keyLine(data, key), "%s is empty", key)
+	} else if _, ok := c.agents[id]; !ok {
+		c.add(path, keyLine(data, key), "%s %q does not exist", key, id)
+	}
+}
+
+// conversationsDir checks conversations/: decodable, known state, two distinct existing
+// agents, turn limits, notified agents from the conversation, an end for ended states,
+// the task reference, and at most one pending or active conversation per pair.
+func (c *checker) conversationsDir() {
+	live := map[[2]string]string{}
+	files := c.entityFiles("conversations", PrefixConversation, "conversations")
+	ids := make([]string, 0, len(files))
+	for id := range files {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		path := files[id]
+		var cv Conversation
+		data := c.decode(path, &cv)
+		if data == nil {
+			continue
+		}
+		c.convs[id] = &cv
+		if cv.ID != id {
+			c.add(path, keyLine(data, "id"), "id %q does not match the file name", cv.ID)
+		}
+		if !slices.Contains(ConversationStates, cv.State) {
+			c.add(path, keyLine(data, "state"), "invalid state %q (want %s)", cv.State, strings.Join(ConversationStates, ", "))
+		}
+		c.agentRef(path, data, "initiator_id", cv.InitiatorID)
+		c.agentRef(path, data, "participant_id", cv.ParticipantID)
+		if cv.InitiatorID != "" && cv.InitiatorID == cv.ParticipantID {
+			c.add(path, keyLine(data, "participant_id"), "conversation of %s with itself", cv.InitiatorID)
+		}
+		if cv.MaxTurns < MinMaxTurns || cv.MaxTurns > MaxMaxTurns {
+			c.add(path, keyLine(data, "max_turns"), "max_turns %d outside %d..%d", cv.MaxTurns, MinMaxTurns, MaxMaxTurns)
+		}
+		if cv.Turns < 0 {
+			c.add(path, keyLine(data, "turns"), "negative turns %d", cv.Turns)
+		}
+		for _, n := range cv.Notified {
+			if !cv.Includes(n) {
+				c.add(path, keyLine(data, "notified"), "notified agent %q is not part of the conversation", n)
+			}
+		}
+		if (cv.State == ConvTerminating || cv.State == ConvEnded || cv.State == ConvExpired) && (cv.EndedAt == nil || cv.EndReason == "") {
+			c.add(path, keyLine(data, "state"), "%s without ended_at and end_reason", cv.State)
+		}
+		if cv.TaskID != "" {
+			if _, ok := c.tasks[cv.TaskID]; !ok {
+				c.add(path, keyLine(data, "task_id"), "task %q does not exist", cv.TaskID)
+			}
+		}
+		if cv.Live() {
+			pair := [2]string{min(cv.InitiatorID, cv.ParticipantID), max(cv.InitiatorID, cv.ParticipantID)}
+			if other, ok := live[pair]; ok {
+				c.add(path, keyLine(data, "state"), "second live conversation between %s and %s (also %s)", pair[0], pair[1], other)
+			} else {
+				live[pair] = id
+			}
+		}
+	}
+}
+
+// delegationsDir checks delegations/: decodable, known status, existing agents, task and
+// conversation.
+func (c *checker) delegationsDir() {
+	files := c.entityFiles("delegations", PrefixDelegation, "delegations")
+	ids := make([]string, 0, len(files))
+	for id := range files {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		path := files[id]
+		var d Delegation
+		data := c.decode(path, &d)
+		if data == nil {
+			continue
+		}
+		if d.ID != id {
+			c.add(path, keyLine(data, "id"), "id %q does not match the file name", d.ID)
+		}
+		if !slices.Contains(DelegationStatuses, d.Status) {
+			c.add(path, keyLine(data, "status"), "invalid status %q (want %s)", d.Status, strings.Join(DelegationStatuses, ", "))
+		}
+		c.agentRef(path, data, "agent_id", d.AgentID)
+		c.agentRef(path, data, "target_agent_id", d.TargetAgentID)
+		if d.TaskID != "" {
+			if _, ok := c.tasks[d.TaskID]; !ok {
+				c.add(path, keyLine(data, "task_id"), "task %q does not exist", d.TaskID)
+			}
+		}
+		if d.ConversationID != "" {
+			if _, ok := c.convs[d.ConversationID]; !ok {
+				c.add(path, keyLine(data, "conversation_id"), "conversation %q does not exist", d.ConversationID)
+			}
+		}
+	}
+}
+
+// chatStates checks runtime/chat/<agent>.json: decodable and about an existing agent.
+func (c *checker) chatStates() {
+	dir := c.s.path("runtime", "chat")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || isIgnorable(e.Name()) {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if ValidateAgentID(id) != nil {
+			c.add(path, 1, "unexpected file name")
+			continue
+		}
+		var st ChatState
+		if data := c.decode(path, &st); data != nil {
+			if _, ok := c.agents[id]; !ok {
+				c.add(path, keyLine(data, "agent_id"), "agent %q does not exist", id)
+			}
+		}
+	}
 }

@@ -1,14 +1,34 @@
 package filestore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// SystemSender is the pseudo-sender of system messages.
+// SystemSender is the pseudo-sender of system messages. It has no mailbox of its own: a
+// system message is written only to its receiver.
 const SystemSender = "system"
+
+// Limits of the message readers.
+const (
+	// DefaultMessageLimit is the page size of ConversationMessages and MessagesWith when
+	// the caller gives none; MaxMessageLimit caps what a caller may ask for.
+	DefaultMessageLimit = 50
+	MaxMessageLimit     = 200
+	// DefaultContextMessages is how many recent messages RecentMessages returns when the
+	// caller gives no count (the original's chat context size).
+	DefaultContextMessages = 20
+	// unansweredWindow is how many mailbox lines UnansweredSender looks back over. A
+	// message further back than that is history, not a pending question.
+	unansweredWindow = 200
+)
 
 // Message is one line of agents/<id>/chat.jsonl, in the original system's format so that
 // mailboxes it wrote stay readable: camelCase keys, receiverId only in the sender's copy.
@@ -28,9 +48,211 @@ func (m *Message) received(owner string) bool {
 	return m.ReceiverID == "" && m.SenderID != owner
 }
 
+// partner returns the other agent of a line of owner's mailbox: the receiver of a sent
+// copy, the sender of a received message.
+func (m *Message) partner(owner string) string {
+	if m.received(owner) {
+		return m.SenderID
+	}
+	return m.ReceiverID
+}
+
 func (s *Store) mailboxPath(agentID string) string { return s.path("agents", agentID, "chat.jsonl") }
 func (s *Store) cursorPath(agentID string) string {
 	return s.path("runtime", "cursors", agentID+".json")
+}
+
+// SendRequest is a message to send. The sender is the actor of SendMessage.
+type SendRequest struct {
+	To            string
+	Content       string
+	RelatedTaskID string
+	// ConversationID names the conversation explicitly. Between two AI agents it is found
+	// (and attached) automatically when empty; in any other chat it must be empty.
+	ConversationID string
+}
+
+// Sent is what SendMessage did.
+type Sent struct {
+	// Message is the message as the sender's copy holds it, with ReceiverID set (a system
+	// message has no sender copy; ReceiverID is set all the same).
+	Message Message
+	// Conversation is the conversation the message counted a turn in, as it is after the
+	// send (Turns, MaxTurns, State); nil for a chat that needs none.
+	Conversation *Conversation
+	// Terminated is true when this message reached the conversation's max_turns: the
+	// conversation is now terminating (reason max_turns). The sender learns it from this
+	// answer, so it is recorded as notified; the partner learns it from TakeEndedNotice.
+	Terminated bool
+}
+
+// SendMessage delivers a message from actor.ID to r.To (SPEC §4.5, seeds 001 and 002): one
+// line in the sender's mailbox, with receiverId, and one in the receiver's, without. Both
+// are written and fsynced under the store lock before it returns, so an acknowledged
+// message is in both mailboxes; the lock also orders them, so every mailbox is in send
+// order. Actor SystemSender writes only the receiver's copy.
+//
+// Checks, in the seeds' order: content 1..MessageMaxChars characters (Unicode code points,
+// not bytes: content_too_long / empty_content), not to oneself (cannot_message_self), the
+// sender a member, the target existing (agent_not_found) and a member
+// (target_agent_not_in_project). Between two AI agents a live conversation is required
+// (conversation_required_for_ai_to_ai): an active one, or a pending one the sender started.
+// Its id is attached to the message and the message counts a turn; the turn that reaches
+// max_turns moves the conversation to terminating. Human↔AI messages need no conversation.
+//
+// A message is not a history event: the mailboxes are its record. Conversation state
+// changes it causes are.
+func (s *Store) SendMessage(actor Actor, r SendRequest) (*Sent, error) {
+	if err := s.validateSend(actor, r); err != nil {
+		return nil, err
+	}
+	var out *Sent
+	err := s.locked(func() error {
+		var err error
+		out, err = s.sendLocked(actor, r)
+		return err
+	})
+	return out, err
+}
+
+// validateSend checks what needs no lock: ids and content.
+func (s *Store) validateSend(actor Actor, r SendRequest) error {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return err
+	}
+	if err := ValidateAgentID(r.To); err != nil {
+		return err
+	}
+	if r.RelatedTaskID != "" {
+		if err := ValidateEntityID(PrefixTask, r.RelatedTaskID); err != nil {
+			return err
+		}
+	}
+	if r.ConversationID != "" {
+		if err := ValidateEntityID(PrefixConversation, r.ConversationID); err != nil {
+			return err
+		}
+	}
+	if err := s.checkContent("content", r.Content); err != nil {
+		return err
+	}
+	if actor.ID == r.To {
+		return newErr(ErrInvalid, "cannot_message_self", "send the message to another agent of the project",
+			"agent %s cannot send a message to itself", actor.ID)
+	}
+	return nil
+}
+
+// checkContent enforces the message length: at least one non-space character, at most the
+// project's MessageMaxChars characters, counted as Unicode code points (Japanese text
+// takes three bytes per character and must not get a third of the room).
+func (s *Store) checkContent(field, content string) error {
+	p, err := s.Project()
+	if err != nil {
+		return err
+	}
+	limit := p.Settings.MaxMessageChars()
+	if strings.TrimSpace(content) == "" {
+		return newErr(ErrInvalid, "empty_content", "write something to say", "%s is empty", field)
+	}
+	if n := utf8.RuneCountInString(content); n > limit {
+		return newErr(ErrInvalid, "content_too_long", "shorten it, or split it into several messages",
+			"%s too long: %d characters (max %d)", field, n, limit)
+	}
+	return nil
+}
+
+// sendLocked is SendMessage under the lock.
+func (s *Store) sendLocked(actor Actor, r SendRequest) (*Sent, error) {
+	system := actor.ID == SystemSender
+	var from *Agent
+	if !system {
+		var err error
+		if from, err = s.Member(actor.ID); err != nil {
+			return nil, err
+		}
+	}
+	to, err := s.target(r.To)
+	if err != nil {
+		return nil, err
+	}
+	if r.RelatedTaskID != "" {
+		if _, err := s.Task(r.RelatedTaskID); err != nil {
+			return nil, err
+		}
+	}
+	var c *Conversation
+	if !system {
+		if c, err = s.routeLocked(from, to, r.ConversationID); err != nil {
+			return nil, err
+		}
+	} else if r.ConversationID != "" {
+		return nil, newErr(ErrInvalid, "invalid_argument", "send system messages without a conversation_id",
+			"system messages belong to no conversation")
+	}
+	now := s.Now()
+	m := Message{ID: NewID(PrefixMessage, now), SenderID: actor.ID, Content: r.Content, CreatedAt: now, RelatedTaskID: r.RelatedTaskID}
+	if c != nil {
+		m.ConversationID = c.ID
+	}
+	if system {
+		if err := s.appendMessage(to.ID, m); err != nil {
+			return nil, err
+		}
+		m.ReceiverID = to.ID
+		return &Sent{Message: m}, nil
+	}
+	if err := s.deliverLocked(m, to.ID); err != nil {
+		return nil, err
+	}
+	m.ReceiverID = to.ID
+	out := &Sent{Message: m, Conversation: c}
+	if c != nil {
+		if out.Terminated, err = s.countTurnLocked(actor, c, now); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// target returns the agent a message, conversation or delegation is addressed to: it must
+// exist (agent_not_found) and belong to the project (target_agent_not_in_project).
+func (s *Store) target(id string) (*Agent, error) {
+	a, err := s.Agent(id)
+	if err != nil {
+		return nil, err
+	}
+	if a.Status == AgentInactive {
+		return nil, newErr(ErrUnauthorized, "target_agent_not_in_project", "address an active member of the project (list them with `aipm agent list`)",
+			"target agent %s is not assigned to this project (status inactive)", id)
+	}
+	return a, nil
+}
+
+// deliverLocked is the dual write: the sender's copy (with receiverId) first, then the
+// receiver's (without), each fsynced. The caller holds the store lock.
+func (s *Store) deliverLocked(m Message, to string) error {
+	sent := m
+	sent.ReceiverID = to
+	if err := s.appendMessage(m.SenderID, sent); err != nil {
+		return err
+	}
+	m.ReceiverID = ""
+	return s.appendMessage(to, m)
+}
+
+// appendMessage is appendMailbox (one fsynced line) plus, when the line creates the
+// mailbox, an fsync of its directory: without it a crash could lose the new file's name,
+// and with it an acknowledged first message.
+func (s *Store) appendMessage(agentID string, m Message) error {
+	_, statErr := os.Stat(s.mailboxPath(agentID))
+	if err := s.appendMailbox(agentID, m); err != nil {
+		return err
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		return syncDir(filepath.Dir(s.mailboxPath(agentID)))
+	}
+	return nil
 }
 
 // cursor is runtime/cursors/<agent>.json: the byte offset up to which the agent has read its
@@ -51,7 +273,8 @@ func (s *Store) readCursor(agentID string) (cursor, error) {
 }
 
 // Unread returns the messages the agent received after its read cursor, and the offset that
-// marks them read.
+// marks them read. Pass that offset, not the file's size, to MarkRead: a message appended
+// after this read lies beyond it and stays unread.
 func (s *Store) Unread(agentID string) ([]Message, int64, error) {
 	if err := ValidateAgentID(agentID); err != nil {
 		return nil, 0, err
@@ -90,14 +313,306 @@ func (s *Store) MarkRead(agentID string, offset int64) error {
 	if err := ValidateAgentID(agentID); err != nil {
 		return err
 	}
-	return s.locked(func() error {
-		c, err := s.readCursor(agentID)
+	return s.locked(func() error { return s.markReadLocked(agentID, offset) })
+}
+
+func (s *Store) markReadLocked(agentID string, offset int64) error {
+	c, err := s.readCursor(agentID)
+	if err != nil {
+		return err
+	}
+	if offset <= c.Offset {
+		return nil
+	}
+	return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, UpdatedAt: s.Now()}, 0o644)
+}
+
+// TakeUnread returns the agent's unread messages, oldest first, and marks them read, in one
+// step under the store lock: two readers of one mailbox never both get the same message,
+// and a message arriving meanwhile stays unread for the next call.
+func (s *Store) TakeUnread(agentID string) ([]Message, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	var out []Message
+	err := s.locked(func() error {
+		msgs, next, err := s.Unread(agentID)
 		if err != nil {
 			return err
 		}
-		if offset <= c.Offset {
+		out = msgs
+		return s.markReadLocked(agentID, next)
+	})
+	return out, err
+}
+
+// RecentMessages returns the last n messages of the agent's mailbox, sent and received,
+// oldest first: the context a chat session reads before answering. n <= 0 means
+// DefaultContextMessages; n is capped at MaxMessageLimit. Only the tail of the mailbox is
+// read, so the cost does not grow with its history.
+func (s *Store) RecentMessages(agentID string, n int) ([]Message, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	if n <= 0 {
+		n = DefaultContextMessages
+	}
+	page, err := s.lastMessages(agentID, min(n, MaxMessageLimit), nil)
+	if err != nil {
+		return nil, err
+	}
+	return page.Messages, nil
+}
+
+// MessagePage is a page of a mailbox: the last messages that matched, oldest first, and
+// whether older ones matched too.
+type MessagePage struct {
+	Messages  []Message
+	Truncated bool
+}
+
+// MessagesWith returns the last messages between the agent and partner, both directions,
+// from the agent's own mailbox: a human chat's log. limit <= 0 means DefaultMessageLimit;
+// it is capped at MaxMessageLimit.
+func (s *Store) MessagesWith(agentID, partnerID string, limit int) (*MessagePage, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(partnerID); err != nil {
+		return nil, err
+	}
+	return s.lastMessages(agentID, pageLimit(limit), func(m *Message) (bool, bool) {
+		return m.partner(agentID) == partnerID, true
+	})
+}
+
+func pageLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultMessageLimit
+	}
+	return min(limit, MaxMessageLimit)
+}
+
+// lastMessages walks the agent's mailbox backward and collects up to limit messages that
+// match (nil matches all). match also says whether to go on: a reader that knows no older
+// line can match stops early.
+func (s *Store) lastMessages(agentID string, limit int, match func(*Message) (ok, more bool)) (*MessagePage, error) {
+	page := &MessagePage{Messages: []Message{}}
+	err := scanBack(s.mailboxPath(agentID), func(line []byte) bool {
+		var m Message
+		if json.Unmarshal(line, &m) != nil {
+			return true // doctor reports it
+		}
+		ok, more := true, true
+		if match != nil {
+			ok, more = match(&m)
+		}
+		if ok {
+			if len(page.Messages) == limit {
+				page.Truncated = true
+				return false
+			}
+			page.Messages = append(page.Messages, m)
+		}
+		return more
+	})
+	if err != nil {
+		return nil, err
+	}
+	for i, j := 0, len(page.Messages)-1; i < j; i, j = i+1, j-1 {
+		page.Messages[i], page.Messages[j] = page.Messages[j], page.Messages[i]
+	}
+	return page, nil
+}
+
+// UnansweredSender returns the sender of the oldest received message the agent has not
+// answered — no message from the agent to that sender follows it — among the last
+// unansweredWindow lines of its mailbox; "" if there is none. respond_chat replies to it.
+// System messages cannot be answered and are passed over.
+func (s *Store) UnansweredSender(agentID string) (string, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return "", err
+	}
+	answered := map[string]bool{}
+	oldest, seen := "", 0
+	err := scanBack(s.mailboxPath(agentID), func(line []byte) bool {
+		seen++
+		var m Message
+		if json.Unmarshal(line, &m) != nil {
+			return seen < unansweredWindow
+		}
+		switch {
+		case m.SenderID == agentID && m.ReceiverID != "":
+			answered[m.ReceiverID] = true
+		case m.received(agentID) && m.SenderID != SystemSender && !answered[m.SenderID]:
+			oldest = m.SenderID
+		}
+		return seen < unansweredWindow
+	})
+	return oldest, err
+}
+
+// scanBack calls fn with each complete line of a JSONL file, last line first, until fn
+// returns false. It reads the file backward in chunks, so a reader of the recent past pays
+// for the part it visits, not for the mailbox's whole history. A last line without '\n' (a
+// write in progress or a crash's leftover) is not a line yet and is skipped.
+func scanBack(path string, fn func(line []byte) bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, UpdatedAt: s.Now()}, 0o644)
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	const chunk = 64 << 10
+	pos := info.Size()
+	var rest []byte // unvisited bytes before the lines already returned; ends with '\n' once trimmed
+	trimmed := false
+	for pos > 0 {
+		start := max(pos-chunk, 0)
+		buf := make([]byte, pos-start, pos-start+int64(len(rest)))
+		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		rest = append(buf, rest...)
+		pos = start
+		if !trimmed {
+			i := bytes.LastIndexByte(rest, '\n')
+			if i < 0 {
+				continue // still inside the torn tail
+			}
+			rest, trimmed = rest[:i+1], true
+		}
+		for len(rest) > 0 {
+			j := bytes.LastIndexByte(rest[:len(rest)-1], '\n')
+			if j < 0 && pos > 0 {
+				break // the line starts in an earlier chunk
+			}
+			if !fn(rest[j+1 : len(rest)-1]) {
+				return nil
+			}
+			rest = rest[:j+1]
+		}
+	}
+	return nil
+}
+
+// ChatState is runtime/chat/<agent>.json: whether a human has a chat with the AI agent
+// open (`aipm chat open|close`). Git-ignored: it is about live sessions on this machine.
+type ChatState struct {
+	AgentID   string     `json:"agent_id"`
+	Open      bool       `json:"open"`
+	OpenedBy  string     `json:"opened_by"`
+	OpenedAt  *time.Time `json:"opened_at"`
+	ClosedBy  string     `json:"closed_by"`
+	ClosedAt  *time.Time `json:"closed_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	Version   int        `json:"version"`
+}
+
+func (s *Store) chatStatePath(agentID string) string {
+	return s.path("runtime", "chat", agentID+".json")
+}
+
+// Chat returns the agent's chat state; an agent nobody ever opened a chat with has a
+// closed zero state.
+func (s *Store) Chat(agentID string) (*ChatState, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	st := ChatState{AgentID: agentID}
+	if err := s.readJSON(s.chatStatePath(agentID), &st); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// OpenChat records that a human (the actor) opened a chat with an AI agent. Until a chat
+// session of the agent starts, that is chat work: the coordinator starts one even though no
+// message is waiting (the original appended a system message for this; a flag leaves the
+// mailbox to real messages). Opening an open chat only renews it.
+func (s *Store) OpenChat(actor Actor, agentID string) (*ChatState, error) {
+	return s.setChat(actor, agentID, true)
+}
+
+// CloseChat records that the human closed the chat: every chat session of the agent that
+// started before now is told to exit (see ChatClosed). Closing a closed chat changes
+// nothing.
+func (s *Store) CloseChat(actor Actor, agentID string) (*ChatState, error) {
+	return s.setChat(actor, agentID, false)
+}
+
+func (s *Store) setChat(actor Actor, agentID string, open bool) (*ChatState, error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	var st *ChatState
+	err := s.locked(func() error {
+		h, err := s.Member(actor.ID)
+		if err != nil {
+			return err
+		}
+		if h.Type != AgentHuman {
+			return newErr(ErrUnauthorized, "unauthorized", "AI agents talk to each other with start_conversation",
+				"agent %s is not human: only humans open and close chats", actor.ID)
+		}
+		a, err := s.target(agentID)
+		if err != nil {
+			return err
+		}
+		if a.Type != AgentAI {
+			return newErr(ErrInvalid, "invalid_argument", "open a chat with an AI agent; humans read their mailbox with `aipm chat log`",
+				"agent %s is human and has no chat sessions", agentID)
+		}
+		if st, err = s.Chat(agentID); err != nil {
+			return err
+		}
+		if !open && !st.Open && st.ClosedAt != nil {
+			return nil
+		}
+		now := s.Now()
+		change := "closed"
+		if open {
+			st.Open, st.OpenedBy, st.OpenedAt = true, actor.ID, &now
+			change = "opened"
+		} else {
+			st.Open, st.ClosedBy, st.ClosedAt = false, actor.ID, &now
+		}
+		st.UpdatedAt = now
+		st.Version++
+		if err := writeJSON(s.chatStatePath(agentID), st, 0o644); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "chat", ID: agentID, Change: change})
 	})
+	if err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// ChatClosed reports whether a human closed the agent's chat at or after since (the start
+// of the asking chat session) and has not reopened it: that session's get_next_action
+// answers exit. A session started after the close was started for new work and goes on.
+func (s *Store) ChatClosed(agentID string, since time.Time) (bool, error) {
+	st, err := s.Chat(agentID)
+	if err != nil {
+		return false, err
+	}
+	return !st.Open && st.ClosedAt != nil && !st.ClosedAt.Before(since), nil
+}
+
+// chatOpenedUnserved reports whether a human opened the chat after the agent's latest chat
+// session started (lastChat is zero when it never had one): such a chat still waits for a
+// session, which is chat work.
+func (st *ChatState) chatOpenedUnserved(lastChat time.Time) bool {
+	return st.Open && st.OpenedAt != nil && st.OpenedAt.After(lastChat)
 }

@@ -115,7 +115,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		for _, d := range []string{"agents", "tasks", "runtime/sessions", "runtime/credentials", "runtime/cursors"} {
+		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat"} {
 			if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 				return err
 			}

@@ -31,8 +31,11 @@ type Session struct {
 	ExecutionID string `json:"execution_id"`
 	// Workflow is where the task session's get_next_action flow stands (see Workflow*
 	// constants); Selected is the manager's pending select_action choice.
-	Workflow       string     `json:"workflow"`
-	Selected       string     `json:"selected_action"`
+	Workflow string `json:"workflow"`
+	Selected string `json:"selected_action"`
+	// Baseline is the sub-task state a manager's wait started from: the wait ends when it
+	// differs.
+	Baseline       string     `json:"wait_baseline"`
 	State          string     `json:"state"`
 	PID            int        `json:"pid"`
 	PIDStart       string     `json:"pid_start"`
@@ -118,7 +121,7 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 			purpose, taskID = PurposeTask, w.TaskID
 		case PurposeChat:
 			if !w.Chat {
-				return noWork(a.ID, "no chat work (no unread messages) without a live chat session", w)
+				return noWork(a.ID, "no chat work (no unread messages, pending delegations, conversation requests or notices, and no open chat) without a live chat session", w)
 			}
 			purpose = PurposeChat
 		default:
@@ -165,17 +168,33 @@ func noWork(agentID, why string, w Work) error {
 type Work struct {
 	// TaskID is the in_progress task a new task session would take ("" if none).
 	TaskID string
-	// Chat is true when there is chat work and no live chat session.
+	// Chat is true when there is chat work (any of the counts below) and no live chat
+	// session.
 	Chat bool
 	// Unread counts unread mailbox messages.
 	Unread int
+	// PendingDelegations counts the agent's delegations its chat session has not taken.
+	PendingDelegations int
+	// ConversationRequests counts pending conversations in which it is the participant.
+	ConversationRequests int
+	// Notices counts conversation endings and expiries it has yet to be told about.
+	Notices int
+	// ChatOpened is true when a human opened a chat with it that no chat session has
+	// served yet (OpenChat).
+	ChatOpened bool
 	// LiveTask and LiveChat report live sessions that already cover a purpose.
 	LiveTask, LiveChat bool
 }
 
+// chatWork reports whether anything waits for a chat session.
+func (w Work) chatWork() bool {
+	return w.Unread > 0 || w.PendingDelegations > 0 || w.ConversationRequests > 0 || w.Notices > 0 || w.ChatOpened
+}
+
 // DetectWork reports the agent's work (SPEC §4.4): task work is an in_progress task assigned
-// to it while it has no live task session; chat work is unread messages while it has no live
-// chat session.
+// to it while it has no live task session; chat work is unread messages, pending
+// delegations, conversation requests, conversation notices or a chat a human opened, while
+// it has no live chat session.
 func (s *Store) DetectWork(agentID string) (Work, error) {
 	a, err := s.Member(agentID)
 	if err != nil {
@@ -184,13 +203,23 @@ func (s *Store) DetectWork(agentID string) (Work, error) {
 	return s.detectWork(a)
 }
 
+// detectWork takes no lock (Authenticate calls it holding the lock): conversation timeouts
+// are evaluated in memory, not written.
 func (s *Store) detectWork(a *Agent) (Work, error) {
 	var w Work
-	live, err := s.LiveSessions(a.ID)
+	all, err := s.Sessions(a.ID)
 	if err != nil {
 		return w, err
 	}
-	for _, se := range live {
+	now := s.Now()
+	var lastChat time.Time // start of the agent's latest chat session, live or not
+	for _, se := range all {
+		if se.Purpose == PurposeChat && se.CreatedAt.After(lastChat) {
+			lastChat = se.CreatedAt
+		}
+		if !se.Live(now) {
+			continue
+		}
 		switch se.Purpose {
 		case PurposeTask:
 			w.LiveTask = true
@@ -209,12 +238,46 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 			w.TaskID = tasks[0].ID
 		}
 	}
-	w.Unread, err = s.UnreadCount(a.ID)
-	if err != nil {
+	if err := s.detectChatWork(a, lastChat, &w); err != nil {
 		return w, err
 	}
-	w.Chat = !w.LiveChat && w.Unread > 0
+	w.Chat = !w.LiveChat && w.chatWork()
 	return w, nil
+}
+
+// detectChatWork fills in the chat counts of w.
+func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
+	var err error
+	if w.Unread, err = s.UnreadCount(a.ID); err != nil {
+		return err
+	}
+	dl, err := s.Delegations(DelegationFilter{AgentID: a.ID, Status: DelegationPending})
+	if err != nil {
+		return err
+	}
+	w.PendingDelegations = len(dl)
+	k, err := s.convClock()
+	if err != nil {
+		return err
+	}
+	convs, _, err := s.scanConversations(k, ConversationFilter{AgentID: a.ID})
+	if err != nil {
+		return err
+	}
+	for _, c := range convs {
+		if c.State == ConvPending && c.ParticipantID == a.ID {
+			w.ConversationRequests++
+		}
+		if c.needsNotice(a.ID) {
+			w.Notices++
+		}
+	}
+	st, err := s.Chat(a.ID)
+	if err != nil {
+		return err
+	}
+	w.ChatOpened = st.chatOpenedUnserved(lastChat)
+	return nil
 }
 
 // Sessions lists the session records of an agent ("" for all), oldest first.
@@ -331,22 +394,16 @@ var errNoChange = errors.New("no change")
 const (
 	WorkflowTaskFetched      = "task_fetched"      // get_my_task was called
 	WorkflowCreatingSubtasks = "creating_subtasks" // asked to decompose
-	WorkflowWaiting          = "waiting"           // a manager waits for its workers
 )
 
-// SetWorkflow records the task session's workflow phase and pending selection. An empty
-// selected leaves the selection as it is; "-" clears it.
-func (s *Store) SetWorkflow(sessionID, phase, selected string) error {
+// SetWorkflow records the task session's workflow phase, the manager's pending selection,
+// and the baseline a manager's wait compares against.
+func (s *Store) SetWorkflow(sessionID, phase, selected, baseline string) error {
 	return s.updateSession(sessionID, func(se *Session) error {
-		if selected == "-" {
-			selected = ""
-		} else if selected == "" {
-			selected = se.Selected
-		}
-		if se.Workflow == phase && se.Selected == selected {
+		if se.Workflow == phase && se.Selected == selected && se.Baseline == baseline {
 			return errNoChange
 		}
-		se.Workflow, se.Selected = phase, selected
+		se.Workflow, se.Selected, se.Baseline = phase, selected, baseline
 		return nil
 	})
 }

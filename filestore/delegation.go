@@ -1,0 +1,323 @@
+package filestore
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Delegation statuses (seed 003): pending → processing → completed | failed.
+const (
+	DelegationPending    = "pending"
+	DelegationProcessing = "processing"
+	DelegationCompleted  = "completed"
+	DelegationFailed     = "failed"
+)
+
+// DelegationStatuses lists the delegation statuses in lifecycle order.
+var DelegationStatuses = []string{DelegationPending, DelegationProcessing, DelegationCompleted, DelegationFailed}
+
+// Delegation is delegations/<dlg-id>.json: a task session's request that the same agent's
+// chat session talk to another agent (seed 003). Task sessions do not converse; they hand
+// the intent over and read the result later.
+type Delegation struct {
+	ID        string `json:"id"`
+	ProjectID string `json:"project_id"`
+	// AgentID is the delegating agent, whose chat session carries the delegation out.
+	AgentID       string `json:"agent_id"`
+	TaskID        string `json:"task_id"`
+	TargetAgentID string `json:"target_agent_id"`
+	Purpose       string `json:"purpose"`
+	Context       string `json:"context"`
+	Status        string `json:"status"`
+	Result        string `json:"result"`
+	// ConversationID is the latest conversation started for the delegation.
+	ConversationID string     `json:"conversation_id"`
+	CreatedAt      time.Time  `json:"created_at"`
+	ProcessedAt    *time.Time `json:"processed_at"`
+	CompletedAt    *time.Time `json:"completed_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	Version        int        `json:"version"`
+}
+
+// Finished reports whether the delegation is completed or failed.
+func (d *Delegation) Finished() bool {
+	return d.Status == DelegationCompleted || d.Status == DelegationFailed
+}
+
+func (s *Store) delegationPath(id string) string { return s.path("delegations", id+".json") }
+
+// Delegation reads one delegation.
+func (s *Store) Delegation(id string) (*Delegation, error) {
+	if err := ValidateEntityID(PrefixDelegation, id); err != nil {
+		return nil, err
+	}
+	var d Delegation
+	if err := s.readJSON(s.delegationPath(id), &d); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, newErr(ErrNotFound, "delegation_not_found", "list your delegations with get_pending_messages (chat) or get_task_conversations (task)",
+				"delegation %s not found", id)
+		}
+		return nil, err
+	}
+	return &d, nil
+}
+
+// DelegationFilter selects delegations; empty fields match everything.
+type DelegationFilter struct {
+	AgentID string
+	TaskID  string
+	Status  string
+}
+
+func (f DelegationFilter) match(d *Delegation) bool {
+	return (f.AgentID == "" || d.AgentID == f.AgentID) &&
+		(f.TaskID == "" || d.TaskID == f.TaskID) &&
+		(f.Status == "" || d.Status == f.Status)
+}
+
+// Delegations lists the delegations matching f, oldest first. Files that cannot be read
+// are skipped; `aipm doctor` reports them.
+func (s *Store) Delegations(f DelegationFilter) ([]*Delegation, error) {
+	entries, err := os.ReadDir(s.path("delegations"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []*Delegation
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() || ValidateEntityID(PrefixDelegation, id) != nil {
+			continue
+		}
+		d, err := s.Delegation(id)
+		if err != nil {
+			continue
+		}
+		if f.match(d) {
+			out = append(out, d)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// PendingDelegations lists the agent's delegations its chat session has not taken yet,
+// oldest first (get_pending_messages shows them).
+func (s *Store) PendingDelegations(agentID string) ([]*Delegation, error) {
+	if err := ValidateAgentID(agentID); err != nil {
+		return nil, err
+	}
+	return s.Delegations(DelegationFilter{AgentID: agentID, Status: DelegationPending})
+}
+
+// DelegationRequest is a delegation to create; the delegating agent is the actor.
+type DelegationRequest struct {
+	// TaskID is the task of the delegating task session ("" if none).
+	TaskID        string
+	TargetAgentID string
+	// Purpose says what to achieve with the target; Context adds what the chat session
+	// needs to know. Each is bounded by the message limit, since both end up in messages.
+	Purpose string
+	Context string
+}
+
+// CreateDelegation records a pending delegation from the actor's task session to its own
+// chat session (delegate_to_chat_session). The target must be another agent (AI or human)
+// of the project: cannot_delegate_to_self, agent_not_found, target_agent_not_in_project.
+// A pending delegation is chat work for the actor, so the coordinator starts its chat
+// session.
+func (s *Store) CreateDelegation(actor Actor, r DelegationRequest) (*Delegation, error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(r.TargetAgentID); err != nil {
+		return nil, err
+	}
+	if r.TaskID != "" {
+		if err := ValidateEntityID(PrefixTask, r.TaskID); err != nil {
+			return nil, err
+		}
+	}
+	if strings.TrimSpace(r.Purpose) == "" {
+		return nil, newErr(ErrInvalid, "invalid_argument", "say what the chat session should achieve with "+r.TargetAgentID, "purpose is empty")
+	}
+	if err := s.checkLength("purpose", r.Purpose); err != nil {
+		return nil, err
+	}
+	if err := s.checkLength("context", r.Context); err != nil {
+		return nil, err
+	}
+	if actor.ID == r.TargetAgentID {
+		return nil, newErr(ErrInvalid, "cannot_delegate_to_self", "name the agent your chat session should talk to",
+			"agent %s cannot delegate a conversation with itself", actor.ID)
+	}
+	var d *Delegation
+	err := s.locked(func() error {
+		a, err := s.Member(actor.ID)
+		if err != nil {
+			return err
+		}
+		if a.Type != AgentAI {
+			return newErr(ErrInvalid, "invalid_argument", "humans message agents directly (`aipm chat send`)",
+				"agent %s is human and has no chat session to delegate to", actor.ID)
+		}
+		if _, err := s.target(r.TargetAgentID); err != nil {
+			return err
+		}
+		if r.TaskID != "" {
+			if _, err := s.Task(r.TaskID); err != nil {
+				return err
+			}
+		}
+		p, err := s.Project()
+		if err != nil {
+			return err
+		}
+		now := s.Now()
+		d = &Delegation{ID: NewID(PrefixDelegation, now), ProjectID: p.ID, AgentID: actor.ID, TaskID: r.TaskID,
+			TargetAgentID: r.TargetAgentID, Purpose: r.Purpose, Context: r.Context, Status: DelegationPending, CreatedAt: now}
+		return s.saveDelegationLocked(actor, d, Event{Change: "created", To: DelegationPending, Reason: r.TargetAgentID})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// TakeDelegation moves the actor's oldest pending delegation to processing and returns it
+// (get_next_action → process_delegation); nil when there is none.
+func (s *Store) TakeDelegation(actor Actor) (*Delegation, error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, err
+	}
+	var out *Delegation
+	err := s.locked(func() error {
+		list, err := s.Delegations(DelegationFilter{AgentID: actor.ID, Status: DelegationPending})
+		if err != nil || len(list) == 0 {
+			return err
+		}
+		out = list[0]
+		return s.processLocked(actor, out)
+	})
+	return out, err
+}
+
+// processLocked moves a pending delegation to processing.
+func (s *Store) processLocked(actor Actor, d *Delegation) error {
+	now := s.Now()
+	d.Status, d.ProcessedAt = DelegationProcessing, &now
+	return s.saveDelegationLocked(actor, d, Event{Change: "status", From: DelegationPending, To: DelegationProcessing})
+}
+
+// CompleteDelegation records the outcome of a delegation (report_delegation_completed):
+// status completed (the default) or failed, with a result. Only the delegating agent may
+// (not_delegation_owner), and only once: a delegation already completed or failed is
+// delegation_already_finished. A pending delegation may be completed directly (the chat
+// session handled it without get_next_action handing it over).
+func (s *Store) CompleteDelegation(actor Actor, id, status, result string) (*Delegation, error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, err
+	}
+	if err := ValidateEntityID(PrefixDelegation, id); err != nil {
+		return nil, err
+	}
+	if status == "" {
+		status = DelegationCompleted
+	}
+	if status != DelegationCompleted && status != DelegationFailed {
+		return nil, newErr(ErrInvalid, "invalid_argument", "use completed or failed", "invalid delegation outcome %q", clip(status))
+	}
+	if err := s.checkLength("result", result); err != nil {
+		return nil, err
+	}
+	var d *Delegation
+	err := s.locked(func() error {
+		var err error
+		if d, err = s.Delegation(id); err != nil {
+			return err
+		}
+		if d.AgentID != actor.ID {
+			return newErr(ErrUnauthorized, "not_delegation_owner", "only "+d.AgentID+", who delegated it, reports its outcome",
+				"delegation %s belongs to %s, not %s", d.ID, d.AgentID, actor.ID)
+		}
+		if d.Finished() {
+			return newErr(ErrConflict, "delegation_already_finished", "nothing to do; call get_next_action for what is next",
+				"delegation %s is already %s", d.ID, d.Status)
+		}
+		now := s.Now()
+		from := d.Status
+		if d.ProcessedAt == nil {
+			d.ProcessedAt = &now
+		}
+		d.Status, d.Result, d.CompletedAt = status, result, &now
+		return s.saveDelegationLocked(actor, d, Event{Change: "status", From: from, To: status})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// delegationFor finds the delegation a conversation from agent to target serves: the
+// named one (which must be the agent's own and unfinished), else the oldest processing one
+// of the agent for that target not yet linked to a conversation. nil when none applies.
+func (s *Store) delegationFor(agentID, target, id string) (*Delegation, error) {
+	if id != "" {
+		d, err := s.Delegation(id)
+		if err != nil {
+			return nil, err
+		}
+		if d.AgentID != agentID {
+			return nil, newErr(ErrUnauthorized, "not_delegation_owner", "name one of your own delegations, or omit delegation_id",
+				"delegation %s belongs to %s, not %s", d.ID, d.AgentID, agentID)
+		}
+		if d.Finished() {
+			return nil, newErr(ErrConflict, "delegation_already_finished", "start the conversation without delegation_id",
+				"delegation %s is already %s", d.ID, d.Status)
+		}
+		return d, nil
+	}
+	list, err := s.Delegations(DelegationFilter{AgentID: agentID, Status: DelegationProcessing})
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(list, func(d *Delegation) bool { return d.TargetAgentID == target && d.ConversationID == "" })
+	if i < 0 {
+		return nil, nil
+	}
+	return list[i], nil
+}
+
+// linkDelegationLocked records the conversation started for a delegation; a pending one is
+// being processed from now on.
+func (s *Store) linkDelegationLocked(actor Actor, d *Delegation, conversationID string) error {
+	if d.Status == DelegationPending {
+		if err := s.processLocked(actor, d); err != nil {
+			return err
+		}
+	}
+	d.ConversationID = conversationID
+	return s.saveDelegationLocked(actor, d, Event{Change: "conversation", To: conversationID})
+}
+
+// saveDelegationLocked stamps, versions and writes a delegation and records ev. The caller
+// holds the lock.
+func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error {
+	now := s.Now()
+	d.UpdatedAt = now
+	d.Version++
+	if err := writeJSON(s.delegationPath(d.ID), d, 0o644); err != nil {
+		return err
+	}
+	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID
+	if ev.Change == "conversation" {
+		ev.ConversationID = ev.To
+	}
+	return s.appendEvent(ev)
+}
