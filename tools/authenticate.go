@@ -72,9 +72,9 @@ func (s *Server) authenticate(c *call) (any, error) {
 	// The visible tool list now depends on the session's purpose.
 	s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
 
-	instr := "You are in a chat session. Call get_pending_messages to read the messages waiting for you and answer them. Call logout before you exit."
+	instr := "You are in a chat session: you talk, real work happens in task sessions. Call get_next_action and follow its instruction, again after every step. Call logout before you exit."
 	if se.Purpose == filestore.PurposeTask {
-		instr = "You are in a task session for task " + se.TaskID + ". Call get_my_task to read it, work under the working directory using absolute paths, never edit .ai-pm/ by hand, and call logout before you exit."
+		instr = "You are in a task session for task " + se.TaskID + ". Call get_next_action and follow its instruction, again after every step. Work under the working directory using absolute paths and never edit .ai-pm/ by hand."
 	}
 	return authenticateResult{Success: true, SessionToken: res.Token, SessionID: se.ID, Purpose: se.Purpose, TaskID: se.TaskID,
 		ExpiresIn: int(se.ExpiresAt.Sub(se.CreatedAt).Seconds()), Agent: viewAgent(res.Agent),

@@ -45,45 +45,62 @@ func createTasksBatchTool() *tool {
 			if err := c.requireInSessionTree(parent); err != nil {
 				return nil, err
 			}
-			raw, ok := c.args["tasks"].([]any)
-			if !ok || len(raw) == 0 {
-				return nil, badArg("tasks", "must be a non-empty array of task objects")
+			items, err := c.batchItems("tasks", 1)
+			if err != nil {
+				return nil, err
 			}
-			if len(raw) > 50 {
-				return nil, badArg("tasks", "too many tasks (%d, at most 50 in one batch)", len(raw))
-			}
-			items := make([]filestore.BatchItem, 0, len(raw))
-			for i, r := range raw {
-				obj, ok := r.(map[string]any)
-				if !ok {
-					return nil, badArg("tasks", "item %d must be an object, got %s", i, jsonType(r))
-				}
-				sub := &call{srv: c.srv, args: obj}
-				var it filestore.BatchItem
-				if it.LocalID, err = sub.reqString("local_id"); err != nil {
-					return nil, err
-				}
-				if it.NewTask, err = sub.newTaskArgs(); err != nil {
-					return nil, err
-				}
-				if it.Dependencies, err = sub.stringsArg("dependencies"); err != nil {
-					return nil, err
-				}
-				it.Status = filestore.StatusTodo
+			for i := range items {
+				items[i].Status = filestore.StatusTodo
+				items[i].AssigneeID = ""
 				if !c.agent.IsManager() {
-					it.AssigneeID = c.agent.ID
+					items[i].AssigneeID = c.agent.ID
 				}
-				items = append(items, it)
 			}
 			tasks, ids, err := c.srv.store.CreateTasks(c.actor(), parent, items)
 			if err != nil {
 				return nil, err
 			}
-			instr := "Created and assigned to you. Start them in dependency order with update_task_status."
+			instr := "Created and assigned to you. Call get_next_action: it starts them in dependency order."
 			if c.agent.IsManager() {
-				instr = "Created unassigned. Assign each to a subordinate with assign_task; unassigned tasks never run."
+				instr = "Created unassigned: unassigned tasks never run. Call get_next_action to dispatch them to your subordinates."
 			}
 			return batchResult{Success: true, Tasks: viewTasks(tasks), TaskCount: len(tasks), LocalIDToRealID: ids, Instruction: instr}, nil
 		},
 	}
+}
+
+// batchItems reads an array argument of task objects {local_id, title, description?,
+// priority?, assignee_id?, dependencies?}: at least least items, at most 50.
+func (c *call) batchItems(name string, least int) ([]filestore.BatchItem, error) {
+	raw, ok := c.args[name].([]any)
+	if !ok || len(raw) < least {
+		return nil, badArg(name, "must be an array of at least %d task object(s)", least)
+	}
+	if len(raw) > 50 {
+		return nil, badArg(name, "too many tasks (%d, at most 50 in one call)", len(raw))
+	}
+	items := make([]filestore.BatchItem, 0, len(raw))
+	for i, r := range raw {
+		obj, ok := r.(map[string]any)
+		if !ok {
+			return nil, badArg(name, "item %d must be an object, got %s", i, jsonType(r))
+		}
+		sub := &call{srv: c.srv, args: obj}
+		var it filestore.BatchItem
+		var err error
+		if it.LocalID, err = sub.reqString("local_id"); err != nil {
+			return nil, err
+		}
+		if it.NewTask, err = sub.newTaskArgs(); err != nil {
+			return nil, err
+		}
+		if it.Dependencies, err = sub.stringsArg("dependencies"); err != nil {
+			return nil, err
+		}
+		if it.AssigneeID, err = sub.optString("assignee_id"); err != nil {
+			return nil, err
+		}
+		items = append(items, it)
+	}
+	return items, nil
 }

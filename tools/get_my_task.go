@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -34,8 +35,13 @@ func getMyTaskTool() *tool {
 			if err != nil {
 				return nil, err
 			}
+			if c.session.Workflow == "" {
+				if err := st.SetWorkflow(c.session.ID, filestore.WorkflowTaskFetched, c.session.Selected, c.session.Baseline); err != nil {
+					return nil, err
+				}
+			}
 			return myTaskResult{Task: viewTask(t), Subtasks: viewTasks(subs), ExecutionID: ex.ID,
-				Instruction: "Work on this task in the working directory. Keep sub-task statuses current as you go."}, nil
+				Instruction: "Call get_next_action: it tells you how to proceed with this task."}, nil
 		},
 	}
 }

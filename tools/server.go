@@ -4,6 +4,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +14,10 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/watch"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -54,6 +57,9 @@ type Server struct {
 	tools map[string]*tool
 	pid   int
 	log   func(format string, args ...any)
+	hub   *watch.Hub
+	// recheck is how often a long-poll re-evaluates when no watcher feeds the hub.
+	recheck time.Duration
 
 	mu      sync.Mutex
 	current string   // token of the connection's current session
@@ -66,6 +72,10 @@ type Options struct {
 	PID int
 	// Logf receives diagnostics (default: stderr).
 	Logf func(format string, args ...any)
+	// Hub wakes long-polls (get_next_action) when files under .ai-pm change. A watcher of
+	// the store directory should feed it (see Watch). Without one, long-polls re-check the
+	// store every quarter second.
+	Hub *watch.Hub
 }
 
 // New builds the MCP server for a store.
@@ -76,7 +86,10 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf}
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub}
+	if s.hub == nil {
+		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
+	}
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(func(ctx context.Context, id any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = s.visibleTools(res.Tools)
@@ -152,6 +165,7 @@ type call struct {
 	session *filestore.Session
 	agent   *filestore.Agent
 	project *filestore.Project
+	tok     string // the session's bearer token
 }
 
 func (c *call) actor() filestore.Actor {
@@ -226,7 +240,7 @@ func (s *Server) resolve(c *call) error {
 	if err := s.store.Touch(se, p.Settings.Lease()); err != nil {
 		s.log("renew lease of %s: %v", se.ID, err)
 	}
-	c.session, c.agent, c.project = se, a, p
+	c.session, c.agent, c.project, c.tok = se, a, p, tok
 	return nil
 }
 
@@ -300,7 +314,7 @@ func (c *call) errorResult(err error) *mcp.CallToolResult {
 }
 
 func (c *call) result(v any) *mcp.CallToolResult {
-	body, err := json.Marshal(v)
+	body, err := marshal(v)
 	if err != nil {
 		return c.errorResult(fmt.Errorf("encode result: %w", err))
 	}
@@ -313,7 +327,7 @@ func (c *call) withNotification(body []byte) []byte {
 	if c.session == nil || len(body) < 2 || body[len(body)-1] != '}' {
 		return body
 	}
-	note, _ := json.Marshal(c.notification())
+	note, _ := marshal(c.notification())
 	out := make([]byte, 0, len(body)+len(note)+20)
 	out = append(out, body[:len(body)-1]...)
 	if len(body) > 2 {
@@ -340,11 +354,23 @@ func orderedJSON(obj map[string]any, keys []string) []byte {
 			buf = append(buf, ',')
 		}
 		kb, _ := json.Marshal(k)
-		vb, err := json.Marshal(obj[k])
+		vb, err := marshal(obj[k])
 		if err != nil {
 			vb = []byte(`null`)
 		}
 		buf = append(append(append(buf, kb...), ':'), vb...)
 	}
 	return append(buf, '}')
+}
+
+// marshal is compact JSON without HTML escaping: agents read "<id>" and "a → b", not
+// "\u003cid\u003e".
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }

@@ -15,6 +15,7 @@ func catalog(s *Server) []*tool {
 		getMyProfileTool(),
 		getMyTaskTool(),
 		getMyTasksTool(),
+		getNextActionTool(),
 		getPendingMessagesTool(),
 		getSessionGuideTool(),
 		getSubordinateProfileTool(),
@@ -26,6 +27,8 @@ func catalog(s *Server) []*tool {
 		rejectTaskRequestTool(),
 		reportCompletedTool(s),
 		requestTaskTool(),
+		selectActionTool(),
+		splitTaskTool(),
 		updateTaskStatusTool(),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"syscall"
 
 	"github.com/aipm/aipm/tools"
+	"github.com/aipm/aipm/watch"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -23,11 +24,16 @@ func (a *app) cmdMCP(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := tools.New(s, tools.Options{Logf: func(format string, args ...any) {
-		fmt.Fprintf(a.stderr, "aipm mcp: "+format+"\n", args...)
-	}})
+	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, "aipm mcp: "+format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The watcher turns any process's write under .ai-pm into an immediate wake-up of this
+	// server's long-polls.
+	hub := &watch.Hub{}
+	if err := tools.Watch(ctx, s.Dir(), hub, logf); err != nil {
+		return err
+	}
+	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub})
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))
 	err = ss.Listen(ctx, a.stdin, a.stdout)

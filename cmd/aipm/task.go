@@ -114,6 +114,10 @@ func (a *app) taskShow(args []string) error {
 	if err != nil {
 		return err
 	}
+	runs, err := taskRuns(s, t, sub)
+	if err != nil {
+		return err
+	}
 	if fs.json {
 		if sub == nil {
 			sub = []*filestore.Task{}
@@ -121,11 +125,15 @@ func (a *app) taskShow(args []string) error {
 		if hist == nil {
 			hist = []filestore.Event{}
 		}
+		if runs == nil {
+			runs = []*filestore.Execution{}
+		}
 		return a.printJSON(struct {
 			*filestore.Task
-			Subtasks []*filestore.Task `json:"subtasks"`
-			History  []filestore.Event `json:"history"`
-		}{t, sub, hist})
+			Subtasks []*filestore.Task      `json:"subtasks"`
+			History  []filestore.Event      `json:"history"`
+			Runs     []*filestore.Execution `json:"runs"`
+		}{t, sub, hist, runs})
 	}
 	a.printf("%s  %s\n", t.ID, t.Title)
 	a.printf("  status: %s  priority: %s  assignee: %s  parent: %s\n", t.Status, t.Priority, orDash(t.AssigneeID), orDash(t.ParentID))
@@ -162,7 +170,40 @@ func (a *app) taskShow(args []string) error {
 			a.printf("%s\n", line)
 		}
 	}
+	if len(runs) > 0 {
+		a.printf("runs:\n")
+		for _, r := range runs {
+			took := "running"
+			if r.CompletedAt != nil {
+				took = fmt.Sprintf("%.1fs", r.DurationSeconds)
+			}
+			line := fmt.Sprintf("  %s  %s  %-9s %s  %s  %s", r.ID, r.TaskID, r.Status, r.AgentID, r.StartedAt.Format("2006-01-02 15:04:05"), took)
+			if r.LogPath != "" {
+				line += "  log: " + r.LogPath
+			}
+			a.printf("%s\n", line)
+		}
+	}
 	return nil
+}
+
+// taskRuns lists the execution records of a task and its sub-tasks, oldest first.
+func taskRuns(s *filestore.Store, t *filestore.Task, sub []*filestore.Task) ([]*filestore.Execution, error) {
+	all, err := s.Executions("")
+	if err != nil {
+		return nil, err
+	}
+	in := map[string]bool{t.ID: true}
+	for _, c := range sub {
+		in[c.ID] = true
+	}
+	var out []*filestore.Execution
+	for i := len(all) - 1; i >= 0; i-- { // Executions is newest first
+		if in[all[i].TaskID] {
+			out = append(out, all[i])
+		}
+	}
+	return out, nil
 }
 
 func (a *app) taskStatus(args []string) error {

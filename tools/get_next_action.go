@@ -1,0 +1,57 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func getNextActionTool() *tool {
+	return &tool{
+		perm: Authenticated,
+		def: mcp.NewTool("get_next_action", opts(writes(),
+			mcp.WithDescription("What to do next, with an instruction to follow. Call it after authenticate and after each step. When the only answer is to wait, it waits (up to timeout_seconds) for a relevant change instead of answering at once."),
+			mcp.WithNumber("timeout_seconds", mcp.Description("Longest wait in seconds (default 30, at most 50; 0 answers at once)")),
+			sessionParam(),
+		)...),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			timeout, err := c.waitSeconds()
+			if err != nil {
+				return nil, err
+			}
+			if c.session.Purpose == filestore.PurposeChat {
+				return c.chatNextAction(ctx, timeout)
+			}
+			return c.taskNextAction(ctx, timeout)
+		},
+	}
+}
+
+// taskNextAction decides the task session's next step, long-polling while the honest
+// answer is "wait". It wakes on any task change, a new member, a project change, or the
+// end of this session.
+func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, error) {
+	st := c.srv.store
+	prefixes := []string{"tasks/", "agents/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
+	return c.longPoll(ctx, timeout, prefixes, func() (any, bool, error) {
+		se := c.session
+		if cur, err := st.Session(c.tok); err == nil {
+			se = cur
+		} else {
+			return nil, true, err
+		}
+		sit, err := loadSituation(st, se, c.agent)
+		if err != nil {
+			return nil, true, err
+		}
+		d := sit.decide()
+		if d.phase != se.Workflow || d.selected != se.Selected || d.baseline != se.Baseline {
+			if err := st.SetWorkflow(se.ID, d.phase, d.selected, d.baseline); err != nil {
+				return nil, true, err
+			}
+		}
+		return d.next, !d.wait, nil
+	})
+}

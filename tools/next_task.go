@@ -1,0 +1,719 @@
+package tools
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// nextAction is get_next_action's answer: what to do now (action), why (state), a
+// plain-language instruction, and the facts the instruction refers to.
+type nextAction struct {
+	Action      string `json:"action"`
+	State       string `json:"state"`
+	Instruction string `json:"instruction"`
+	Reason      string `json:"reason,omitempty"`
+
+	Task           *taskBrief `json:"task,omitempty"`
+	CurrentSubtask *taskBrief `json:"current_subtask,omitempty"`
+	NextSubtask    *taskBrief `json:"next_subtask,omitempty"`
+	Progress       *progress  `json:"progress,omitempty"`
+	// SubtaskProgress is the manager's count: the whole sub-tree, grandchildren included.
+	SubtaskProgress *progress `json:"subtask_progress,omitempty"`
+
+	Subtasks             []subtaskLine `json:"subtasks,omitempty"`
+	CompletedSubtasks    []taskBrief   `json:"completed_subtasks,omitempty"`
+	DispatchableSubtasks []subtaskLine `json:"dispatchable_subtasks,omitempty"`
+	InProgressSubtasks   []subtaskLine `json:"in_progress_subtasks,omitempty"`
+	WaitingSubtasks      []waitingLine `json:"waiting_subtasks,omitempty"`
+	SelfBlocked          []blockedLine `json:"self_blocked_subtasks,omitempty"`
+	UserBlocked          []blockedLine `json:"user_blocked_subtasks,omitempty"`
+	OtherBlocked         []blockedLine `json:"other_blocked_subtasks,omitempty"`
+	AvailableWorkers     []workerLine  `json:"available_workers,omitempty"`
+	// Changes lists what happened to the sub-tasks while a manager waited.
+	Changes []string `json:"changes,omitempty"`
+	// Options are the select_action choices valid now.
+	Options []string `json:"options,omitempty"`
+}
+
+type taskBrief struct {
+	ID           string   `json:"id"`
+	Title        string   `json:"title"`
+	Description  string   `json:"description,omitempty"`
+	Status       string   `json:"status"`
+	AssigneeID   string   `json:"assignee_id,omitempty"`
+	Dependencies []string `json:"dependencies,omitempty"`
+	Summary      string   `json:"completion_summary,omitempty"`
+}
+
+func brief(t *filestore.Task) *taskBrief {
+	return &taskBrief{ID: t.ID, Title: t.Title, Description: t.Description, Status: t.Status, AssigneeID: t.AssigneeID,
+		Dependencies: t.Dependencies, Summary: t.CompletionSummary}
+}
+
+type subtaskLine struct {
+	ID         string `json:"id"`
+	Title      string `json:"title"`
+	Status     string `json:"status"`
+	AssigneeID string `json:"assignee_id"` // "unassigned" when nobody has it
+	DepsMet    bool   `json:"deps_met"`
+}
+
+type waitingLine struct {
+	ID         string   `json:"id"`
+	Title      string   `json:"title"`
+	WaitingFor []string `json:"waiting_for"` // "id (status)"
+}
+
+type blockedLine struct {
+	ID            string `json:"id"`
+	Title         string `json:"title"`
+	BlockedReason string `json:"blocked_reason,omitempty"`
+	BlockedBy     string `json:"blocked_by"`
+}
+
+type workerLine struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Role        string `json:"role"`
+	ActiveTasks int    `json:"active_tasks"` // tasks in progress assigned to it
+}
+
+// progress counts tasks by status.
+type progress struct {
+	Total      int `json:"total"`
+	Done       int `json:"done"`
+	InProgress int `json:"in_progress"`
+	Todo       int `json:"todo"`
+	Backlog    int `json:"backlog"`
+	Blocked    int `json:"blocked"`
+	Cancelled  int `json:"cancelled"`
+}
+
+func count(ts []*filestore.Task) *progress {
+	p := &progress{Total: len(ts)}
+	for _, t := range ts {
+		switch t.Status {
+		case filestore.StatusDone:
+			p.Done++
+		case filestore.StatusInProgress:
+			p.InProgress++
+		case filestore.StatusTodo:
+			p.Todo++
+		case filestore.StatusBacklog:
+			p.Backlog++
+		case filestore.StatusBlocked:
+			p.Blocked++
+		case filestore.StatusCancelled:
+			p.Cancelled++
+		}
+	}
+	return p
+}
+
+// Manager selections (select_action).
+const (
+	selectDispatch = "dispatch_task"
+	selectAdjust   = "adjust"
+	selectWait     = "wait"
+	selectComplete = "complete"
+)
+
+// situation is everything a task session's next step is decided from, read once per
+// evaluation.
+type situation struct {
+	agent   *filestore.Agent
+	session *filestore.Session
+	main    *filestore.Task
+	all     map[string]*filestore.Task
+	agents  map[string]*filestore.Agent
+
+	children []*filestore.Task // direct sub-tasks of main, oldest first
+	subtree  []*filestore.Task // every descendant of main
+}
+
+func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent) (*situation, error) {
+	tasks, err := st.Tasks(filestore.TaskFilter{})
+	if err != nil {
+		return nil, err
+	}
+	members, err := st.Agents()
+	if err != nil {
+		return nil, err
+	}
+	return newSituation(se, a, tasks, members)
+}
+
+// newSituation indexes the tasks and members for the session's decisions.
+func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.Task, members []*filestore.Agent) (*situation, error) {
+	s := &situation{agent: a, session: se, all: map[string]*filestore.Task{}, agents: map[string]*filestore.Agent{}}
+	for _, t := range tasks {
+		s.all[t.ID] = t
+	}
+	for _, m := range members {
+		s.agents[m.ID] = m
+	}
+	s.main = s.all[se.TaskID]
+	if s.main == nil {
+		return nil, fmt.Errorf("task %s of session %s not found", se.TaskID, se.ID)
+	}
+	byParent := map[string][]*filestore.Task{}
+	for _, t := range tasks {
+		if t.ParentID != "" {
+			byParent[t.ParentID] = append(byParent[t.ParentID], t)
+		}
+	}
+	for _, list := range byParent {
+		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+	}
+	s.children = byParent[s.main.ID]
+	queue := []string{s.main.ID}
+	for len(queue) > 0 {
+		for _, c := range byParent[queue[0]] {
+			s.subtree = append(s.subtree, c)
+			queue = append(queue, c.ID)
+		}
+		queue = queue[1:]
+	}
+	return s, nil
+}
+
+// decision is one evaluation's outcome: the answer, the session's workflow state after it,
+// and whether the honest answer is "wait" (the caller long-polls and evaluates again).
+type decision struct {
+	next                      *nextAction
+	phase, selected, baseline string
+	wait                      bool
+}
+
+func (s *situation) keep(n *nextAction) decision {
+	return decision{next: n, phase: s.session.Workflow, selected: s.session.Selected, baseline: s.session.Baseline}
+}
+
+// decide is the task session's get_next_action (SPEC §6.1–6.2). The main task is always
+// the session's own task, so the answer is deterministic.
+func (s *situation) decide() decision {
+	m := s.main
+	if d, ok := s.mainNotRunning(); ok {
+		return d
+	}
+	if s.session.Workflow == "" {
+		return s.keep(&nextAction{Action: "get_task", State: "needs_task", Task: brief(m),
+			Instruction: "Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone."})
+	}
+	if s.agent.Hierarchy == filestore.HierarchyManager {
+		return s.manager()
+	}
+	return s.worker()
+}
+
+// mainNotRunning answers when someone else moved the session's task out of in_progress.
+func (s *situation) mainNotRunning() (decision, bool) {
+	m := s.main
+	by := m.StatusChangedBy
+	switch m.Status {
+	case filestore.StatusInProgress:
+		return decision{}, false
+	case filestore.StatusBlocked:
+		return s.keep(&nextAction{Action: "report_completion", State: "task_blocked", Task: brief(m), Reason: m.BlockedReason,
+			Instruction: fmt.Sprintf("Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.", m.ID, by, orNone(m.BlockedReason))}), true
+	case filestore.StatusCancelled:
+		return s.keep(&nextAction{Action: "report_completion", State: "task_cancelled", Task: brief(m),
+			Instruction: fmt.Sprintf("Your task %s was cancelled by %s. Stop working on it now. Call report_completed(result=\"failed\", summary=\"cancelled; <what you did so far>\"); your session then ends.", m.ID, by)}), true
+	case filestore.StatusDone:
+		return s.keep(&nextAction{Action: "report_completion", State: "task_done", Task: brief(m),
+			Instruction: fmt.Sprintf("Your task %s is already done (set by %s). Call report_completed(result=\"success\", summary=\"<what you did>\"); your session then ends.", m.ID, by)}), true
+	default:
+		return s.keep(&nextAction{Action: "exit", State: "task_not_in_progress", Task: brief(m),
+			Instruction: fmt.Sprintf("Your task %s was moved back to %s by %s: it is not to be worked on now. Call logout and exit; you will be started again when it is resumed.", m.ID, m.Status, by)}), true
+	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no reason given"
+	}
+	return s
+}
+
+func pending(t *filestore.Task) bool {
+	return t.Status == filestore.StatusTodo || t.Status == filestore.StatusBacklog
+}
+
+// depsMet reports whether every dependency of t is done.
+func (s *situation) depsMet(t *filestore.Task) bool {
+	for _, d := range t.Dependencies {
+		if dt := s.all[d]; dt == nil || dt.Status != filestore.StatusDone {
+			return false
+		}
+	}
+	return true
+}
+
+// unmet lists t's dependencies that are not done, as "id (status)".
+func (s *situation) unmet(t *filestore.Task) []string {
+	var out []string
+	for _, d := range t.Dependencies {
+		dt := s.all[d]
+		switch {
+		case dt == nil:
+			out = append(out, d+" (missing)")
+		case dt.Status != filestore.StatusDone:
+			out = append(out, d+" ("+dt.Status+")")
+		}
+	}
+	return out
+}
+
+// startable: a pending, approved task whose dependencies are done.
+func (s *situation) startable(t *filestore.Task) bool {
+	return pending(t) && t.Approval != filestore.ApprovalPending && t.Approval != filestore.ApprovalRejected && s.depsMet(t)
+}
+
+// startSteps is the allowed way from t's status to in_progress, as tool calls.
+func startSteps(t *filestore.Task) string {
+	call := fmt.Sprintf("update_task_status(task_id=%q, status=\"in_progress\")", t.ID)
+	if t.Status == filestore.StatusBacklog {
+		return fmt.Sprintf("update_task_status(task_id=%q, status=\"todo\"), then %s", t.ID, call)
+	}
+	return call
+}
+
+// blockedBy sorts blocked sub-tasks by who blocked them: the agent itself (or, for a
+// manager, its subordinates), a human, or someone else.
+func (s *situation) blockedBy(ts []*filestore.Task) (self, user, other []blockedLine) {
+	for _, t := range ts {
+		by := t.StatusChangedBy
+		line := blockedLine{ID: t.ID, Title: t.Title, BlockedReason: t.BlockedReason, BlockedBy: by}
+		if t.Status != filestore.StatusBlocked { // a rejected request
+			line.BlockedReason = "request rejected: " + orNone(t.RejectedReason)
+			line.BlockedBy = t.ApprovedBy
+			other = append(other, line)
+			continue
+		}
+		a := s.agents[by]
+		switch {
+		case by == "" || by == s.agent.ID:
+			self = append(self, line)
+		case a != nil && a.Type == filestore.AgentHuman:
+			user = append(user, line)
+		case a != nil && a.ParentID == s.agent.ID && s.agent.Hierarchy == filestore.HierarchyManager:
+			self = append(self, line)
+		default:
+			other = append(other, line)
+		}
+	}
+	return self, user, other
+}
+
+func ids(ts []*filestore.Task) string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.ID)
+	}
+	return strings.Join(out, ", ")
+}
+
+// worker is the worker flow (SPEC §6.1): get_task → create_subtasks → start_subtask /
+// execute_subtask / work → review_and_resolve_blocks / dependency_deadlock →
+// report_completion.
+func (s *situation) worker() decision {
+	m, me := s.main, s.agent.ID
+	if len(s.children) == 0 {
+		delegated := m.CreatedBy != me
+		if delegated && s.session.Workflow == filestore.WorkflowTaskFetched {
+			d := s.keep(&nextAction{Action: "create_subtasks", State: "needs_subtask_creation", Task: brief(m),
+				Instruction: fmt.Sprintf("Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — then call get_next_action. If it is simple, create nothing and call get_next_action: you will be told to do it directly.", m.ID)})
+			d.phase = filestore.WorkflowCreatingSubtasks
+			return d
+		}
+		return s.keep(&nextAction{Action: "work", State: "execute_task", Task: brief(m),
+			Instruction: fmt.Sprintf("Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").", m.ID)})
+	}
+	var finished, running, mine, blocked, others []*filestore.Task
+	for _, t := range s.children {
+		switch {
+		case filestore.Finished(t.Status):
+			finished = append(finished, t)
+		case t.Status == filestore.StatusInProgress && t.AssigneeID == me:
+			running = append(running, t)
+		case t.Status == filestore.StatusBlocked, pending(t) && t.Approval == filestore.ApprovalRejected:
+			blocked = append(blocked, t)
+		case pending(t) && t.AssigneeID == me:
+			mine = append(mine, t)
+		default: // running or pending for someone else, or awaiting approval
+			others = append(others, t)
+		}
+	}
+	prog := count(s.subtree)
+	var completed []taskBrief
+	for _, t := range finished {
+		completed = append(completed, *brief(t))
+	}
+	if len(finished) == len(s.children) {
+		return s.keep(&nextAction{Action: "report_completion", State: "needs_completion", Task: brief(m), Progress: prog, CompletedSubtasks: completed,
+			Instruction: fmt.Sprintf("Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").", m.ID)})
+	}
+	if len(running) > 0 {
+		t := running[0]
+		return s.keep(&nextAction{Action: "execute_subtask", State: "executing_subtask", Task: brief(m), CurrentSubtask: brief(t), Progress: prog,
+			Instruction: fmt.Sprintf("Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"), then get_next_action. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").", t.ID, t.Title, t.ID, t.ID)})
+	}
+	for _, t := range mine {
+		if s.startable(t) {
+			return s.keep(&nextAction{Action: "start_subtask", State: "start_next_subtask", Task: brief(m), NextSubtask: brief(t), Progress: prog,
+				Instruction: fmt.Sprintf("Start sub-task %s (%q): call %s, do the work, then call get_next_action.", t.ID, t.Title, startSteps(t))})
+		}
+	}
+	if len(blocked) > 0 && !s.othersCanProgress(mine, others) {
+		self, user, other := s.blockedBy(blocked)
+		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), Progress: prog,
+			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: completed}
+		var b strings.Builder
+		b.WriteString("Nothing can move until blocked sub-tasks are resolved. ")
+		if len(self) > 0 {
+			fmt.Fprintf(&b, "You blocked %s yourself: if the cause is gone, call update_task_status(task_id=\"<id>\", status=\"in_progress\") for it and continue; ", blockedIDs(self))
+		}
+		if len(user)+len(other) > 0 {
+			fmt.Fprintf(&b, "%s were blocked by someone else (or their request was rejected): you may not unblock them. ", blockedIDs(append(user, other...)))
+		}
+		b.WriteString("If you cannot resolve the blocks, call report_completed(result=\"blocked\", summary=\"<what blocks you>\") and leave it to your manager.")
+		n.Instruction = b.String()
+		return s.keep(n)
+	}
+	if len(mine) > 0 && !s.othersCanProgress(mine, others) {
+		n := &nextAction{Action: "dependency_deadlock", State: "dependency_deadlock", Task: brief(m), Progress: prog, CompletedSubtasks: completed}
+		for _, t := range mine {
+			n.WaitingSubtasks = append(n.WaitingSubtasks, waitingLine{ID: t.ID, Title: t.Title, WaitingFor: s.unmet(t)})
+		}
+		n.Instruction = "None of your remaining sub-tasks can start: they wait for dependencies that nobody is working on (a loop, or a cancelled or blocked dependency). " +
+			"Cancel a stuck sub-task with update_task_status(task_id=\"<id>\", status=\"cancelled\") and create a replacement without the bad dependency (create_task), " +
+			"or call report_completed(result=\"blocked\", summary=\"<which dependencies are stuck>\")."
+		return s.keep(n)
+	}
+	n := &nextAction{Action: "wait", State: "waiting_for_dependencies", Task: brief(m), Progress: prog,
+		Instruction: "Your next sub-tasks wait for work of others (a dependency in progress, or a request awaiting approval). Call get_next_action again right away: it waits until something changes. Do not sleep."}
+	for _, t := range append(append([]*filestore.Task{}, mine...), others...) {
+		n.WaitingSubtasks = append(n.WaitingSubtasks, waitingLine{ID: t.ID, Title: t.Title, WaitingFor: s.waitingFor(t)})
+	}
+	d := s.keep(n)
+	d.wait = true
+	return d
+}
+
+func blockedIDs(ls []blockedLine) string {
+	var out []string
+	for _, l := range ls {
+		out = append(out, l.ID)
+	}
+	return strings.Join(out, ", ")
+}
+
+// waitingFor says what a sub-task that is not the worker's to run waits for.
+func (s *situation) waitingFor(t *filestore.Task) []string {
+	switch {
+	case t.Approval == filestore.ApprovalPending:
+		return []string{"approval"}
+	case t.Status == filestore.StatusInProgress:
+		return []string{t.AssigneeID + " (working on it)"}
+	case t.AssigneeID != s.agent.ID && !s.depsMet(t):
+		return s.unmet(t)
+	case t.AssigneeID != s.agent.ID:
+		return []string{orAssignee(t.AssigneeID) + " to start it"}
+	}
+	return s.unmet(t)
+}
+
+func orAssignee(id string) string {
+	if id == "" {
+		return "an assignee"
+	}
+	return id
+}
+
+// othersCanProgress reports whether anyone else's work can still unblock the worker's
+// pending sub-tasks: a sub-task of someone else that is running or waiting for approval,
+// or a dependency that somebody is working on.
+func (s *situation) othersCanProgress(mine, others []*filestore.Task) bool {
+	for _, t := range others {
+		if t.Status == filestore.StatusInProgress || t.Approval == filestore.ApprovalPending || (pending(t) && t.AssigneeID != "") {
+			return true
+		}
+	}
+	for _, t := range mine {
+		if t.Approval == filestore.ApprovalPending {
+			return true
+		}
+		for _, d := range t.Dependencies {
+			dt := s.all[d]
+			if dt == nil || dt.Status == filestore.StatusDone {
+				continue
+			}
+			if dt.Status == filestore.StatusInProgress || (pending(dt) && dt.AssigneeID != "" && dt.AssigneeID != s.agent.ID) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// board is a manager's view of its direct sub-tasks.
+type board struct {
+	finished, running, blocked, unassigned, ready, held []*filestore.Task
+	workers                                             []workerLine
+	subtreeRunning                                      int
+}
+
+func (s *situation) board() *board {
+	b := &board{}
+	me := s.agent.ID
+	for _, t := range s.children {
+		switch {
+		case filestore.Finished(t.Status):
+			b.finished = append(b.finished, t)
+		case t.Status == filestore.StatusInProgress:
+			b.running = append(b.running, t)
+		case t.Status == filestore.StatusBlocked, t.Approval == filestore.ApprovalRejected:
+			b.blocked = append(b.blocked, t)
+		case t.AssigneeID == "" || t.AssigneeID == me:
+			b.unassigned = append(b.unassigned, t)
+		case s.startable(t):
+			b.ready = append(b.ready, t)
+		default:
+			b.held = append(b.held, t) // assigned, waiting for dependencies or approval
+		}
+	}
+	for _, t := range s.subtree {
+		if t.Status == filestore.StatusInProgress {
+			b.subtreeRunning++
+		}
+	}
+	load := map[string]int{}
+	for _, t := range s.all {
+		if t.Status == filestore.StatusInProgress {
+			load[t.AssigneeID]++
+		}
+	}
+	var subs []*filestore.Agent
+	for _, a := range s.agents {
+		if a.ParentID == me && a.Type == filestore.AgentAI && a.Status == filestore.AgentActive {
+			subs = append(subs, a)
+		}
+	}
+	sort.Slice(subs, func(i, j int) bool { return subs[i].ID < subs[j].ID })
+	for _, a := range subs {
+		b.workers = append(b.workers, workerLine{ID: a.ID, Name: a.Name, Role: a.Role, ActiveTasks: load[a.ID]})
+	}
+	return b
+}
+
+// options are the select_action choices that are valid on this board, so an instruction
+// never offers one select_action would refuse.
+func (b *board) options(total int) []string {
+	if len(b.finished) == total {
+		return []string{selectComplete, selectAdjust}
+	}
+	var out []string
+	if b.dispatchable() > 0 {
+		out = append(out, selectDispatch)
+	}
+	out = append(out, selectAdjust)
+	if b.subtreeRunning > 0 {
+		out = append(out, selectWait)
+	}
+	return out
+}
+
+func (b *board) dispatchable() int {
+	if len(b.workers) == 0 {
+		return len(b.ready)
+	}
+	return len(b.unassigned) + len(b.ready)
+}
+
+// fingerprint is the state of the direct sub-tasks a manager's wait compares against.
+func (s *situation) fingerprint() string {
+	var parts []string
+	for _, t := range s.children {
+		parts = append(parts, t.ID+"="+t.Status+"/"+t.AssigneeID)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (s *situation) lines(ts []*filestore.Task) []subtaskLine {
+	out := []subtaskLine{}
+	for _, t := range ts {
+		a := t.AssigneeID
+		if a == "" {
+			a = "unassigned"
+		}
+		out = append(out, subtaskLine{ID: t.ID, Title: t.Title, Status: t.Status, AssigneeID: a, DepsMet: s.depsMet(t)})
+	}
+	return out
+}
+
+// manager is the manager flow (SPEC §6.2): create_subtasks → situational_awareness →
+// select_action → dispatch_task | adjust | wait | completion_check → report_completion,
+// with review_and_resolve_blocks and no_available_workers.
+func (s *situation) manager() decision {
+	m := s.main
+	if len(s.children) == 0 {
+		d := s.keep(&nextAction{Action: "create_subtasks", State: "needs_subtask_creation", Task: brief(m),
+			Instruction: fmt.Sprintf("You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result — then call get_next_action.", m.ID)})
+		d.phase = filestore.WorkflowCreatingSubtasks
+		return d
+	}
+	b := s.board()
+	prog := count(s.subtree)
+	sel := s.session.Selected
+	if sel == selectWait {
+		if s.fingerprint() != s.session.Baseline || len(b.finished) == len(s.children) {
+			d := s.withSelection("", "").manager()
+			d.next.Changes = s.changes()
+			return d
+		}
+		n := &nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
+			Instruction: "Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit."}
+		d := s.keep(n)
+		d.wait = true
+		return d
+	}
+	clear := func(n *nextAction) decision {
+		d := s.keep(n)
+		d.selected, d.baseline = "", ""
+		return d
+	}
+	if len(b.finished) == len(s.children) {
+		n := &nextAction{Task: brief(m), SubtaskProgress: prog, CompletedSubtasks: briefs(b.finished)}
+		switch sel {
+		case selectComplete:
+			n.Action, n.State = "report_completion", "report_completion"
+			n.Instruction = fmt.Sprintf("Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.", m.ID)
+		case selectAdjust:
+			return clear(s.adjust(b, prog))
+		default:
+			n.Action, n.State = "completion_check", "completion_check"
+			n.Instruction = "Every sub-task is finished. Review the results (completion summaries below; get_task for details; check the deliverables in the working directory). " +
+				"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action."
+			n.Options = []string{selectComplete, selectAdjust}
+		}
+		return clear(n)
+	}
+	// Only blocked sub-tasks left (held ones may wait on them): nothing moves without a fix.
+	if len(b.blocked) > 0 && len(b.running)+len(b.unassigned)+len(b.ready) == 0 && b.subtreeRunning == 0 {
+		self, user, other := s.blockedBy(b.blocked)
+		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), SubtaskProgress: prog,
+			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: briefs(b.finished), AvailableWorkers: b.workers}
+		var ins strings.Builder
+		ins.WriteString("Only blocked sub-tasks are left. ")
+		if len(self) > 0 {
+			fmt.Fprintf(&ins, "%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ", blockedIDs(self))
+		}
+		if len(user)+len(other) > 0 {
+			fmt.Fprintf(&ins, "%s were blocked by a human or another agent (or their request was rejected): do not unblock them; consider other ways — new sub-tasks with create_tasks_batch, or cancelling what is no longer needed. ", blockedIDs(append(user, other...)))
+		}
+		ins.WriteString("Only if nothing works, call report_completed(result=\"blocked\", summary=\"<what blocks the task and what you tried>\").")
+		n.Instruction = ins.String()
+		return clear(n)
+	}
+	if len(b.workers) == 0 && len(b.unassigned) > 0 {
+		return clear(&nextAction{Action: "no_available_workers", State: "no_available_workers", Reason: "no_available_workers", Task: brief(m),
+			SubtaskProgress: prog, Subtasks: s.lines(b.unassigned),
+			Instruction: fmt.Sprintf("No active AI subordinate can take %s. Ask the owner to add one under you (aipm agent add <id> --parent %s), then call report_completed(result=\"blocked\", summary=\"no available workers\").", ids(b.unassigned), s.agent.ID)})
+	}
+	switch sel {
+	case selectDispatch:
+		return clear(s.dispatch(b, prog))
+	case selectAdjust:
+		return clear(s.adjust(b, prog))
+	}
+	opts := b.options(len(s.children))
+	n := &nextAction{Action: "situational_awareness", State: "situational_awareness", Task: brief(m), SubtaskProgress: prog,
+		Subtasks: s.lines(s.children), AvailableWorkers: b.workers, Options: opts}
+	var ins strings.Builder
+	ins.WriteString("Review the situation (list_tasks, get_task, list_subordinates as needed), then choose: ")
+	for i, o := range opts {
+		if i > 0 {
+			ins.WriteString(", ")
+		}
+		switch o {
+		case selectDispatch:
+			fmt.Fprintf(&ins, "select_action(action=\"dispatch_task\") to assign and start %d sub-task(s)", b.dispatchable())
+		case selectAdjust:
+			ins.WriteString("select_action(action=\"adjust\") to change the plan")
+		case selectWait:
+			fmt.Fprintf(&ins, "select_action(action=\"wait\") while %d sub-task(s) run", b.subtreeRunning)
+		}
+	}
+	ins.WriteString(". Then call get_next_action.")
+	n.Instruction = ins.String()
+	return clear(n)
+}
+
+func (s *situation) withSelection(sel, baseline string) *situation {
+	c := *s
+	se := *s.session
+	se.Selected, se.Baseline = sel, baseline
+	c.session = &se
+	return &c
+}
+
+func briefs(ts []*filestore.Task) []taskBrief {
+	var out []taskBrief
+	for _, t := range ts {
+		out = append(out, *brief(t))
+	}
+	return out
+}
+
+// changes describes how the direct sub-tasks differ from the wait's baseline.
+func (s *situation) changes() []string {
+	before := map[string]string{}
+	for _, part := range strings.Split(s.session.Baseline, ",") {
+		if id, st, ok := strings.Cut(part, "="); ok {
+			before[id] = st
+		}
+	}
+	var out []string
+	for _, t := range s.children {
+		now := t.Status + "/" + t.AssigneeID
+		was, ok := before[t.ID]
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%s (%s) is new: %s", t.ID, t.Title, t.Status))
+		case was != now:
+			wasStatus, _, _ := strings.Cut(was, "/")
+			msg := fmt.Sprintf("%s (%s): %s → %s", t.ID, t.Title, wasStatus, t.Status)
+			if t.StatusChangedBy != "" && wasStatus != t.Status {
+				msg += " by " + t.StatusChangedBy
+			}
+			if t.Status == filestore.StatusBlocked && t.BlockedReason != "" {
+				msg += ": " + t.BlockedReason
+			}
+			out = append(out, msg)
+		}
+	}
+	return out
+}
+
+func (s *situation) dispatch(b *board, prog *progress) *nextAction {
+	n := &nextAction{Action: "dispatch_task", State: "dispatch_task", Task: brief(s.main), SubtaskProgress: prog, AvailableWorkers: b.workers}
+	n.DispatchableSubtasks = s.lines(append(append([]*filestore.Task{}, b.unassigned...), b.ready...))
+	for i := range n.DispatchableSubtasks {
+		if n.DispatchableSubtasks[i].AssigneeID != "unassigned" {
+			n.DispatchableSubtasks[i].Status = "ready"
+		}
+	}
+	n.Instruction = "Choose which sub-tasks to run and who runs them (role, current load). For a sub-task without an assignee: assign_task(task_id, assignee_id). " +
+		"Then, for each sub-task whose dependencies are done (deps_met true), update_task_status(task_id, status=\"in_progress\") to start it (a backlog one goes to todo first); " +
+		"leave the others todo — they can start once their dependencies are done. Then call get_next_action."
+	return n
+}
+
+func (s *situation) adjust(b *board, prog *progress) *nextAction {
+	return &nextAction{Action: "adjust", State: "adjust", Task: brief(s.main), SubtaskProgress: prog, Subtasks: s.lines(s.children), AvailableWorkers: b.workers,
+		Instruction: "Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
+			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action."}
+}

@@ -1,0 +1,316 @@
+package tools
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// A small world for get_next_action decisions: owner (human) → mgr (manager) → w1, w2.
+func members(withWorkers bool) []*filestore.Agent {
+	out := []*filestore.Agent{
+		{ID: "owner", Type: filestore.AgentHuman, Hierarchy: filestore.HierarchyOwner, Status: filestore.AgentActive},
+		{ID: "mgr", Type: filestore.AgentAI, Hierarchy: filestore.HierarchyManager, ParentID: "owner", Status: filestore.AgentActive},
+	}
+	if withWorkers {
+		out = append(out,
+			&filestore.Agent{ID: "w1", Type: filestore.AgentAI, Hierarchy: filestore.HierarchyWorker, ParentID: "mgr", Status: filestore.AgentActive},
+			&filestore.Agent{ID: "w2", Type: filestore.AgentAI, Hierarchy: filestore.HierarchyWorker, ParentID: "mgr", Status: filestore.AgentActive})
+	}
+	return out
+}
+
+// tk builds a task: id, status, assignee, parent, created_by, then dependencies.
+func tk(id, status, assignee, parent, by string, deps ...string) *filestore.Task {
+	return &filestore.Task{ID: id, Title: "title of " + id, Status: status, AssigneeID: assignee, ParentID: parent, CreatedBy: by,
+		Dependencies: deps, StatusChangedBy: by, Approval: filestore.ApprovalApproved}
+}
+
+func changedBy(t *filestore.Task, by, reason string) *filestore.Task {
+	t.StatusChangedBy, t.BlockedReason = by, reason
+	return t
+}
+
+type decideCase struct {
+	name     string
+	agent    string
+	phase    string
+	selected string
+	baseline string // "now": the fingerprint of the tasks as given
+	noStaff  bool
+	tasks    []*filestore.Task // the first is the session's task
+
+	action    string
+	state     string
+	wait      bool
+	nextPhase string
+	contains  []string // substrings of the instruction
+	check     func(t *testing.T, d decision)
+}
+
+func (c decideCase) run(t *testing.T) decision {
+	t.Helper()
+	ms := members(!c.noStaff)
+	var agent *filestore.Agent
+	for _, m := range ms {
+		if m.ID == c.agent {
+			agent = m
+		}
+	}
+	se := &filestore.Session{ID: "ses_x", AgentID: c.agent, Purpose: filestore.PurposeTask, TaskID: c.tasks[0].ID, Workflow: c.phase, Selected: c.selected}
+	sit, err := newSituation(se, agent, c.tasks, ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.baseline == "now" {
+		se.Baseline = sit.fingerprint()
+	} else {
+		se.Baseline = c.baseline
+	}
+	d := sit.decide()
+	if d.next.Action != c.action || (c.state != "" && d.next.State != c.state) {
+		t.Fatalf("action/state = %s/%s, want %s/%s\ninstruction: %s", d.next.Action, d.next.State, c.action, c.state, d.next.Instruction)
+	}
+	if d.wait != c.wait {
+		t.Errorf("wait = %v, want %v", d.wait, c.wait)
+	}
+	if c.nextPhase != "" && d.phase != c.nextPhase {
+		t.Errorf("phase = %q, want %q", d.phase, c.nextPhase)
+	}
+	for _, s := range c.contains {
+		if !strings.Contains(d.next.Instruction, s) {
+			t.Errorf("instruction lacks %q:\n%s", s, d.next.Instruction)
+		}
+	}
+	checkTransitions(t, sit, d.next)
+	if c.check != nil {
+		c.check(t, d)
+	}
+	return d
+}
+
+var statusCall = regexp.MustCompile(`update_task_status\(task_id="([^"]+)", status="([^"]+)"`)
+var selectCall = regexp.MustCompile(`select_action\(action="([^"]+)"\)`)
+
+// checkTransitions fails if an instruction asks for a status change the transition table
+// forbids (SPEC §4.3: instructions never ask for a forbidden transition), or offers a
+// select_action choice select_action would refuse.
+func checkTransitions(t *testing.T, sit *situation, n *nextAction) {
+	t.Helper()
+	for _, m := range statusCall.FindAllStringSubmatch(n.Instruction, -1) {
+		id, to := m[1], m[2]
+		var targets []string
+		if id == "<id>" { // the instruction applies to every task it lists
+			for _, l := range append(append(n.SelfBlocked, n.UserBlocked...), n.OtherBlocked...) {
+				targets = append(targets, l.ID)
+			}
+			for _, l := range n.WaitingSubtasks {
+				targets = append(targets, l.ID)
+			}
+			if strings.Contains(n.Instruction, "You blocked") || strings.Contains(n.Instruction, "by you or your workers") {
+				targets = nil
+				for _, l := range n.SelfBlocked {
+					targets = append(targets, l.ID)
+				}
+			}
+		} else {
+			targets = []string{id}
+		}
+		if len(targets) == 0 {
+			t.Errorf("instruction names a status change for no listed task: %s", m[0])
+		}
+		for _, id := range targets {
+			task := sit.all[id]
+			if task == nil {
+				t.Errorf("instruction names unknown task %s", id)
+				continue
+			}
+			// A backlog task is told to go to todo first.
+			from := task.Status
+			if from == filestore.StatusBacklog && to == filestore.StatusInProgress && strings.Contains(n.Instruction, `task_id="`+id+`", status="todo"`) {
+				from = filestore.StatusTodo
+			}
+			if !filestore.CanTransition(from, to) {
+				t.Errorf("instruction asks for %s: %s → %s, which the table forbids", id, task.Status, to)
+			}
+		}
+	}
+	if sel := selectCall.FindAllStringSubmatch(n.Instruction, -1); len(sel) > 0 && len(sit.children) > 0 {
+		valid := sit.board().options(len(sit.children))
+		for _, m := range sel {
+			if !slices.Contains(valid, m[1]) {
+				t.Errorf("instruction offers select_action %s; valid now: %v", m[1], valid)
+			}
+		}
+	}
+}
+
+const (
+	ip  = filestore.StatusInProgress
+	td  = filestore.StatusTodo
+	bl  = filestore.StatusBacklog
+	blk = filestore.StatusBlocked
+	dn  = filestore.StatusDone
+	cn  = filestore.StatusCancelled
+)
+
+func TestWorkerNextAction(t *testing.T) {
+	fetched := filestore.WorkflowTaskFetched
+	main := func() *filestore.Task { return tk("tsk_m", ip, "w1", "", "mgr") }
+	cases := []decideCase{
+		{name: "first call asks for get_my_task", agent: "w1", tasks: []*filestore.Task{main()}, action: "get_task", contains: []string{"get_my_task"}},
+		{name: "delegated task without sub-tasks is decomposed", agent: "w1", phase: fetched, tasks: []*filestore.Task{main()},
+			action: "create_subtasks", nextPhase: filestore.WorkflowCreatingSubtasks, contains: []string{`create_tasks_batch(parent_task_id="tsk_m"`}},
+		{name: "a worker that created nothing does it directly", agent: "w1", phase: filestore.WorkflowCreatingSubtasks, tasks: []*filestore.Task{main()},
+			action: "work", contains: []string{`report_completed(result="success"`}},
+		{name: "own task is never decomposed", agent: "w1", phase: fetched, tasks: []*filestore.Task{tk("tsk_m", ip, "w1", "", "w1")}, action: "work"},
+		{name: "first startable sub-task in dependency order", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a"), tk("tsk_a", td, "w1", "tsk_m", "w1")},
+			action: "start_subtask", check: func(t *testing.T, d decision) {
+				if d.next.NextSubtask.ID != "tsk_a" {
+					t.Errorf("next = %s, want tsk_a (tsk_b waits for it)", d.next.NextSubtask.ID)
+				}
+			}},
+		{name: "backlog sub-task goes through todo", agent: "w1", phase: fetched, tasks: []*filestore.Task{main(), tk("tsk_a", bl, "w1", "tsk_m", "w1")},
+			action: "start_subtask", contains: []string{`status="todo"), then update_task_status(task_id="tsk_a", status="in_progress")`}},
+		{name: "running sub-task is executed", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_a", ip, "w1", "tsk_m", "w1"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
+			action: "execute_subtask", contains: []string{`update_task_status(task_id="tsk_a", status="done")`}},
+		{name: "next after the dependency is done", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_a", dn, "w1", "tsk_m", "w1"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
+			action: "start_subtask", contains: []string{`task_id="tsk_b"`}},
+		{name: "all finished (cancelled counts)", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_a", dn, "w1", "tsk_m", "w1"), tk("tsk_b", cn, "w1", "tsk_m", "w1")},
+			action: "report_completion", state: "needs_completion", contains: []string{`report_completed(result="success"`}},
+		{name: "self-blocked sub-task can be resumed", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), changedBy(tk("tsk_a", blk, "w1", "tsk_m", "w1"), "w1", "waiting for input"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
+			action: "review_and_resolve_blocks", check: func(t *testing.T, d decision) {
+				if len(d.next.SelfBlocked) != 1 || len(d.next.UserBlocked) != 0 {
+					t.Errorf("self=%v user=%v", d.next.SelfBlocked, d.next.UserBlocked)
+				}
+			}},
+		{name: "human-blocked sub-task is left to the human", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), changedBy(tk("tsk_a", blk, "w1", "tsk_m", "w1"), "owner", "wrong approach")},
+			action: "review_and_resolve_blocks", contains: []string{"may not unblock", `report_completed(result="blocked"`}, check: func(t *testing.T, d decision) {
+				if len(d.next.UserBlocked) != 1 || d.next.UserBlocked[0].BlockedBy != "owner" {
+					t.Errorf("user blocked = %v", d.next.UserBlocked)
+				}
+			}},
+		{name: "dependency on a cancelled task is a deadlock", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_x", cn, "w1", "", "owner"), tk("tsk_a", td, "w1", "tsk_m", "w1", "tsk_x")},
+			action: "dependency_deadlock", check: func(t *testing.T, d decision) {
+				if len(d.next.WaitingSubtasks) != 1 || d.next.WaitingSubtasks[0].WaitingFor[0] != "tsk_x (cancelled)" {
+					t.Errorf("waiting = %+v", d.next.WaitingSubtasks)
+				}
+			}},
+		{name: "hand-edited dependency loop is a deadlock", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_a", td, "w1", "tsk_m", "w1", "tsk_b"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
+			action: "dependency_deadlock"},
+		{name: "dependency someone else is working on is a wait", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_x", ip, "w2", "", "mgr"), tk("tsk_a", td, "w1", "tsk_m", "w1", "tsk_x")},
+			action: "wait", wait: true},
+		{name: "blocked by the owner stops the worker", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{changedBy(tk("tsk_m", blk, "w1", "", "mgr"), "owner", "priorities changed")},
+			action: "report_completion", state: "task_blocked", contains: []string{"owner", "priorities changed", `result="blocked"`}},
+		{name: "cancelled task", agent: "w1", phase: fetched, tasks: []*filestore.Task{changedBy(tk("tsk_m", cn, "w1", "", "mgr"), "owner", "")},
+			action: "report_completion", state: "task_cancelled"},
+		{name: "moved back to todo: exit", agent: "w1", phase: fetched, tasks: []*filestore.Task{changedBy(tk("tsk_m", td, "w1", "", "mgr"), "owner", "")},
+			action: "exit", contains: []string{"logout"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t) })
+	}
+}
+
+func TestManagerNextAction(t *testing.T) {
+	fetched := filestore.WorkflowTaskFetched
+	main := func() *filestore.Task { return tk("tsk_m", ip, "mgr", "", "owner") }
+	gen := func(status, who string) *filestore.Task { return tk("tsk_g", status, who, "tsk_m", "mgr") }
+	calc := func(status, who string) *filestore.Task { return tk("tsk_c", status, who, "tsk_m", "mgr", "tsk_g") }
+	cases := []decideCase{
+		{name: "decompose first", agent: "mgr", phase: fetched, tasks: []*filestore.Task{main()},
+			action: "create_subtasks", nextPhase: filestore.WorkflowCreatingSubtasks},
+		{name: "situational awareness offers dispatch, not wait, when nothing runs", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(td, ""), calc(td, "")},
+			action: "situational_awareness", contains: []string{`select_action(action="dispatch_task")`}, check: func(t *testing.T, d decision) {
+				if !slices.Equal(d.next.Options, []string{selectDispatch, selectAdjust}) {
+					t.Errorf("options = %v", d.next.Options)
+				}
+				if len(d.next.AvailableWorkers) != 2 {
+					t.Errorf("workers = %v", d.next.AvailableWorkers)
+				}
+			}},
+		{name: "dispatch lists unassigned sub-tasks and consumes the selection", agent: "mgr", phase: fetched, selected: selectDispatch,
+			tasks:  []*filestore.Task{main(), gen(td, ""), calc(td, "")},
+			action: "dispatch_task", check: func(t *testing.T, d decision) {
+				if len(d.next.DispatchableSubtasks) != 2 || d.selected != "" {
+					t.Errorf("dispatchable=%v selected=%q", d.next.DispatchableSubtasks, d.selected)
+				}
+				for _, l := range d.next.DispatchableSubtasks {
+					if l.DepsMet != (l.ID == "tsk_g") {
+						t.Errorf("deps_met wrong (only calc waits for gen): %+v", l)
+					}
+				}
+			}},
+		{name: "running work offers wait", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(ip, "w1"), calc(td, "w2")},
+			action: "situational_awareness", check: func(t *testing.T, d decision) {
+				if !slices.Equal(d.next.Options, []string{selectAdjust, selectWait}) {
+					t.Errorf("options = %v", d.next.Options)
+				}
+			}},
+		{name: "wait holds while nothing changed", agent: "mgr", phase: fetched, selected: selectWait, baseline: "now",
+			tasks:  []*filestore.Task{main(), gen(ip, "w1"), calc(td, "w2")},
+			action: "wait", state: "waiting_for_workers", wait: true, check: func(t *testing.T, d decision) {
+				if d.selected != selectWait {
+					t.Errorf("selection dropped while waiting")
+				}
+			}},
+		{name: "wait ends when a sub-task changed", agent: "mgr", phase: fetched, selected: selectWait, baseline: "tsk_g=in_progress/w1,tsk_c=todo/w2",
+			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(td, "w2")},
+			action: "situational_awareness", check: func(t *testing.T, d decision) {
+				if len(d.next.Changes) != 1 || !strings.Contains(d.next.Changes[0], "in_progress → done") {
+					t.Errorf("changes = %v", d.next.Changes)
+				}
+				if d.selected != "" || d.baseline != "" {
+					t.Errorf("selection kept after the wait ended")
+				}
+				if !slices.Contains(d.next.Options, selectDispatch) {
+					t.Errorf("calc is ready to start, options = %v", d.next.Options)
+				}
+			}},
+		{name: "grandchildren count", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(ip, "w1"), tk("tsk_g1", ip, "w1", "tsk_g", "w1"), tk("tsk_g2", dn, "w1", "tsk_g", "w1")},
+			action: "situational_awareness", check: func(t *testing.T, d decision) {
+				p := d.next.SubtaskProgress
+				if p.Total != 3 || p.InProgress != 2 || p.Done != 1 {
+					t.Errorf("progress = %+v", p)
+				}
+			}},
+		{name: "all finished: completion check", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(dn, "w2")},
+			action: "completion_check", contains: []string{`select_action(action="complete")`}},
+		{name: "complete selected: report", agent: "mgr", phase: fetched, selected: selectComplete,
+			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(cn, "w2")},
+			action: "report_completion", contains: []string{`report_completed(result="success"`}},
+		{name: "blocked by a worker: manager may put it back to todo", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), changedBy(gen(blk, "w1"), "w1", "missing input"), calc(td, "w2")},
+			action: "review_and_resolve_blocks", contains: []string{`status="todo"`}, check: func(t *testing.T, d decision) {
+				if len(d.next.SelfBlocked) != 1 {
+					t.Errorf("a subordinate's block counts as the manager's own: %+v", d.next)
+				}
+			}},
+		{name: "blocked by the owner", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), changedBy(gen(blk, "w1"), "owner", "hold")},
+			action: "review_and_resolve_blocks", contains: []string{"do not unblock"}},
+		{name: "no workers", agent: "mgr", phase: fetched, noStaff: true,
+			tasks:  []*filestore.Task{main(), gen(td, "")},
+			action: "no_available_workers", contains: []string{`report_completed(result="blocked"`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) { c.run(t) })
+	}
+}

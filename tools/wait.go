@@ -1,0 +1,75 @@
+package tools
+
+import (
+	"context"
+	"time"
+
+	"github.com/aipm/aipm/watch"
+)
+
+// Watch feeds the server's hub from a watcher of the store directory until ctx ends, so a
+// long-poll wakes within milliseconds of a change by any process: another agent, the CLI,
+// a human's editor or git. It returns once the watcher is running.
+func Watch(ctx context.Context, dir string, hub *watch.Hub, logf func(string, ...any)) error {
+	w, err := watch.New(dir, watch.Options{Logf: logf})
+	if err != nil {
+		return err
+	}
+	go w.Run(ctx, func(changes []watch.Change) {
+		paths := make([]string, len(changes))
+		for i, c := range changes {
+			paths[i] = c.Path
+		}
+		hub.Notify(paths...)
+	})
+	return nil
+}
+
+// Long-poll bounds of get_next_action (SPEC §6).
+const (
+	defaultWaitSeconds = 30
+	maxWaitSeconds     = 50
+)
+
+// waitSeconds reads timeout_seconds: default 30, at most 50, 0 = answer at once.
+func (c *call) waitSeconds() (time.Duration, error) {
+	n, err := c.optInt("timeout_seconds", defaultWaitSeconds)
+	if err != nil {
+		return 0, err
+	}
+	if n < 0 {
+		return 0, badArg("timeout_seconds", "must be 0 or more (got %d)", n)
+	}
+	return time.Duration(min(n, maxWaitSeconds)) * time.Second, nil
+}
+
+// longPoll evaluates until eval reports a final answer, the timeout passes (the last answer
+// is returned) or ctx ends. Between evaluations it sleeps on the hub: only a change under
+// one of prefixes (paths relative to .ai-pm) wakes it. Subscribing before each evaluation
+// means a change that lands during the evaluation is not missed.
+func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []string, eval func() (any, bool, error)) (any, error) {
+	sub := c.srv.hub.Subscribe(prefixes...)
+	defer sub.Close()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	var tick <-chan time.Time
+	if c.srv.recheck > 0 {
+		t := time.NewTicker(c.srv.recheck)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		out, final, err := eval()
+		if err != nil || final {
+			return out, err
+		}
+		select {
+		case <-sub.C:
+		case <-tick:
+		case <-deadline.C:
+			return out, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
