@@ -46,6 +46,8 @@ const (
 const (
 	EnvPendingTimeout = "CONVERSATION_PENDING_TIMEOUT_SECONDS"
 	EnvActiveTimeout  = "CONVERSATION_ACTIVE_TIMEOUT_SECONDS"
+	// EnvChatIdleTimeout overrides the project's chat_idle_timeout_seconds.
+	EnvChatIdleTimeout = "CHAT_IDLE_TIMEOUT_SECONDS"
 )
 
 // viaTimeout is the Via of history events for timeouts. Nobody acts: whichever reader
@@ -171,6 +173,50 @@ func (s *Store) ConversationTimeouts() (pending, active time.Duration, err error
 		*e.d = time.Duration(n) * time.Second
 	}
 	return pending, active, nil
+}
+
+// ChatIdleTimeout is how long a chat session may go without a message before its
+// get_next_action answers logout: EnvChatIdleTimeout, else the project setting, else 600 s.
+func (s *Store) ChatIdleTimeout() (time.Duration, error) {
+	p, err := s.Project()
+	if err != nil {
+		return 0, err
+	}
+	d := seconds(p.Settings.ChatIdleTimeoutSeconds, 600)
+	if v := os.Getenv(EnvChatIdleTimeout); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return 0, newErr(ErrInvalid, "invalid_setting", "set "+EnvChatIdleTimeout+" to a whole number of seconds, or unset it",
+				"%s=%q is not a positive number of seconds", EnvChatIdleTimeout, clip(v))
+		}
+		d = time.Duration(n) * time.Second
+	}
+	return d, nil
+}
+
+// NextConversationDeadline is the earliest moment one of the agent's pending or active
+// conversations times out (zero if it has none): a long-poll waits no longer than that, so
+// a timeout is noticed when it happens even though no file changes.
+func (s *Store) NextConversationDeadline(agentID string) (time.Time, error) {
+	k, err := s.convClock()
+	if err != nil {
+		return time.Time{}, err
+	}
+	cs, err := s.Conversations(ConversationFilter{AgentID: agentID, States: []string{ConvPending, ConvActive}})
+	if err != nil {
+		return time.Time{}, err
+	}
+	var next time.Time
+	for _, c := range cs {
+		d := c.lastSign().Add(k.active)
+		if c.State == ConvPending {
+			d = c.CreatedAt.Add(k.pending)
+		}
+		if next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, nil
 }
 
 // convClock is the moment and the timeouts against which conversations are evaluated.

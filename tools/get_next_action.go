@@ -34,8 +34,8 @@ func getNextActionTool() *tool {
 // end of this session.
 func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, error) {
 	st := c.srv.store
-	prefixes := []string{"tasks/", "agents/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
-	return c.longPoll(ctx, timeout, prefixes, func() (any, bool, error) {
+	prefixes := []string{"tasks/", "agents/", "delegations/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
+	return c.longPoll(ctx, timeout, prefixes, func(*time.Time) (any, bool, error) {
 		se := c.session
 		if cur, err := st.Session(c.tok); err == nil {
 			se = cur

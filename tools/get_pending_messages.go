@@ -2,52 +2,95 @@ package tools
 
 import (
 	"context"
-	"time"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-type messageView struct {
-	ID             string    `json:"id"`
-	SenderID       string    `json:"sender_id"`
-	Content        string    `json:"content"`
-	CreatedAt      time.Time `json:"created_at"`
-	RelatedTaskID  string    `json:"related_task_id,omitempty"`
-	ConversationID string    `json:"conversation_id,omitempty"`
+// delegationView is a delegation as the chat session sees it (seed 003).
+type delegationView struct {
+	DelegationID   string `json:"delegation_id"`
+	TaskID         string `json:"task_id,omitempty"`
+	TargetAgentID  string `json:"target_agent_id"`
+	Purpose        string `json:"purpose"`
+	Context        string `json:"context"`
+	Status         string `json:"status"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	Result         string `json:"result,omitempty"`
+}
+
+func viewDelegation(d *filestore.Delegation) delegationView {
+	return delegationView{DelegationID: d.ID, TaskID: d.TaskID, TargetAgentID: d.TargetAgentID, Purpose: d.Purpose, Context: d.Context,
+		Status: d.Status, ConversationID: d.ConversationID, Result: d.Result}
 }
 
 type pendingMessagesResult struct {
-	Messages    []messageView `json:"messages"`
-	Count       int           `json:"count"`
-	Instruction string        `json:"instruction"`
+	// PendingMessages are the unread messages, oldest first, in the mailbox's line format
+	// (seed 001).
+	PendingMessages []filestore.Message `json:"pending_messages"`
+	Count           int                 `json:"count"`
+	// RecentContext is the conversation just before them (both directions).
+	RecentContext      []filestore.Message `json:"recent_context"`
+	PendingDelegations []delegationView    `json:"pending_delegations"`
+	Instruction        string              `json:"instruction"`
 }
+
+// contextMessages is how many earlier messages get_pending_messages shows for context.
+const contextMessages = 10
 
 func getPendingMessagesTool() *tool {
 	return &tool{
 		perm: ChatOnly,
 		def: mcp.NewTool("get_pending_messages", opts(writes(),
-			mcp.WithDescription("Messages you have not read yet, oldest first. Marks them read."),
+			mcp.WithDescription("Your unread messages (oldest first; marks them read), the messages just before them for context, and the delegations your task session handed you."),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
 			st := c.srv.store
-			msgs, next, err := st.Unread(c.agent.ID)
+			me := c.agent.ID
+			msgs, err := st.TakeUnread(me)
 			if err != nil {
 				return nil, err
 			}
-			if err := st.MarkRead(c.agent.ID, next); err != nil {
+			recent, err := st.RecentMessages(me, len(msgs)+contextMessages)
+			if err != nil {
 				return nil, err
 			}
-			out := pendingMessagesResult{Messages: make([]messageView, 0, len(msgs)), Count: len(msgs)}
+			// The context is what came before the unread ones.
+			unread := map[string]bool{}
 			for _, m := range msgs {
-				out.Messages = append(out.Messages, messageView{ID: m.ID, SenderID: m.SenderID, Content: m.Content,
-					CreatedAt: m.CreatedAt, RelatedTaskID: m.RelatedTaskID, ConversationID: m.ConversationID})
+				unread[m.ID] = true
 			}
-			out.Instruction = "No unread messages."
-			if len(msgs) > 0 {
-				out.Instruction = "Read these messages and answer each sender."
+			out := pendingMessagesResult{PendingMessages: nonNil(msgs), Count: len(msgs), RecentContext: []filestore.Message{}, PendingDelegations: []delegationView{}}
+			for _, m := range recent {
+				if !unread[m.ID] && len(out.RecentContext) < contextMessages {
+					out.RecentContext = append(out.RecentContext, m)
+				}
+			}
+			dels, err := st.Delegations(filestore.DelegationFilter{AgentID: me})
+			if err != nil {
+				return nil, err
+			}
+			for _, d := range dels {
+				if !d.Finished() {
+					out.PendingDelegations = append(out.PendingDelegations, viewDelegation(d))
+				}
+			}
+			switch {
+			case len(msgs) > 0:
+				out.Instruction = "Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
+					"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action."
+			default:
+				out.Instruction = "No unread messages. Call get_next_action."
 			}
 			return out, nil
 		},
 	}
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

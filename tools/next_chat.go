@@ -2,24 +2,144 @@ package tools
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/aipm/aipm/filestore"
 )
 
-// chatNextAction is the chat session's get_next_action (SPEC §6.3): unread messages first;
-// otherwise it waits for the mailbox to change and then answers wait_for_messages.
+// chatAction is the chat session's get_next_action answer (SPEC §6.3, seeds 002 and 003).
+type chatAction struct {
+	Action         string `json:"action"`
+	State          string `json:"state"`
+	Instruction    string `json:"instruction"`
+	Reason         string `json:"reason,omitempty"`
+	ConversationID string `json:"conversation_id,omitempty"`
+	FromAgentID    string `json:"from_agent_id,omitempty"`
+	FromAgentName  string `json:"from_agent_name,omitempty"`
+	TargetAgentID  string `json:"target_agent_id,omitempty"`
+	EndedBy        string `json:"ended_by,omitempty"`
+	Purpose        string `json:"purpose,omitempty"`
+	DelegationID   string `json:"delegation_id,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+	Context        string `json:"context,omitempty"`
+	UnreadCount    int    `json:"unread_count,omitempty"`
+	// RemainingIdleSeconds is how long the session may stay without messages before it is
+	// told to log out.
+	RemainingIdleSeconds int `json:"remaining_idle_seconds,omitempty"`
+
+	idleAt time.Time // when a waiting session turns idle
+}
+
+// chatNextAction is the chat session's get_next_action, in the order of SPEC §6.3: exit →
+// conversation_ended → conversation_request → conversation_expired → process_delegation →
+// get_pending_messages; otherwise it waits for a change (a message, a conversation, a
+// delegation, the human closing the chat, or a conversation deadline) and finally answers
+// wait_for_messages, or logout once the chat has been idle too long.
 func (c *call) chatNextAction(ctx context.Context, timeout time.Duration) (any, error) {
 	st := c.srv.store
 	me := c.agent.ID
-	return c.longPoll(ctx, timeout, []string{"agents/" + me + "/chat.jsonl"}, func() (any, bool, error) {
-		n, err := st.UnreadCount(me)
+	idle, err := st.ChatIdleTimeout()
+	if err != nil {
+		return nil, err
+	}
+	prefixes := []string{"agents/" + me + "/chat.jsonl", "conversations/", "delegations/", "runtime/chat/" + me + ".json",
+		"runtime/sessions/" + c.session.ID + ".json", "agents/" + me + "/agent.json"}
+	return c.longPoll(ctx, timeout, prefixes, func(wakeAt *time.Time) (any, bool, error) {
+		n, final, err := c.chatStep(idle)
+		if err != nil || final {
+			return n, true, err
+		}
+		next, err := st.NextConversationDeadline(me)
 		if err != nil {
 			return nil, true, err
 		}
-		if n > 0 {
-			return map[string]any{"action": "get_pending_messages", "state": "chat_session", "unread_count": n,
-				"instruction": "Call get_pending_messages, then answer with send_message. Chat sessions talk; real work happens in task sessions."}, true, nil
+		*wakeAt = n.idleAt
+		if !next.IsZero() && next.Before(n.idleAt) {
+			*wakeAt = next
 		}
-		return map[string]any{"action": "wait_for_messages", "state": "chat_waiting",
-			"instruction": "Nothing pending. Call get_next_action again right away: it waits for new messages. Do not sleep."}, false, nil
+		return n, false, nil
 	})
+}
+
+// chatStep is one evaluation; final is false when the honest answer is to wait.
+func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
+	st := c.srv.store
+	me, actor := c.agent.ID, c.actor()
+	se, err := st.Session(c.tok)
+	if err != nil {
+		return nil, true, err
+	}
+	closed, err := st.ChatClosed(me, se.CreatedAt)
+	if err != nil {
+		return nil, true, err
+	}
+	if closed || se.State == filestore.SessionTerminating {
+		return &chatAction{Action: "exit", State: "session_terminating", Reason: "user_closed_chat",
+			Instruction: "The chat was closed. Call logout, then exit."}, true, nil
+	}
+	if cv, err := st.TakeEndedNotice(actor); err != nil || cv != nil {
+		if err != nil {
+			return nil, true, err
+		}
+		endedBy := cv.EndedBy
+		if endedBy == "" {
+			endedBy = "system"
+		}
+		return &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
+			TaskID: cv.TaskID, Instruction: fmt.Sprintf("The conversation %s with %s has ended (%s). Read any unread messages with get_pending_messages, then call get_next_action.",
+				cv.ID, cv.Partner(me), cv.EndReason)}, true, nil
+	}
+	if cv, err := st.TakeConversationRequest(actor); err != nil || cv != nil {
+		if err != nil {
+			return nil, true, err
+		}
+		name := cv.InitiatorID
+		if a, err := st.Agent(cv.InitiatorID); err == nil && a.Name != "" {
+			name = a.Name
+		}
+		return &chatAction{Action: "conversation_request", State: "conversation_active", ConversationID: cv.ID, FromAgentID: cv.InitiatorID,
+			FromAgentName: name, Purpose: cv.Purpose, TaskID: cv.TaskID,
+			Instruction: fmt.Sprintf("%s wants a conversation (purpose: %s; at most %d messages). It is now active: read the messages with get_pending_messages and answer with respond_chat or send_message. Either side may end it with end_conversation. Then call get_next_action.",
+				name, orNone(cv.Purpose), cv.MaxTurns)}, true, nil
+	}
+	if cv, err := st.TakeExpiredNotice(actor); err != nil || cv != nil {
+		if err != nil {
+			return nil, true, err
+		}
+		return &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
+			Purpose: cv.Purpose, TaskID: cv.TaskID,
+			Instruction: fmt.Sprintf("%s did not accept your conversation %s in time; it expired. If it served a delegation, report it with report_delegation_completed(status=\"failed\") or try again later. Then call get_next_action.",
+				cv.ParticipantID, cv.ID)}, true, nil
+	}
+	if d, err := st.TakeDelegation(actor); err != nil || d != nil {
+		if err != nil {
+			return nil, true, err
+		}
+		return &chatAction{Action: "process_delegation", State: "process_delegation", DelegationID: d.ID, TargetAgentID: d.TargetAgentID,
+			Purpose: d.Purpose, Context: d.Context, TaskID: d.TaskID,
+			Instruction: fmt.Sprintf("Your task session asks you to talk to %s: %s. For an exchange, call start_conversation(target_agent_id=%q, purpose=..., initial_message=...) (for an AI agent) and carry it through; for a one-way note, send_message. When done, call report_delegation_completed(delegation_id=%q, result=\"<what came of it>\").",
+				d.TargetAgentID, d.Purpose, d.TargetAgentID, d.ID)}, true, nil
+	}
+	n, err := st.UnreadCount(me)
+	if err != nil {
+		return nil, true, err
+	}
+	if n > 0 {
+		return &chatAction{Action: "get_pending_messages", State: "chat_session", UnreadCount: n,
+			Instruction: "Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on)."}, true, nil
+	}
+	last := se.CreatedAt
+	if recent, err := st.RecentMessages(me, 1); err != nil {
+		return nil, true, err
+	} else if len(recent) == 1 && recent[0].CreatedAt.After(last) {
+		last = recent[0].CreatedAt
+	}
+	left := idle - st.Now().Sub(last)
+	if left <= 0 {
+		return &chatAction{Action: "logout", State: "chat_timeout", Reason: "session_timeout",
+			Instruction: fmt.Sprintf("No message for %s: call logout and exit. You are started again when a message arrives.", idle)}, true, nil
+	}
+	return &chatAction{Action: "wait_for_messages", State: "chat_waiting", RemainingIdleSeconds: int(left.Seconds()), idleAt: last.Add(idle),
+		Instruction: "Nothing pending. Call get_next_action again right away: it waits for messages. Do not sleep."}, false, nil
 }

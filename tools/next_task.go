@@ -36,6 +36,9 @@ type nextAction struct {
 	Changes []string `json:"changes,omitempty"`
 	// Options are the select_action choices valid now.
 	Options []string `json:"options,omitempty"`
+	// Delegations are the session task's delegations to the agent's chat session, with
+	// their results once finished.
+	Delegations []delegationView `json:"delegations,omitempty"`
 }
 
 type taskBrief struct {
@@ -132,6 +135,8 @@ type situation struct {
 
 	children []*filestore.Task // direct sub-tasks of main, oldest first
 	subtree  []*filestore.Task // every descendant of main
+	// delegations are the agent's delegations for the session's task, oldest first.
+	delegations []*filestore.Delegation
 }
 
 func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent) (*situation, error) {
@@ -143,7 +148,12 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 	if err != nil {
 		return nil, err
 	}
-	return newSituation(se, a, tasks, members)
+	s, err := newSituation(se, a, tasks, members)
+	if err != nil {
+		return nil, err
+	}
+	s.delegations, err = st.Delegations(filestore.DelegationFilter{AgentID: a.ID, TaskID: se.TaskID})
+	return s, err
 }
 
 // newSituation indexes the tasks and members for the session's decisions.
@@ -318,8 +328,33 @@ func ids(ts []*filestore.Task) string {
 
 // worker is the worker flow (SPEC §6.1): get_task → create_subtasks → start_subtask /
 // execute_subtask / work → review_and_resolve_blocks / dependency_deadlock →
-// report_completion.
+// report_completion, and wait_for_delegation while a delegation it handed to its chat
+// session is open and nothing else can be done.
 func (s *situation) worker() decision {
+	d := s.workerFlow()
+	var views []delegationView
+	open := 0
+	for _, dl := range s.delegations {
+		views = append(views, viewDelegation(dl))
+		if !dl.Finished() {
+			open++
+		}
+	}
+	act := d.next.Action
+	if act != "work" && act != "report_completion" && !d.wait {
+		return d // sub-task steps go on while a delegation is open
+	}
+	if open > 0 {
+		w := s.keep(&nextAction{Action: "wait_for_delegation", State: "waiting_for_delegation", Task: brief(s.main), Delegations: views,
+			Instruction: "Your chat session is still carrying out what you delegated. Call get_next_action again right away: it waits until the delegation is reported and then shows the result. Do not sleep."})
+		w.wait = true
+		return w
+	}
+	d.next.Delegations = views
+	return d
+}
+
+func (s *situation) workerFlow() decision {
 	m, me := s.main, s.agent.ID
 	if len(s.children) == 0 {
 		delegated := m.CreatedBy != me

@@ -42,6 +42,7 @@ type decideCase struct {
 	baseline string // "now": the fingerprint of the tasks as given
 	noStaff  bool
 	tasks    []*filestore.Task // the first is the session's task
+	dels     []*filestore.Delegation
 
 	action    string
 	state     string
@@ -65,6 +66,7 @@ func (c decideCase) run(t *testing.T) decision {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sit.delegations = c.dels
 	if c.baseline == "now" {
 		se.Baseline = sit.fingerprint()
 	} else {
@@ -212,6 +214,19 @@ func TestWorkerNextAction(t *testing.T) {
 		{name: "dependency someone else is working on is a wait", agent: "w1", phase: fetched,
 			tasks:  []*filestore.Task{main(), tk("tsk_x", ip, "w2", "", "mgr"), tk("tsk_a", td, "w1", "tsk_m", "w1", "tsk_x")},
 			action: "wait", wait: true},
+		{name: "open delegation: wait for it instead of working", agent: "w1", phase: filestore.WorkflowCreatingSubtasks, tasks: []*filestore.Task{main()},
+			dels:   []*filestore.Delegation{{ID: "dlg_1", AgentID: "w1", TaskID: "tsk_m", TargetAgentID: "w2", Status: filestore.DelegationProcessing}},
+			action: "wait_for_delegation", wait: true},
+		{name: "open delegation: sub-tasks go on", agent: "w1", phase: fetched, tasks: []*filestore.Task{main(), tk("tsk_a", td, "w1", "tsk_m", "w1")},
+			dels:   []*filestore.Delegation{{ID: "dlg_1", AgentID: "w1", TaskID: "tsk_m", TargetAgentID: "w2", Status: filestore.DelegationPending}},
+			action: "start_subtask"},
+		{name: "finished delegation: its result comes with the work", agent: "w1", phase: filestore.WorkflowCreatingSubtasks, tasks: []*filestore.Task{main()},
+			dels:   []*filestore.Delegation{{ID: "dlg_1", AgentID: "w1", TaskID: "tsk_m", TargetAgentID: "w2", Status: filestore.DelegationCompleted, Result: "w2 says 42"}},
+			action: "work", check: func(t *testing.T, d decision) {
+				if len(d.next.Delegations) != 1 || d.next.Delegations[0].Result != "w2 says 42" {
+					t.Errorf("delegations = %+v", d.next.Delegations)
+				}
+			}},
 		{name: "blocked by the owner stops the worker", agent: "w1", phase: fetched,
 			tasks:  []*filestore.Task{changedBy(tk("tsk_m", blk, "w1", "", "mgr"), "owner", "priorities changed")},
 			action: "report_completion", state: "task_blocked", contains: []string{"owner", "priorities changed", `result="blocked"`}},

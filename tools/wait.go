@@ -45,9 +45,11 @@ func (c *call) waitSeconds() (time.Duration, error) {
 
 // longPoll evaluates until eval reports a final answer, the timeout passes (the last answer
 // is returned) or ctx ends. Between evaluations it sleeps on the hub: only a change under
-// one of prefixes (paths relative to .ai-pm) wakes it. Subscribing before each evaluation
-// means a change that lands during the evaluation is not missed.
-func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []string, eval func() (any, bool, error)) (any, error) {
+// one of prefixes (paths relative to .ai-pm) wakes it, or the moment eval left in *wakeAt
+// (a deadline that passes without any file changing, such as a conversation timeout).
+// Subscribing before the first evaluation means a change that lands during an evaluation
+// is not missed.
+func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []string, eval func(wakeAt *time.Time) (any, bool, error)) (any, error) {
 	sub := c.srv.hub.Subscribe(prefixes...)
 	defer sub.Close()
 	deadline := time.NewTimer(timeout)
@@ -59,13 +61,21 @@ func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []s
 		tick = t.C
 	}
 	for {
-		out, final, err := eval()
+		var wakeAt time.Time
+		out, final, err := eval(&wakeAt)
 		if err != nil || final {
 			return out, err
+		}
+		var alarm <-chan time.Time
+		if !wakeAt.IsZero() {
+			t := time.NewTimer(max(time.Until(wakeAt), time.Millisecond))
+			alarm = t.C
+			defer t.Stop()
 		}
 		select {
 		case <-sub.C:
 		case <-tick:
+		case <-alarm:
 		case <-deadline.C:
 			return out, nil
 		case <-ctx.Done():

@@ -1,0 +1,64 @@
+package tools
+
+import (
+	"context"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+type conversationMessagesResult struct {
+	ConversationID string              `json:"conversation_id,omitempty"`
+	PartnerAgentID string              `json:"partner_agent_id"`
+	State          string              `json:"state,omitempty"`
+	Messages       []filestore.Message `json:"messages"`
+	Count          int                 `json:"count"`
+	Truncated      bool                `json:"truncated"`
+}
+
+func getConversationMessagesTool() *tool {
+	return &tool{
+		perm: TaskOnly,
+		def: mcp.NewTool("get_conversation_messages", opts(readOnly(),
+			mcp.WithDescription("Read what your chat session said and heard: a conversation by id, or the chat with a human by partner_agent_id. Oldest first."),
+			mcp.WithString("conversation_id", mcp.Description("The conversation")),
+			mcp.WithString("partner_agent_id", mcp.Description("Instead of conversation_id: the other side of a chat (e.g. a human)")),
+			mcp.WithNumber("limit", mcp.Description("Last messages to return (default 50, at most 200)")),
+			sessionParam(),
+		)...),
+		handle: func(ctx context.Context, c *call) (any, error) {
+			id, err := c.optString("conversation_id")
+			if err != nil {
+				return nil, err
+			}
+			partner, err := c.optString("partner_agent_id")
+			if err != nil {
+				return nil, err
+			}
+			limit, err := c.optInt("limit", filestore.DefaultMessageLimit)
+			if err != nil {
+				return nil, err
+			}
+			if limit < 1 || limit > filestore.MaxMessageLimit {
+				return nil, badArg("limit", "must be 1..%d (got %d)", filestore.MaxMessageLimit, limit)
+			}
+			st := c.srv.store
+			switch {
+			case id != "":
+				cv, page, err := st.ConversationMessages(c.agent.ID, id, limit)
+				if err != nil {
+					return nil, err
+				}
+				return conversationMessagesResult{ConversationID: cv.ID, PartnerAgentID: cv.Partner(c.agent.ID), State: cv.State,
+					Messages: nonNil(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+			case partner != "":
+				page, err := st.MessagesWith(c.agent.ID, partner, limit)
+				if err != nil {
+					return nil, err
+				}
+				return conversationMessagesResult{PartnerAgentID: partner, Messages: nonNil(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+			}
+			return nil, badArg("conversation_id", "give conversation_id or partner_agent_id")
+		},
+	}
+}
