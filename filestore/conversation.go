@@ -573,7 +573,7 @@ func (s *Store) startLocked(actor Actor, r ConversationRequest) (*ConversationSt
 	for _, c := range live {
 		if c.Partner(from.ID) == to.ID {
 			return nil, newErr(ErrConflict, "conversation_already_active", alreadyActiveHint(c, from.ID),
-				"a %s conversation %s between %s and %s already exists", c.State, c.ID, c.InitiatorID, c.ParticipantID)
+				"conversation %s between %s and %s already exists (%s)", c.ID, c.InitiatorID, c.ParticipantID, c.State)
 		}
 	}
 	d, err := s.delegationFor(from.ID, to.ID, r.DelegationID)

@@ -82,13 +82,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		endedBy := cv.EndedBy
-		if endedBy == "" {
-			endedBy = "system"
-		}
-		return &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
-			TaskID: cv.TaskID, Instruction: fmt.Sprintf("The conversation %s with %s has ended (%s). Read any unread messages with get_pending_messages, then call get_next_action.",
-				cv.ID, cv.Partner(me), cv.EndReason)}, true, nil
+		return endedAction(cv, me), true, nil
 	}
 	if cv, err := st.TakeConversationRequest(actor); err != nil || cv != nil {
 		if err != nil {
@@ -126,6 +120,15 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		return nil, true, err
 	}
 	if n > 0 {
+		// The message may be the turn that just ended a conversation: the sender wrote the
+		// message and the conversation's end under one lock, which TakeEndedNotice waits
+		// for, so asking again keeps conversation_ended first (SPEC §6.3).
+		if cv, err := st.TakeEndedNotice(actor); err != nil || cv != nil {
+			if err != nil {
+				return nil, true, err
+			}
+			return endedAction(cv, me), true, nil
+		}
 		return &chatAction{Action: "get_pending_messages", State: "chat_session", UnreadCount: n,
 			Instruction: "Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on)."}, true, nil
 	}
@@ -142,4 +145,14 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	}
 	return &chatAction{Action: "wait_for_messages", State: "chat_waiting", RemainingIdleSeconds: int(left.Seconds()), idleAt: last.Add(idle),
 		Instruction: "Nothing pending. Call get_next_action again right away: it waits for messages. Do not sleep."}, false, nil
+}
+
+func endedAction(cv *filestore.Conversation, me string) *chatAction {
+	endedBy := cv.EndedBy
+	if endedBy == "" {
+		endedBy = "system"
+	}
+	return &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
+		TaskID: cv.TaskID, Instruction: fmt.Sprintf("The conversation %s with %s has ended (%s). Read any unread messages with get_pending_messages, then call get_next_action.",
+			cv.ID, cv.Partner(me), cv.EndReason)}
 }

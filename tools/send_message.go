@@ -41,7 +41,8 @@ func sendMessageTool() *tool {
 
 // send delivers the call's content (and related_task_id) to an agent.
 func (c *call) send(to string) (any, error) {
-	content, err := c.reqString("content")
+	// An empty or missing content is the store's empty_content, like a blank one.
+	content, err := c.optString("content")
 	if err != nil {
 		return nil, err
 	}
