@@ -8,6 +8,7 @@
 //	  project.json                  the project: id, name, status, owner_id, settings
 //	  agents/<agent-id>/agent.json  an agent's profile (human or ai; owner, manager, worker)
 //	  agents/<agent-id>/chat.jsonl  the agent's mailbox: every message it sent or received
+//	  agents/<agent-id>/notifications.jsonl  the agent's notifications (interrupts, notices)
 //	  tasks/<task-id>.json          one task per file
 //	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
 //	  delegations/<dlg-id>.json     a task session's request to its own chat session
@@ -20,12 +21,14 @@
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
+//	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
+//	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    locks/store.lock              the store lock file
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
-// mailboxes, conversations, delegations, execution records and history. Ignored: secrets,
-// sessions, read cursors, open chats, locks and process state, which mean nothing on
-// another machine.
+// mailboxes, notifications, conversations, delegations, execution records and history.
+// Ignored: secrets, sessions, read cursors and notification read state, open chats, locks
+// and process state, which mean nothing on another machine.
 //
 // # Chat
 //
@@ -60,6 +63,45 @@
 // (processing), and completed or failed when that session reports the outcome;
 // conversation_id links the latest conversation started for it, and such a conversation
 // carries the delegation's task_id.
+//
+// # Notifications
+//
+// A notification (SPEC §4.8, seeds 000 and 004) is one line of the target agent's
+// notifications.jsonl, appended and fsynced under the store lock like a message:
+//
+//	{"id":"ntf_…","target_agent_id":"w1","target_purpose":"task","target_session_id":"ses_…","type":"interrupt","action":"cancel","priority":"high","task_id":"tsk_…","conversation_id":"cnv_…","from_agent_id":"owner","message":"…","instruction":"…","key":"…","created_at":"…"}
+//
+// type is interrupt, status_change, message, chat_session_notification, conversation or
+// delegation; action a lower-case word (cancel, pause, resume, blocked, check_chat, …);
+// priority normal or high; target_session_id, task_id, conversation_id, from_agent_id and
+// key are optional. A notification is for the sessions of its agent whose purpose matches
+// target_purpose (task, chat or any) and that were live when it was made — or, if it names
+// one, for that session only — so a chat_session_notification (always purpose task)
+// reaches the task session and never the chat session that sent it, and a new session
+// does not inherit what its predecessors were told. key deduplicates: an inbox holds at
+// most one notification per key (e.g. project:<id>:paused:v7), however many processes
+// notice the change. Read state is per session: runtime/notifications/<ses-id>.read.jsonl
+// logs the ids it has read, with when, and <ses-id>.json indexes the inbox — a byte
+// offset and the session's unread notifications before it — so the count the MCP
+// envelope makes on every tool call reads only what arrived since. A fingerprint of the
+// bytes before the offset detects an inbox rewritten by a merge; the index is then
+// rebuilt, and the read log keeps what was read read. Reading for one session never marks
+// anything read for another. Notifications are not history events: the inbox is their
+// record.
+//
+// Pausing the project (project.json status paused, by a human owner or manager) stops new
+// sessions and sends every agent with a live session an interrupt (action pause);
+// resuming sends a status_change (action resume).
+//
+// # Chat → task operations
+//
+// A chat session may start or change a task at a superior's request (SPEC §5.2, seed
+// 000). The request is checked in a fixed order — requester exists, is a member, is an
+// ancestor of the caller, the caller may touch the task, the requester really messaged
+// the caller (in the named conversation, or among its last 20 received messages) — and
+// then the change obeys the task rules like any other. The task records the caller as
+// status_changed_by; the history event records requester_id, conversation_id and the
+// fields changed.
 //
 // # Format rules
 //

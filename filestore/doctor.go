@@ -39,8 +39,11 @@ func (s *Store) Check() ([]Problem, error) {
 	})
 	c.conversationsDir()
 	c.delegationsDir()
+	c.notifications()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
 	c.entityDir("runtime/sessions", PrefixSession, func() any { return &Session{} })
+	c.entityDir("runtime/notifications", PrefixSession, func() any { return &notificationReads{} })
+	c.readLogs()
 	c.chatStates()
 	sort.SliceStable(c.out, func(i, j int) bool {
 		if c.out[i].Path != c.out[j].Path {
@@ -480,5 +483,107 @@ func (c *checker) chatStates() {
 				c.add(path, keyLine(data, "agent_id"), "agent %q does not exist", id)
 			}
 		}
+	}
+}
+
+// notifications checks every agent's notifications.jsonl, line by line: decodable, an id
+// of its own, addressed to the inbox's agent, known type, purpose and priority, an
+// action, a message, a creation time, and references to existing tasks and
+// conversations. Sessions are machine-local, so target_session_id is checked for form
+// only.
+func (c *checker) notifications() {
+	ids := make([]string, 0, len(c.agents))
+	for id := range c.agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, agentID := range ids {
+		seen := map[string]bool{}
+		c.jsonl(c.s.inboxPath(agentID), func(line []byte) string {
+			var n Notification
+			if err := json.Unmarshal(line, &n); err != nil {
+				return "undecodable notification: " + err.Error()
+			}
+			var probs []string
+			bad := func(format string, args ...any) { probs = append(probs, fmt.Sprintf(format, args...)) }
+			if ValidateEntityID(PrefixNotification, n.ID) != nil {
+				bad("invalid notification id %q", n.ID)
+			} else if seen[n.ID] {
+				bad("duplicate notification %s (a merge artifact; readers use the first)", n.ID)
+			}
+			seen[n.ID] = true
+			if n.TargetAgentID != agentID {
+				bad("target_agent_id %q in the inbox of %s", n.TargetAgentID, agentID)
+			}
+			if !slices.Contains(NotificationPurposes, n.TargetPurpose) {
+				bad("invalid target_purpose %q (want %s)", n.TargetPurpose, strings.Join(NotificationPurposes, ", "))
+			}
+			if n.TargetSessionID != "" && ValidateEntityID(PrefixSession, n.TargetSessionID) != nil {
+				bad("invalid target_session_id %q", n.TargetSessionID)
+			}
+			if !slices.Contains(NotificationTypes, n.Type) {
+				bad("invalid type %q (want %s)", n.Type, strings.Join(NotificationTypes, ", "))
+			}
+			if !actionRe.MatchString(n.Action) {
+				bad("invalid action %q", n.Action)
+			}
+			if !slices.Contains(NotificationPriorities, n.Priority) {
+				bad("invalid priority %q (want %s)", n.Priority, strings.Join(NotificationPriorities, ", "))
+			}
+			if n.TaskID != "" {
+				if _, ok := c.tasks[n.TaskID]; !ok {
+					bad("task %q does not exist", n.TaskID)
+				}
+			}
+			if n.ConversationID != "" {
+				if _, ok := c.convs[n.ConversationID]; !ok {
+					bad("conversation %q does not exist", n.ConversationID)
+				}
+			}
+			if n.FromAgentID != "" && n.FromAgentID != SystemSender {
+				if _, ok := c.agents[n.FromAgentID]; !ok {
+					bad("from_agent_id %q does not exist", n.FromAgentID)
+				}
+			}
+			if strings.TrimSpace(n.Message) == "" {
+				bad("message is empty")
+			}
+			if n.CreatedAt.IsZero() {
+				bad("created_at is missing")
+			}
+			return strings.Join(probs, "; ")
+		})
+	}
+}
+
+// readLogs checks the sessions' notification read logs, runtime/notifications/*.read.jsonl.
+func (c *checker) readLogs() {
+	dir := c.s.path("runtime", "notifications")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".read.jsonl")
+		if e.IsDir() || !ok {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if ValidateEntityID(PrefixSession, id) != nil {
+			c.add(path, 1, "unexpected file name")
+			continue
+		}
+		c.jsonl(path, func(line []byte) string {
+			var m readMarks
+			if err := json.Unmarshal(line, &m); err != nil {
+				return "undecodable read mark: " + err.Error()
+			}
+			for _, n := range m.IDs {
+				if ValidateEntityID(PrefixNotification, n) != nil {
+					return fmt.Sprintf("invalid notification id %q", n)
+				}
+			}
+			return ""
+		})
 	}
 }

@@ -2,8 +2,10 @@ package filestore
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -115,7 +117,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat"} {
+		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications"} {
 			if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 				return err
 			}
@@ -155,4 +157,149 @@ func (s *Store) Project() (*Project, error) {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// ProjectStatusChange is what SetProjectStatus did.
+type ProjectStatusChange struct {
+	Project  *Project
+	Previous string
+	// Notified lists, sorted, the agents with a live session that were sent the pause
+	// interrupt (or, on resume, the resume notice).
+	Notified []string
+}
+
+// SetProjectStatus pauses (paused) or resumes (active) the project. Only a human owner or
+// human manager may do it (unauthorized otherwise); an archived project stays archived
+// (project_archived). Setting the current status changes nothing. The change is recorded
+// in the history, and every agent with a live session is told at once: pausing sends an
+// interrupt (action pause, target_purpose any) — the envelope then replaces the agent's
+// next tool result, and a waiting long-poll ends — and resuming sends a status_change
+// (action resume). While the project is paused Authenticate starts no session.
+func (s *Store) SetProjectStatus(actor Actor, status string) (*ProjectStatusChange, error) {
+	if status != ProjectActive && status != ProjectPaused {
+		return nil, newErr(ErrInvalid, "invalid_argument", "use paused to pause the project or active to resume it", "invalid project status %q", clip(status))
+	}
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, err
+	}
+	var ch *ProjectStatusChange
+	err := s.locked(func() error {
+		a, err := s.Member(actor.ID)
+		if err != nil {
+			return err
+		}
+		if a.Type != AgentHuman || !a.IsManager() {
+			return newErr(ErrUnauthorized, "unauthorized", "ask the project owner (or a human manager) to do it",
+				"agent %s is not a human owner or manager (%s %s): only they pause and resume the project", a.ID, a.Type, a.Hierarchy)
+		}
+		p, err := s.Project()
+		if err != nil {
+			return err
+		}
+		ch = &ProjectStatusChange{Project: p, Previous: p.Status, Notified: []string{}}
+		if p.Status == ProjectArchived {
+			return newErr(ErrConflict, "project_archived", "an archived project is read-only", "project %s is archived", p.ID)
+		}
+		if p.Status == status {
+			return nil
+		}
+		now := s.Now()
+		p.Status = status
+		p.UpdatedAt = now
+		p.Version++
+		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+			return err
+		}
+		if err := s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "project", ID: p.ID, Change: "status", From: ch.Previous, To: status}); err != nil {
+			return err
+		}
+		ch.Notified, err = s.notifyProjectStatusLocked(actor, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// NotifyProjectPaused sends the pause interrupt of the project's current pause to every
+// agent with a live session that does not have it yet, and returns those agents, sorted:
+// for a watcher that sees project.json set to paused by hand. It does nothing when the
+// project is not paused. The notification key names the project version, so however
+// many processes notice one pause, each agent is told once.
+func (s *Store) NotifyProjectPaused(actor Actor) ([]string, error) {
+	var out []string
+	err := s.locked(func() error {
+		p, err := s.Project()
+		if err != nil || p.Status != ProjectPaused {
+			return err
+		}
+		out, err = s.notifyProjectStatusLocked(actor, p)
+		return err
+	})
+	return out, err
+}
+
+// ProjectStatusKey is the notification key of the project's current status change:
+// AddNotification adds one notification per agent per key.
+func ProjectStatusKey(p *Project) string {
+	return fmt.Sprintf("project:%s:%s:v%d", p.ID, p.Status, p.Version)
+}
+
+// notifyProjectStatusLocked tells every agent with a live session about the project's
+// status (paused: interrupt; active: resume notice). The caller holds the lock.
+func (s *Store) notifyProjectStatusLocked(actor Actor, p *Project) ([]string, error) {
+	live, err := s.LiveSessions("")
+	if err != nil {
+		return nil, err
+	}
+	agents := []string{}
+	for _, se := range live {
+		if !slices.Contains(agents, se.AgentID) {
+			agents = append(agents, se.AgentID)
+		}
+	}
+	slices.Sort(agents)
+	out := []string{}
+	for _, id := range agents {
+		n := projectNotice(p, actor.ID, id)
+		if err := s.validateNotification(&n); err != nil {
+			return nil, err
+		}
+		if _, _, err := s.addNotificationLocked(actor, n); err != nil {
+			if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrNotFound) {
+				continue // an agent made inactive or removed since its session started
+			}
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// projectNotice is the notification telling agentID that the project was paused or
+// resumed by by, in the project's instruction language.
+func projectNotice(p *Project, by, agentID string) Notification {
+	ja := p.Settings.Language == "ja"
+	n := Notification{TargetAgentID: agentID, TargetPurpose: PurposeAny, FromAgentID: by, Key: ProjectStatusKey(p)}
+	if p.Status == ProjectPaused {
+		n.Type, n.Action, n.Priority = NotifyInterrupt, ActionPause, NotifyHigh
+		n.Message = fmt.Sprintf("Project %q was paused by %s.", p.Name, by)
+		n.Instruction = "The project is paused: stop working now and start nothing new. Leave your task as it is " +
+			"(do not report it completed or blocked; it stays in progress) and call logout. Work continues when the project is resumed."
+		if ja {
+			n.Message = fmt.Sprintf("プロジェクト「%s」が %s によって一時停止されました。", p.Name, by)
+			n.Instruction = "プロジェクトは一時停止中です。直ちに作業を中断し、新しい作業を始めないでください。" +
+				"タスクはそのままにして（report_completed は呼ばず、in_progress のまま）logout を呼び出してください。再開後に作業を続けます。"
+		}
+		return n
+	}
+	n.Type, n.Action, n.Priority = NotifyStatusChange, ActionResume, NotifyNormal
+	n.Message = fmt.Sprintf("Project %q was resumed by %s.", p.Name, by)
+	n.Instruction = "The project is active again: carry on, starting with get_next_action."
+	if ja {
+		n.Message = fmt.Sprintf("プロジェクト「%s」が %s によって再開されました。", p.Name, by)
+		n.Instruction = "プロジェクトが再開されました。get_next_action から作業を続けてください。"
+	}
+	return n
 }

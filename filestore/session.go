@@ -95,15 +95,17 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 	if a.Status != AgentActive {
 		return nil, newErr(ErrUnauthorized, "agent_not_active", "ask the owner to set the agent active", "agent %s is %s", a.ID, a.Status)
 	}
-	p, err := s.Project()
-	if err != nil {
-		return nil, err
-	}
-	if p.Status != ProjectActive {
-		return nil, newErr(ErrConflict, "project_paused", "wait until the owner resumes the project (`aipm project resume`)", "project is %s: no sessions start", p.Status)
-	}
 	var res *AuthResult
 	err = s.locked(func() error {
+		// Under the lock: a pause that lands while this runs either comes first (no session)
+		// or after (its interrupt reaches the new session).
+		p, err := s.Project()
+		if err != nil {
+			return err
+		}
+		if p.Status != ProjectActive {
+			return newErr(ErrConflict, "project_paused", "wait until the owner resumes the project (`aipm project resume`)", "project is %s: no sessions start", p.Status)
+		}
 		// Whoever notices an orphan first ends it, so the history shows when it died.
 		if _, err := s.endOrphansLocked(a.ID); err != nil {
 			return err

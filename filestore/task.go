@@ -390,31 +390,44 @@ func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange
 }
 
 func (s *Store) applyStatus(actor Actor, all map[string]*Task, t *Task, to, reason string) (*StatusChange, error) {
+	return s.applyStatusEvent(actor, all, t, to, reason, Event{})
+}
+
+// applyStatusEvent is the one validated status change: the rules of checkStatus, then the
+// task and its cascade (→ blocked and → cancelled reach the unfinished descendants) written
+// with one history event each. tmpl carries what the change came with — requester,
+// conversation, other fields changed in the same write — into those events. The caller
+// holds the lock.
+func (s *Store) applyStatusEvent(actor Actor, all map[string]*Task, t *Task, to, reason string, tmpl Event) (*StatusChange, error) {
 	if err := s.checkStatus(all, t, to); err != nil {
 		return nil, err
 	}
 	now := s.Now()
 	ch := &StatusChange{Task: t, Previous: t.Status}
 	setStatus(t, actor, to, reason, now)
-	if err := s.saveTask(actor, t, ch.Previous, reason); err != nil {
+	ev := tmpl
+	ev.Change, ev.From, ev.To, ev.Reason = "status", ch.Previous, to, reason
+	if err := s.commitTask(actor, t, now, ev); err != nil {
 		return nil, err
 	}
-	if to == StatusBlocked || to == StatusCancelled {
-		for _, d := range descendants(all, t.ID) {
-			if !CanTransition(d.Status, to) {
-				continue // e.g. backlog cannot be blocked; done stays done
-			}
-			prev := d.Status
-			why := fmt.Sprintf("parent task %s %s", t.ID, to)
-			if reason != "" {
-				why += ": " + reason
-			}
-			setStatus(d, actor, to, why, now)
-			if err := s.saveTask(actor, d, prev, why); err != nil {
-				return nil, err
-			}
-			ch.Cascaded = append(ch.Cascaded, d)
+	if to != StatusBlocked && to != StatusCancelled {
+		return ch, nil
+	}
+	for _, d := range descendants(all, t.ID) {
+		if !CanTransition(d.Status, to) {
+			continue // e.g. backlog cannot be blocked; done stays done
 		}
+		prev := d.Status
+		why := fmt.Sprintf("parent task %s %s", t.ID, to)
+		if reason != "" {
+			why += ": " + reason
+		}
+		setStatus(d, actor, to, why, now)
+		cev := Event{Change: "status", From: prev, To: to, Reason: why, RequesterID: tmpl.RequesterID, ConversationID: tmpl.ConversationID}
+		if err := s.commitTask(actor, d, now, cev); err != nil {
+			return nil, err
+		}
+		ch.Cascaded = append(ch.Cascaded, d)
 	}
 	return ch, nil
 }
@@ -434,10 +447,6 @@ func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
 	if to == StatusDone {
 		t.CompletedAt = &now
 	}
-}
-
-func (s *Store) saveTask(actor Actor, t *Task, from, reason string) error {
-	return s.commitTask(actor, t, t.UpdatedAt, Event{Change: "status", From: from, To: t.Status, Reason: reason})
 }
 
 // commitTask is the one way a changed task reaches the disk: stamp updated_at, bump the

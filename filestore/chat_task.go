@@ -1,0 +1,437 @@
+package filestore
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Chat → task operations (SPEC §5.2, seed 000). A chat session does no work itself, but a
+// superior may ask an agent in chat to start one of its tasks or to change one; the chat
+// session then acts on that request. The original trusted the claimed requester and
+// bypassed the task rules; here every request is checked, in this order, each failure a
+// distinct error:
+//
+//  1. the requester exists (agent_not_found);
+//  2. the requester is a project member (agent_not_assigned_to_project);
+//  3. the requester is an ancestor of the caller (unauthorized, naming both);
+//  4. the caller may touch the task: start — it is the assignee; update — it is the
+//     assignee or the creator (unauthorized);
+//  5. the requester really asked: it sent the caller a message in the named conversation,
+//     or among the caller's last requesterWindow received messages (unverified_requester);
+//  6. the task rules of SPEC §4.3, exactly as for every other writer.
+//
+// Nothing is written unless all pass. The task records the caller as status_changed_by;
+// the history event records the requester, the conversation and the fields changed (the
+// seed's ChatModificationLog).
+
+// StartTaskFromChat moves a task assigned to the actor to in_progress at the request of
+// requesterID, a superior of the actor (start_task_from_chat). conversationID, if not
+// empty, is the conversation in which the requester asked; otherwise the request must be
+// among the actor's recent received messages. The move obeys every entry rule of
+// in_progress — dependencies done, approval, max_parallel_tasks — which the original
+// skipped. A task session then does the work (the coordinator starts one for an
+// in_progress task without a live task session).
+func (s *Store) StartTaskFromChat(actor Actor, taskID, requesterID, conversationID string) (*StatusChange, error) {
+	if err := validateChatRequest(actor, taskID, requesterID, conversationID); err != nil {
+		return nil, err
+	}
+	var ch *StatusChange
+	err := s.locked(func() error {
+		if err := s.checkRequesterLocked(actor, requesterID); err != nil {
+			return err
+		}
+		t, err := s.Task(taskID)
+		if err != nil {
+			return err
+		}
+		if t.AssigneeID != actor.ID {
+			return newErr(ErrUnauthorized, "unauthorized", "start only tasks assigned to you; ask "+requesterID+" to assign it to you first",
+				"task %s is assigned to %s, not to %s: only its assignee can start it", t.ID, orNobody(t.AssigneeID), actor.ID)
+		}
+		if err := s.checkRequestMessageLocked(actor.ID, requesterID, conversationID); err != nil {
+			return err
+		}
+		all, err := s.loadTasks()
+		if err != nil {
+			return err
+		}
+		if err := s.checkStatus(all, t, StatusInProgress); err != nil {
+			return err
+		}
+		ev := Event{RequesterID: requesterID, ConversationID: conversationID, Fields: []string{"status"}}
+		ch, err = s.applyStatusEvent(actor, all, t, StatusInProgress, "", ev)
+		return err
+	})
+	return ch, err
+}
+
+// ChatTaskUpdate is an update_task_from_chat request. A nil field is left unchanged.
+type ChatTaskUpdate struct {
+	TaskID      string
+	RequesterID string
+	// ConversationID is the conversation in which the requester asked ("" to look for the
+	// request among the caller's recent received messages).
+	ConversationID string
+	Title          *string
+	Description    *string
+	Priority       *string
+	Status         *string
+	// BlockedReason applies to a task that is or becomes blocked.
+	BlockedReason *string
+}
+
+// ChatTaskResult is what UpdateTaskFromChat did.
+type ChatTaskResult struct {
+	Task *Task
+	// PreviousStatus is the status before the update (equal to Task.Status if the status
+	// did not change).
+	PreviousStatus string
+	// UpdatedFields lists the fields that changed, in the order title, description,
+	// priority, status, blocked_reason; empty if the request changed nothing (then nothing
+	// was written).
+	UpdatedFields []string
+	// Cascaded lists the sub-tasks blocked or cancelled with the task.
+	Cascaded []*Task
+}
+
+// UpdateTaskFromChat changes a task's title, description, priority, status or blocked
+// reason at the request of requesterID, a superior of the actor (update_task_from_chat).
+// The actor must be the task's assignee or creator. A status change follows the table
+// and entry rules of SPEC §4.3 like any other (blocked and cancelled cascade to the
+// sub-tasks); a field given with its current value is not a change. All changes are one
+// write and one history event. A finished (done or cancelled) task is not edited.
+func (s *Store) UpdateTaskFromChat(actor Actor, r ChatTaskUpdate) (*ChatTaskResult, error) {
+	if err := validateChatRequest(actor, r.TaskID, r.RequesterID, r.ConversationID); err != nil {
+		return nil, err
+	}
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	var res *ChatTaskResult
+	err := s.locked(func() error {
+		if err := s.checkRequesterLocked(actor, r.RequesterID); err != nil {
+			return err
+		}
+		t, err := s.Task(r.TaskID)
+		if err != nil {
+			return err
+		}
+		if t.AssigneeID != actor.ID && t.CreatedBy != actor.ID {
+			return newErr(ErrUnauthorized, "unauthorized", "change only tasks assigned to you or created by you; ask "+r.RequesterID+" to change it",
+				"agent %s may not change task %s: it is assigned to %s and was created by %s", actor.ID, t.ID, orNobody(t.AssigneeID), orNobody(t.CreatedBy))
+		}
+		if err := s.checkRequestMessageLocked(actor.ID, r.RequesterID, r.ConversationID); err != nil {
+			return err
+		}
+		res, err = s.updateFromChatLocked(actor, t, r)
+		return err
+	})
+	return res, err
+}
+
+// validate checks the update's values before anything is read.
+func (r *ChatTaskUpdate) validate() error {
+	if r.Title == nil && r.Description == nil && r.Priority == nil && r.Status == nil && r.BlockedReason == nil {
+		return newErr(ErrInvalid, "invalid_argument", "give at least one of title, description, priority, status, blocked_reason",
+			"nothing to update in task %s", r.TaskID)
+	}
+	if r.Title != nil {
+		title := strings.TrimSpace(*r.Title)
+		if title == "" {
+			return newErr(ErrInvalid, "invalid_argument", "give the task a short title, or leave title out", "task title is empty")
+		}
+		if n := utf8.RuneCountInString(title); n > 200 {
+			return newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", n)
+		}
+		r.Title = &title
+	}
+	if r.Priority != nil && !slices.Contains(Priorities, *r.Priority) {
+		return newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(*r.Priority))
+	}
+	if r.Status != nil && !slices.Contains(Statuses, *r.Status) {
+		return newErr(ErrInvalid, "invalid_status", "use one of "+strings.Join(Statuses, ", "), "invalid status %q", clip(*r.Status))
+	}
+	if r.BlockedReason != nil && strings.TrimSpace(*r.BlockedReason) == "" {
+		return newErr(ErrInvalid, "invalid_argument", "say why the task is blocked, or leave blocked_reason out", "blocked_reason is empty")
+	}
+	return nil
+}
+
+// updateFromChatLocked applies a checked request (step 6): the caller holds the lock.
+func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*ChatTaskResult, error) {
+	res := &ChatTaskResult{Task: t, PreviousStatus: t.Status, UpdatedFields: []string{}}
+	to := t.Status
+	if r.Status != nil {
+		to = *r.Status
+	}
+	if r.BlockedReason != nil && to != StatusBlocked {
+		return nil, newErr(ErrInvalid, "invalid_argument", "give blocked_reason only with status blocked, or for a task that is blocked",
+			"task %s is %s, not blocked: blocked_reason does not apply", t.ID, to)
+	}
+	var fields []string
+	if r.Title != nil && *r.Title != t.Title {
+		fields = append(fields, "title")
+	}
+	if r.Description != nil && *r.Description != t.Description {
+		fields = append(fields, "description")
+	}
+	if r.Priority != nil && *r.Priority != t.Priority {
+		fields = append(fields, "priority")
+	}
+	if to != t.Status {
+		fields = append(fields, "status")
+	}
+	if r.BlockedReason != nil && *r.BlockedReason != t.BlockedReason {
+		fields = append(fields, "blocked_reason")
+	}
+	if len(fields) == 0 {
+		return res, nil
+	}
+	if Finished(t.Status) {
+		return nil, newErr(ErrConflict, "task_finished", "a finished task keeps its record; create a new task for further work",
+			"task %s is %s and cannot be changed", t.ID, t.Status)
+	}
+	var all map[string]*Task
+	if to != t.Status {
+		var err error
+		if all, err = s.loadTasks(); err != nil {
+			return nil, err
+		}
+		if err := s.checkStatus(all, t, to); err != nil {
+			return nil, err
+		}
+	}
+	if r.Title != nil {
+		t.Title = *r.Title
+	}
+	if r.Description != nil {
+		t.Description = *r.Description
+	}
+	if r.Priority != nil {
+		t.Priority = *r.Priority
+	}
+	res.UpdatedFields = fields
+	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields}
+	if to == t.Status {
+		if r.BlockedReason != nil {
+			t.BlockedReason = *r.BlockedReason
+		}
+		ev.Change = "updated"
+		return res, s.commitTask(actor, t, s.Now(), ev)
+	}
+	reason := ""
+	if to == StatusBlocked {
+		reason = "blocked at the request of " + r.RequesterID
+		if r.BlockedReason != nil {
+			reason = *r.BlockedReason
+		}
+	}
+	ch, err := s.applyStatusEvent(actor, all, t, to, reason, ev)
+	if err != nil {
+		return nil, err
+	}
+	res.Cascaded = ch.Cascaded
+	return res, nil
+}
+
+// validateChatRequest checks the identifiers of a chat → task request before any of them
+// reaches a path.
+func validateChatRequest(actor Actor, taskID, requesterID, conversationID string) error {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return err
+	}
+	if err := ValidateEntityID(PrefixTask, taskID); err != nil {
+		return err
+	}
+	if requesterID == "" {
+		return newErr(ErrInvalid, "invalid_argument", "pass requester_id: the superior who asked you in chat", "requester_id is required")
+	}
+	if err := ValidateAgentID(requesterID); err != nil {
+		return err
+	}
+	if conversationID != "" {
+		if err := ValidateEntityID(PrefixConversation, conversationID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRequesterLocked is steps 1–3: the caller is a member, and the requester exists,
+// is a member, and is an ancestor of the caller.
+func (s *Store) checkRequesterLocked(actor Actor, requesterID string) error {
+	if _, err := s.Member(actor.ID); err != nil {
+		return err
+	}
+	if _, err := s.Agent(requesterID); err != nil {
+		return err
+	}
+	if _, err := s.Member(requesterID); err != nil {
+		return err
+	}
+	if !s.IsAncestor(requesterID, actor.ID) {
+		return newErr(ErrUnauthorized, "unauthorized",
+			"only a superior of yours (your manager, or theirs) can ask you to start or change a task from chat; name the superior who asked you",
+			"this operation needs a request from a superior: requester %s is not an ancestor of %s", requesterID, actor.ID)
+	}
+	return nil
+}
+
+// checkRequestMessageLocked is step 5: the requester sent the agent a message — in the
+// conversation, if one is named (the agent must be part of it); otherwise among the
+// agent's last requesterWindow received messages (the check RequestTask makes).
+func (s *Store) checkRequestMessageLocked(agentID, requesterID, conversationID string) error {
+	if conversationID == "" {
+		senders, err := s.recentSenders(agentID, requesterWindow)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(senders, requesterID) {
+			return newErr(ErrUnauthorized, "unverified_requester",
+				"act only on a request you received: name as requester_id the superior who messaged you (and the conversation_id, if it was in a conversation)",
+				"agent %s sent agent %s no message among its last %d received messages", requesterID, agentID, requesterWindow)
+		}
+		return nil
+	}
+	c, err := s.readConversation(conversationID)
+	if err != nil {
+		return err
+	}
+	if !c.Includes(agentID) {
+		return newErr(ErrUnauthorized, "not_conversation_participant", "name a conversation you are part of, or leave conversation_id out",
+			"agent %s is not part of conversation %s (between %s and %s)", agentID, c.ID, c.InitiatorID, c.ParticipantID)
+	}
+	hint := "name the conversation in which the requester asked you, or leave conversation_id out if it asked outside a conversation"
+	if !c.Includes(requesterID) {
+		return newErr(ErrUnauthorized, "unverified_requester", hint,
+			"agent %s is not part of conversation %s (between %s and %s), so it asked nothing there", requesterID, c.ID, c.InitiatorID, c.ParticipantID)
+	}
+	page, err := s.lastMessages(agentID, requesterWindow, func(m *Message) (bool, bool) {
+		return m.ConversationID == c.ID, !m.CreatedAt.Before(c.CreatedAt.Add(-timeSlack))
+	})
+	if err != nil {
+		return err
+	}
+	for _, m := range page.Messages {
+		if m.received(agentID) && m.SenderID == requesterID {
+			return nil
+		}
+	}
+	return newErr(ErrUnauthorized, "unverified_requester", hint,
+		"agent %s sent agent %s no message in conversation %s (last %d messages)", requesterID, agentID, c.ID, requesterWindow)
+}
+
+// timeSlack allows for lines merged from another clone that are not in time order.
+const timeSlack = time.Minute
+
+func orNobody(id string) string {
+	if id == "" {
+		return "nobody"
+	}
+	return id
+}
+
+// TaskSessionNotice is a chat session's word to the same agent's task session
+// (notify_task_session): check the chat.
+type TaskSessionNotice struct {
+	// ConversationID is the conversation to read, if the chat was one (a chat with a
+	// human has none: no id is made up, unlike the original).
+	ConversationID string
+	// RelatedTaskID is the task it is about, if any.
+	RelatedTaskID string
+	// Message is a summary for the task session.
+	Message string
+	// Priority normal (default) or high: high makes it an interrupt, so the task session
+	// stops what it is doing to read it.
+	Priority string
+	// Instruction overrides the default instruction (e.g. in the project's language).
+	Instruction string
+}
+
+// NotifyTaskSession adds a notification from the actor's chat session to its own task
+// session (seed 000): type chat_session_notification, or interrupt at priority high;
+// action check_chat; target the actor itself, purpose task. A conversation must exist and
+// include the actor (not_conversation_participant); a related task must exist; at least
+// one of conversation and message is needed. It also reports whether the agent has a live
+// task session now: a notification reaches only sessions live when it is made, so without
+// one nobody will read it and the caller should say so.
+func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notification, bool, error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, false, err
+	}
+	if r.ConversationID == "" && strings.TrimSpace(r.Message) == "" {
+		return nil, false, newErr(ErrInvalid, "invalid_argument", "pass the conversation_id to read, or a message summing up what the task session should know",
+			"nothing to notify: neither conversation_id nor message given")
+	}
+	p, err := s.Project()
+	if err != nil {
+		return nil, false, err
+	}
+	ja := p.Settings.Language == "ja"
+	n := Notification{TargetAgentID: actor.ID, TargetPurpose: PurposeTask, Type: NotifyChatSession, Action: ActionCheckChat,
+		Priority: r.Priority, TaskID: r.RelatedTaskID, ConversationID: r.ConversationID, FromAgentID: actor.ID,
+		Message: r.Message, Instruction: r.Instruction}
+	if n.Priority == "" {
+		n.Priority = NotifyNormal
+	}
+	if n.Priority == NotifyHigh {
+		n.Type = NotifyInterrupt
+	}
+	if strings.TrimSpace(n.Message) == "" {
+		n.Message = "Your chat session asks you to check the chat."
+		if ja {
+			n.Message = "チャットセッションからチャット確認の依頼があります。"
+		}
+	}
+	if n.Instruction == "" {
+		n.Instruction = selfNoticeInstruction(r.ConversationID, ja)
+	}
+	if err := s.validateNotification(&n); err != nil {
+		return nil, false, err
+	}
+	var out *Notification
+	live := false
+	err = s.locked(func() error {
+		if r.ConversationID != "" {
+			c, err := s.readConversation(r.ConversationID)
+			if err != nil {
+				return err
+			}
+			if !c.Includes(actor.ID) {
+				return newErr(ErrUnauthorized, "not_conversation_participant", "name a conversation you are part of",
+					"agent %s is not part of conversation %s (between %s and %s)", actor.ID, c.ID, c.InitiatorID, c.ParticipantID)
+			}
+		}
+		var err error
+		if out, _, err = s.addNotificationLocked(actor, n); err != nil {
+			return err
+		}
+		sessions, err := s.LiveSessions(actor.ID)
+		if err != nil {
+			return err
+		}
+		live = slices.ContainsFunc(sessions, func(se *Session) bool { return se.Purpose == PurposeTask })
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return out, live, nil
+}
+
+func selfNoticeInstruction(conversationID string, ja bool) string {
+	switch {
+	case ja && conversationID != "":
+		return fmt.Sprintf("これはあなた自身のチャットセッションからの通知です（同じエージェントの別セッションが送信しました）。"+
+			"get_conversation_messages(conversation_id: %q) を呼び出してチャットの内容を確認し、必要に応じて対応してください。", conversationID)
+	case ja:
+		return "これはあなた自身のチャットセッションからの通知です（同じエージェントの別セッションが送信しました）。メッセージを確認し、必要に応じて対応してください。"
+	case conversationID != "":
+		return fmt.Sprintf("This notification comes from yourself: your own chat session sent it to this task session. "+
+			"Call get_conversation_messages(conversation_id: %q) to read the chat, then act on it as needed.", conversationID)
+	}
+	return "This notification comes from yourself: your own chat session sent it to this task session. Read the message and act on it as needed."
+}
