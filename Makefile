@@ -16,6 +16,9 @@ vet:
 demo:
 	$(GO) run ./cmd/aipm demo
 
+# Every benchmark (only here: `make test` passes no -bench), among them the wake latency
+# of SPEC §10: watch.BenchmarkWakeLatency in one process, and BenchmarkWakeAcrossProcesses
+# (cmd/aipm) between two real `aipm mcp` servers, which logs its p50/p99 over 200 messages.
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
 
