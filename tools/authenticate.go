@@ -64,6 +64,7 @@ func (s *Server) authenticate(c *call) (any, error) {
 	s.current = res.Token
 	s.owned = append(s.owned, se.ID)
 	s.mu.Unlock()
+	s.remember(se)
 	// The response to a now-authenticated agent carries the envelope's notification field.
 	c.session, c.agent = se, res.Agent
 	if c.project, err = s.store.Project(); err != nil {

@@ -62,8 +62,9 @@ type Server struct {
 	recheck time.Duration
 
 	mu      sync.Mutex
-	current string   // token of the connection's current session
-	owned   []string // session ids opened by this process
+	current string                        // token of the connection's current session
+	owned   []string                      // session ids opened by this process
+	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
 }
 
 // Options configure a Server.
@@ -86,7 +87,7 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub}
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, seen: map[string]map[string]taskSig{}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
@@ -166,6 +167,7 @@ type call struct {
 	agent   *filestore.Agent
 	project *filestore.Project
 	tok     string // the session's bearer token
+	sum     *filestore.NotificationSummary
 }
 
 func (c *call) actor() filestore.Actor {
@@ -201,9 +203,22 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return c.errorResult(err), nil
 			}
 		}
+		// An unread interrupt for this session replaces the tool's result (seed 004): the
+		// tool does not run, so nothing happens that the agent would not learn of.
+		if c.session != nil && !interruptExempt[t.def.Name] {
+			if res := c.interrupted(); res != nil {
+				return res, nil
+			}
+		}
 		out, err := t.handle(ctx, c)
 		if err != nil {
 			return c.errorResult(err), nil
+		}
+		// A long-poll ends when an interrupt arrives; it answers with the notice too.
+		if t.def.Name == "get_next_action" {
+			if res := c.interrupted(); res != nil {
+				return res, nil
+			}
 		}
 		return c.result(out), nil
 	}
@@ -322,12 +337,14 @@ func (c *call) result(v any) *mcp.CallToolResult {
 }
 
 // withNotification adds the notification field (seed 004) to a JSON object for an
-// authenticated caller.
+// authenticated caller, and _chat_notification when the agent's chat session left word
+// for this task session (seed 000).
 func (c *call) withNotification(body []byte) []byte {
 	if c.session == nil || len(body) < 2 || body[len(body)-1] != '}' {
 		return body
 	}
-	note, _ := marshal(c.notification())
+	sum := c.summary()
+	note, _ := marshal(c.notificationSentence(sum.Unread))
 	out := make([]byte, 0, len(body)+len(note)+20)
 	out = append(out, body[:len(body)-1]...)
 	if len(body) > 2 {
@@ -335,15 +352,80 @@ func (c *call) withNotification(body []byte) []byte {
 	}
 	out = append(out, `"notification":`...)
 	out = append(out, note...)
+	if n := sum.ChatNotice; n != nil {
+		chat, _ := marshal(chatNotification{ConversationID: n.ConversationID, Message: n.Message, Instruction: n.Instruction,
+			From: "self_chat_session", RelatedTaskID: n.TaskID})
+		out = append(append(out, `,"_chat_notification":`...), chat...)
+	}
 	return append(out, '}')
 }
 
-// notification is the sentence of seed 004 telling the agent whether notifications wait.
-func (c *call) notification() string {
-	if c.project != nil && c.project.Settings.Language == "ja" {
-		return "通知はありません"
+// chatNotification is the _chat_notification field (seed 000).
+type chatNotification struct {
+	ConversationID string `json:"conversation_id,omitempty"`
+	Message        string `json:"message"`
+	Instruction    string `json:"instruction"`
+	From           string `json:"from"`
+	RelatedTaskID  string `json:"related_task_id,omitempty"`
+}
+
+// summary is the session's unread notifications, read once per response. A failure to
+// read them must not fail the tool: it is logged and counts as none.
+func (c *call) summary() filestore.NotificationSummary {
+	if c.sum != nil {
+		return *c.sum
 	}
-	return "no notifications"
+	sum, err := c.srv.store.NotificationSummary(c.session)
+	if err != nil {
+		c.srv.log("notifications of %s: %v", c.session.ID, err)
+	}
+	c.sum = &sum
+	return sum
+}
+
+// notificationSentence is the sentence of seed 004 telling the agent whether notifications
+// wait (in Japanese word for word as the seed gives it).
+func (c *call) notificationSentence(unread int) string {
+	ja := c.project != nil && c.project.Settings.Language == "ja"
+	switch {
+	case unread == 0 && ja:
+		return "通知はありません"
+	case unread == 0:
+		return "no notifications"
+	case ja:
+		return "【重要】通知があります。get_notifications を呼び出して確認してください。"
+	}
+	return fmt.Sprintf("IMPORTANT: you have %d unread notification(s). Call get_notifications and follow them.", unread)
+}
+
+// interruptExempt are the tools an interrupted agent still needs: reading the
+// notifications, and leaving.
+var interruptExempt = map[string]bool{"get_notifications": true, "logout": true, "authenticate": true, "help": true}
+
+// interrupted is the notice that replaces a tool's result while an interrupt for this
+// session is unread (seed 004), or nil.
+func (c *call) interrupted() *mcp.CallToolResult {
+	// Changes the watcher has not turned into notifications yet count too: a call made
+	// right after the owner blocked the task is interrupted, whatever the timing.
+	if c.session.Purpose == filestore.PurposeTask {
+		if err := c.srv.deriveFor(c.session); err != nil {
+			c.srv.log("notifications for %s: %v", c.session.ID, err)
+		}
+	}
+	c.sum = nil // fresh: the interrupt may have arrived during the call
+	if c.summary().Interrupts == 0 {
+		return nil
+	}
+	notice := "You have been interrupted.\n\n1. Call get_notifications to read the details.\n2. Follow their instructions."
+	if c.project != nil && c.project.Settings.Language == "ja" {
+		notice = "通知があります。\n\n1. get_notifications() を呼び出して詳細を確認してください\n2. 通知の指示に従ってください"
+	}
+	body, _ := marshal(struct {
+		Interrupted bool   `json:"interrupted"`
+		Action      string `json:"action"`
+		Message     string `json:"message"`
+	}{true, "get_notifications", notice})
+	return mcp.NewToolResultText(string(c.withNotification(body)))
 }
 
 // orderedJSON encodes a flat object with keys in the given order.

@@ -19,6 +19,7 @@ func catalog(s *Server) []*tool {
 		getMyTaskTool(),
 		getMyTasksTool(),
 		getNextActionTool(),
+		getNotificationsTool(),
 		getPendingMessagesTool(),
 		getSessionGuideTool(),
 		getSubordinateProfileTool(),
@@ -28,6 +29,7 @@ func catalog(s *Server) []*tool {
 		listSubordinatesTool(),
 		listTasksTool(),
 		logoutTool(s),
+		notifyTaskSessionTool(),
 		rejectTaskRequestTool(),
 		reportCompletedTool(s),
 		reportDelegationCompletedTool(),
@@ -37,6 +39,8 @@ func catalog(s *Server) []*tool {
 		sendMessageTool(),
 		splitTaskTool(),
 		startConversationTool(),
+		startTaskFromChatTool(),
+		updateTaskFromChatTool(),
 		updateTaskStatusTool(),
 	}
 }

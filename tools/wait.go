@@ -50,6 +50,9 @@ func (c *call) waitSeconds() (time.Duration, error) {
 // Subscribing before the first evaluation means a change that lands during an evaluation
 // is not missed.
 func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []string, eval func(wakeAt *time.Time) (any, bool, error)) (any, error) {
+	// An interrupt for this session ends the wait at once (the envelope then answers with
+	// its notice).
+	prefixes = append(prefixes, "agents/"+c.agent.ID+"/notifications.jsonl")
 	sub := c.srv.hub.Subscribe(prefixes...)
 	defer sub.Close()
 	deadline := time.NewTimer(timeout)
@@ -61,6 +64,10 @@ func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []s
 		tick = t.C
 	}
 	for {
+		c.sum = nil
+		if c.summary().Interrupts > 0 {
+			return struct{}{}, nil
+		}
 		var wakeAt time.Time
 		out, final, err := eval(&wakeAt)
 		if err != nil || final {

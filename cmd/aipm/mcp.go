@@ -34,6 +34,7 @@ func (a *app) cmdMCP(args []string) error {
 		return err
 	}
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub})
+	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))
 	err = ss.Listen(ctx, a.stdin, a.stdout)

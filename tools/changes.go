@@ -1,0 +1,223 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// Change-derived notifications (SPEC §7): when someone other than the agent changes a
+// task its task session is working on — a manager's tool call, `aipm task status`, a human
+// editing tasks/<id>.json in an editor, a `git pull` — the session gets an interrupt
+// (blocked, cancelled, taken away) or a status_change (anything else). The process that
+// serves the session notices it through its watcher, so a change made by any means is
+// caught; the notification key names the change, so it is recorded once.
+
+// taskSig is what a session last saw of a task.
+type taskSig struct {
+	status, assignee, blockedReason, title, description, priority string
+	version                                                       int
+	changedBy                                                     string
+}
+
+func sigOf(t *filestore.Task) taskSig {
+	return taskSig{status: t.Status, assignee: t.AssigneeID, blockedReason: t.BlockedReason, title: t.Title,
+		description: t.Description, priority: t.Priority, version: t.Version, changedBy: t.StatusChangedBy}
+}
+
+// Run derives notifications from changes of tasks and of the project until ctx ends. It
+// sleeps on the hub, so it costs nothing while nothing changes.
+func (s *Server) Run(ctx context.Context) {
+	sub := s.hub.Subscribe("tasks/", "project.json")
+	defer sub.Close()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.C:
+		}
+		s.deriveNotifications()
+	}
+}
+
+// watchedTasks are the tasks a task session works on: its own task and the sub-tasks of it
+// assigned to its agent.
+func (s *Server) watchedTasks(se *filestore.Session) (map[string]*filestore.Task, error) {
+	root, err := s.store.Task(se.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*filestore.Task{root.ID: root}
+	subs, err := s.store.Subtree(root.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range subs {
+		if t.AssigneeID == se.AgentID {
+			out[t.ID] = t
+		}
+	}
+	return out, nil
+}
+
+// remember records what a new task session sees now, the baseline of later changes.
+func (s *Server) remember(se *filestore.Session) {
+	if se.Purpose != filestore.PurposeTask {
+		return
+	}
+	tasks, err := s.watchedTasks(se)
+	if err != nil {
+		s.log("watch tasks of %s: %v", se.ID, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]taskSig{}
+	for id, t := range tasks {
+		m[id] = sigOf(t)
+	}
+	s.seen[se.ID] = m
+}
+
+func (s *Server) deriveNotifications() {
+	s.mu.Lock()
+	owned := append([]string(nil), s.owned...)
+	s.mu.Unlock()
+	if len(owned) == 0 {
+		return
+	}
+	p, err := s.store.Project()
+	if err == nil && p.Status == filestore.ProjectPaused {
+		// A pause made by hand in project.json: SetProjectStatus already told everyone of a
+		// pause made with the CLI, and the key keeps this from repeating it.
+		if _, err := s.store.NotifyProjectPaused(filestore.Actor{ID: p.OwnerID, Via: filestore.ViaFile}); err != nil {
+			s.log("notify pause: %v", err)
+		}
+	}
+	all, err := s.store.Sessions("")
+	if err != nil {
+		s.log("sessions: %v", err)
+		return
+	}
+	now := s.store.Now()
+	for _, se := range all {
+		if se.Purpose != filestore.PurposeTask || !containsID(owned, se.ID) || !se.Live(now) {
+			continue
+		}
+		if err := s.deriveFor(se); err != nil {
+			s.log("notifications for %s: %v", se.ID, err)
+		}
+	}
+}
+
+func containsID(ids []string, id string) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// deriveFor compares the session's tasks with what it saw last and notifies it of changes
+// made by others.
+func (s *Server) deriveFor(se *filestore.Session) error {
+	tasks, err := s.watchedTasks(se)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	seen := s.seen[se.ID]
+	if seen == nil {
+		seen = map[string]taskSig{}
+		s.seen[se.ID] = seen
+	}
+	prev := map[string]taskSig{}
+	for id, sig := range seen {
+		prev[id] = sig
+	}
+	for id, t := range tasks {
+		seen[id] = sigOf(t)
+	}
+	s.mu.Unlock()
+	// While the task itself is blocked or cancelled, what happens to its sub-tasks (the
+	// cascade, written a moment later) is part of that one interrupt.
+	st := tasks[se.TaskID].Status
+	mainStopped := st == filestore.StatusBlocked || st == filestore.StatusCancelled
+	for id, t := range tasks {
+		old, ok := prev[id]
+		cur := sigOf(t)
+		if !ok || old == cur || (mainStopped && id != se.TaskID) {
+			continue
+		}
+		if n := changeNotice(se, t, old, cur); n != nil {
+			if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, *n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// changeNotice is the notification for a change of task t from old to cur, or nil when
+// there is nothing to tell: the session's own change, or a change of other fields through
+// aipm (the task file does not say who made those; the history does).
+func changeNotice(se *filestore.Session, t *filestore.Task, old, cur taskSig) *filestore.Notification {
+	byHand := cur.version == old.version // a writer through aipm always bumps the version
+	moved := cur.status != old.status || cur.assignee != old.assignee
+	who := cur.changedBy
+	switch {
+	case byHand:
+		who = "a hand edit of .ai-pm/tasks/" + t.ID + ".json"
+	case !moved:
+		return nil
+	case cur.status != old.status && who == se.AgentID:
+		return nil // its own change
+	case cur.status == old.status:
+		who = "your manager" // an assignment: only a superior reassigns
+	}
+	from := ""
+	if !byHand && cur.status != old.status {
+		from = who
+	}
+	main := t.ID == se.TaskID
+	what := "Your task"
+	if !main {
+		what = "Your sub-task"
+	}
+	n := &filestore.Notification{TargetAgentID: se.AgentID, TargetPurpose: filestore.PurposeTask, TargetSessionID: se.ID,
+		TaskID: t.ID, FromAgentID: from, Type: filestore.NotifyStatusChange, Action: "status_change",
+		Key: fmt.Sprintf("task:%s:%s>%s:%s:v%d:%s", t.ID, old.status, cur.status, cur.assignee, cur.version, se.ID)}
+	if byHand {
+		n.Key += ":" + cur.title + "|" + cur.priority + "|" + fmt.Sprint(len(cur.description))
+	}
+	switch {
+	case cur.assignee != se.AgentID && old.assignee == se.AgentID:
+		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
+		n.Message = fmt.Sprintf("%s %s (%s) was reassigned to %s by %s.", what, t.ID, t.Title, orAssignee(cur.assignee), who)
+		n.Instruction = stopInstruction(main, "failed", "reassigned")
+	case cur.status == filestore.StatusBlocked && old.status != cur.status:
+		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionBlocked
+		n.Message = fmt.Sprintf("%s %s (%s) was blocked by %s: %s", what, t.ID, t.Title, who, orNone(cur.blockedReason))
+		n.Instruction = stopInstruction(main, "blocked", "blocked")
+	case cur.status == filestore.StatusCancelled && old.status != cur.status:
+		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
+		n.Message = fmt.Sprintf("%s %s (%s) was cancelled by %s.", what, t.ID, t.Title, who)
+		n.Instruction = stopInstruction(main, "failed", "cancelled")
+	case cur.status != old.status:
+		n.Message = fmt.Sprintf("%s %s (%s) went from %s to %s, changed by %s.", what, t.ID, t.Title, old.status, cur.status, who)
+		n.Instruction = "Call get_next_action: it tells you how to go on."
+	default:
+		n.Message = fmt.Sprintf("%s %s (%s) was edited by %s.", what, t.ID, t.Title, who)
+		n.Instruction = "Read it again with get_task and take the change into account."
+	}
+	return n
+}
+
+func stopInstruction(main bool, result, why string) string {
+	if main {
+		return fmt.Sprintf("Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", result, why)
+	}
+	return "Stop working on that sub-task now and call get_next_action: it tells you how to go on."
+}
