@@ -123,6 +123,10 @@ func containsID(ids []string, id string) bool {
 // deriveFor compares the session's tasks with what it saw last and notifies it of changes
 // made by others.
 func (s *Server) deriveFor(se *filestore.Session) error {
+	// One derivation at a time: a caller that finds nothing new must also find the
+	// notification another one is still writing.
+	s.deriveMu.Lock()
+	defer s.deriveMu.Unlock()
 	tasks, err := s.watchedTasks(se)
 	if err != nil {
 		return err

@@ -65,6 +65,8 @@ type Server struct {
 	current string                        // token of the connection's current session
 	owned   []string                      // session ids opened by this process
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
+
+	deriveMu sync.Mutex // serializes deriveFor
 }
 
 // Options configure a Server.
