@@ -2,18 +2,47 @@ package tools
 
 import (
 	"context"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 type conversationMessagesResult struct {
-	ConversationID string              `json:"conversation_id,omitempty"`
-	PartnerAgentID string              `json:"partner_agent_id"`
-	State          string              `json:"state,omitempty"`
-	Messages       []filestore.Message `json:"messages"`
-	Count          int                 `json:"count"`
-	Truncated      bool                `json:"truncated"`
+	Success        bool          `json:"success"`
+	ConversationID string        `json:"conversation_id,omitempty"`
+	PartnerAgentID string        `json:"partner_agent_id"`
+	State          string        `json:"state,omitempty"`
+	Messages       []messageView `json:"messages"`
+	Count          int           `json:"count"`
+	Truncated      bool          `json:"truncated"`
+}
+
+// messageView is a message as get_conversation_messages shows it (seed 000).
+type messageView struct {
+	ID            string    `json:"id"`
+	SenderID      string    `json:"sender_id"`
+	SenderName    string    `json:"sender_name"`
+	Content       string    `json:"content"`
+	CreatedAt     time.Time `json:"created_at"`
+	RelatedTaskID string    `json:"related_task_id,omitempty"`
+}
+
+func (c *call) viewMessages(ms []filestore.Message) []messageView {
+	names := map[string]string{}
+	out := make([]messageView, 0, len(ms))
+	for _, m := range ms {
+		name, ok := names[m.SenderID]
+		if !ok {
+			name = m.SenderID
+			if a, err := c.srv.store.Agent(m.SenderID); err == nil && a.Name != "" {
+				name = a.Name
+			}
+			names[m.SenderID] = name
+		}
+		out = append(out, messageView{ID: m.ID, SenderID: m.SenderID, SenderName: name, Content: m.Content, CreatedAt: m.CreatedAt, RelatedTaskID: m.RelatedTaskID})
+	}
+	return out
 }
 
 func getConversationMessagesTool() *tool {
@@ -49,14 +78,14 @@ func getConversationMessagesTool() *tool {
 				if err != nil {
 					return nil, err
 				}
-				return conversationMessagesResult{ConversationID: cv.ID, PartnerAgentID: cv.Partner(c.agent.ID), State: cv.State,
-					Messages: nonNil(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+				return conversationMessagesResult{Success: true, ConversationID: cv.ID, PartnerAgentID: cv.Partner(c.agent.ID), State: cv.State,
+					Messages: c.viewMessages(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
 			case partner != "":
 				page, err := st.MessagesWith(c.agent.ID, partner, limit)
 				if err != nil {
 					return nil, err
 				}
-				return conversationMessagesResult{PartnerAgentID: partner, Messages: nonNil(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+				return conversationMessagesResult{Success: true, PartnerAgentID: partner, Messages: c.viewMessages(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
 			}
 			return nil, badArg("conversation_id", "give conversation_id or partner_agent_id")
 		},
