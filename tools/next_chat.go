@@ -44,7 +44,7 @@ func (c *call) chatNextAction(ctx context.Context, timeout time.Duration) (any, 
 		return nil, err
 	}
 	prefixes := []string{"agents/" + me + "/chat.jsonl", "conversations/", "delegations/", "runtime/chat/" + me + ".json",
-		"runtime/sessions/" + c.session.ID + ".json", "agents/" + me + "/agent.json"}
+		"runtime/sessions/" + c.session.ID + ".json", "agents/" + me + "/agent.json", "project.json"}
 	return c.longPoll(ctx, timeout, prefixes, func(wakeAt *time.Time) (any, bool, error) {
 		n, final, err := c.chatStep(idle)
 		if err != nil || final {

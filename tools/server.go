@@ -407,15 +407,7 @@ var interruptExempt = map[string]bool{"get_notifications": true, "logout": true,
 // interrupted is the notice that replaces a tool's result while an interrupt for this
 // session is unread (seed 004), or nil.
 func (c *call) interrupted() *mcp.CallToolResult {
-	// Changes the watcher has not turned into notifications yet count too: a call made
-	// right after the owner blocked the task is interrupted, whatever the timing.
-	if c.session.Purpose == filestore.PurposeTask {
-		if err := c.srv.deriveFor(c.session); err != nil {
-			c.srv.log("notifications for %s: %v", c.session.ID, err)
-		}
-	}
-	c.sum = nil // fresh: the interrupt may have arrived during the call
-	if c.summary().Interrupts == 0 {
+	if !c.hasInterrupt() {
 		return nil
 	}
 	notice := "You have been interrupted.\n\n1. Call get_notifications to read the details.\n2. Follow their instructions."
@@ -428,6 +420,26 @@ func (c *call) interrupted() *mcp.CallToolResult {
 		Message     string `json:"message"`
 	}{true, "get_notifications", notice})
 	return mcp.NewToolResultText(string(c.withNotification(body)))
+}
+
+// hasInterrupt reports whether an interrupt for this session is unread, counting changes
+// the watcher may not have turned into notifications yet.
+func (c *call) hasInterrupt() bool {
+	// Changes the watcher has not turned into notifications yet count too: a call made
+	// right after the owner blocked the task is interrupted, whatever the timing.
+	if c.session.Purpose == filestore.PurposeTask {
+		if err := c.srv.deriveFor(c.session); err != nil {
+			c.srv.log("notifications for %s: %v", c.session.ID, err)
+		}
+	}
+	if p, err := c.srv.store.Project(); err == nil && p.Status == filestore.ProjectPaused {
+		// Paused by hand in project.json: the pause interrupt (once per pause, by key).
+		if _, err := c.srv.store.NotifyProjectPaused(filestore.Actor{ID: p.OwnerID, Via: filestore.ViaFile}); err != nil {
+			c.srv.log("notify pause: %v", err)
+		}
+	}
+	c.sum = nil // fresh: the interrupt may have arrived during the call
+	return c.summary().Interrupts > 0
 }
 
 // orderedJSON encodes a flat object with keys in the given order.

@@ -64,8 +64,7 @@ func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []s
 		tick = t.C
 	}
 	for {
-		c.sum = nil
-		if c.summary().Interrupts > 0 {
+		if c.hasInterrupt() {
 			return struct{}{}, nil
 		}
 		var wakeAt time.Time

@@ -21,6 +21,7 @@ type agentStatus struct {
 	Status    string `json:"status"`
 	InProg    int    `json:"tasks_in_progress"`
 	Unread    int    `json:"unread_messages"`
+	Notices   int    `json:"pending_notifications"`
 	Sessions  string `json:"live_sessions"`
 }
 
@@ -66,6 +67,9 @@ func (a *app) cmdStatus(args []string) error {
 		if as.Unread, err = s.UnreadCount(ag.ID); err != nil {
 			return err
 		}
+		if as.Notices, err = s.PendingNotifications(ag.ID); err != nil {
+			return err
+		}
 		for _, se := range live {
 			if se.AgentID == ag.ID {
 				if as.Sessions != "" {
@@ -86,9 +90,9 @@ func (a *app) cmdStatus(args []string) error {
 	}
 	a.printf("\n\n")
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tTYPE\tHIERARCHY\tSTATUS\tIN PROGRESS\tUNREAD\tLIVE SESSIONS")
+	fmt.Fprintln(tw, "AGENT\tTYPE\tHIERARCHY\tSTATUS\tIN PROGRESS\tUNREAD\tNOTIFICATIONS\tLIVE SESSIONS")
 	for _, as := range v.Agents {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\n", as.ID, as.Type, as.Hierarchy, as.Status, as.InProg, as.Unread, orDash(as.Sessions))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", as.ID, as.Type, as.Hierarchy, as.Status, as.InProg, as.Unread, as.Notices, orDash(as.Sessions))
 	}
 	return tw.Flush()
 }
