@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -66,18 +67,10 @@ func (s *Server) remember(se *filestore.Session) {
 	if se.Purpose != filestore.PurposeTask {
 		return
 	}
-	tasks, err := s.watchedTasks(se)
-	if err != nil {
+	// With nothing seen before, a derivation only records the baseline.
+	if err := s.deriveFor(se); err != nil {
 		s.log("watch tasks of %s: %v", se.ID, err)
-		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := map[string]taskSig{}
-	for id, t := range tasks {
-		m[id] = sigOf(t)
-	}
-	s.seen[se.ID] = m
 }
 
 func (s *Server) deriveNotifications() {
@@ -87,14 +80,7 @@ func (s *Server) deriveNotifications() {
 	if len(owned) == 0 {
 		return
 	}
-	p, err := s.store.Project()
-	if err == nil && p.Status == filestore.ProjectPaused {
-		// A pause made by hand in project.json: SetProjectStatus already told everyone of a
-		// pause made with the CLI, and the key keeps this from repeating it.
-		if _, err := s.store.NotifyProjectPaused(filestore.Actor{ID: p.OwnerID, Via: filestore.ViaFile}); err != nil {
-			s.log("notify pause: %v", err)
-		}
-	}
+	s.notePause()
 	all, err := s.store.Sessions("")
 	if err != nil {
 		s.log("sessions: %v", err)
@@ -102,7 +88,7 @@ func (s *Server) deriveNotifications() {
 	}
 	now := s.store.Now()
 	for _, se := range all {
-		if se.Purpose != filestore.PurposeTask || !containsID(owned, se.ID) || !se.Live(now) {
+		if se.Purpose != filestore.PurposeTask || !slices.Contains(owned, se.ID) || !se.Live(now) {
 			continue
 		}
 		if err := s.deriveFor(se); err != nil {
@@ -111,13 +97,17 @@ func (s *Server) deriveNotifications() {
 	}
 }
 
-func containsID(ids []string, id string) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
+// notePause sends the pause interrupt when project.json says paused: a pause made by hand
+// in the file is told like one made with the CLI (SetProjectStatus), and the notification
+// key keeps either from being told twice.
+func (s *Server) notePause() {
+	p, err := s.store.Project()
+	if err != nil || p.Status != filestore.ProjectPaused {
+		return
 	}
-	return false
+	if _, err := s.store.NotifyProjectPaused(filestore.Actor{ID: p.OwnerID, Via: filestore.ViaFile}); err != nil {
+		s.log("notify pause: %v", err)
+	}
 }
 
 // deriveFor compares the session's tasks with what it saw last and notifies it of changes

@@ -34,12 +34,15 @@ func getNextActionTool() *tool {
 // end of this session.
 func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, error) {
 	st := c.srv.store
-	prefixes := []string{"tasks/", "agents/", "delegations/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
+	prefixes := []string{"tasks/", "delegations/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
+	if c.agent.Hierarchy == filestore.HierarchyManager {
+		// A new or reactivated subordinate changes a manager's options. (agents/ also holds
+		// every mailbox, so a worker does not wake on every message in the project.)
+		prefixes = append(prefixes, "agents/")
+	}
 	return c.longPoll(ctx, timeout, prefixes, func(*time.Time) (any, bool, error) {
-		se := c.session
-		if cur, err := st.Session(c.tok); err == nil {
-			se = cur
-		} else {
+		se, err := st.Session(c.tok)
+		if err != nil {
 			return nil, true, err
 		}
 		sit, err := loadSituation(st, se, c.agent)

@@ -432,12 +432,7 @@ func (c *call) hasInterrupt() bool {
 			c.srv.log("notifications for %s: %v", c.session.ID, err)
 		}
 	}
-	if p, err := c.srv.store.Project(); err == nil && p.Status == filestore.ProjectPaused {
-		// Paused by hand in project.json: the pause interrupt (once per pause, by key).
-		if _, err := c.srv.store.NotifyProjectPaused(filestore.Actor{ID: p.OwnerID, Via: filestore.ViaFile}); err != nil {
-			c.srv.log("notify pause: %v", err)
-		}
-	}
+	c.srv.notePause()
 	c.sum = nil // fresh: the interrupt may have arrived during the call
 	return c.summary().Interrupts > 0
 }

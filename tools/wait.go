@@ -72,20 +72,32 @@ func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []s
 		if err != nil || final {
 			return out, err
 		}
-		var alarm <-chan time.Time
-		if !wakeAt.IsZero() {
-			t := time.NewTimer(max(time.Until(wakeAt), time.Millisecond))
-			alarm = t.C
-			defer t.Stop()
-		}
-		select {
-		case <-sub.C:
-		case <-tick:
-		case <-alarm:
-		case <-deadline.C:
+		if !await(ctx, sub.C, tick, deadline.C, wakeAt) {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
 			return out, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
 		}
 	}
+}
+
+// await blocks until something may have changed (the hub, the re-check tick, or wakeAt) and
+// reports true; it reports false when the deadline passes or ctx ends first.
+func await(ctx context.Context, hub <-chan struct{}, tick, deadline <-chan time.Time, wakeAt time.Time) bool {
+	var alarm <-chan time.Time
+	if !wakeAt.IsZero() {
+		t := time.NewTimer(max(time.Until(wakeAt), time.Millisecond))
+		defer t.Stop()
+		alarm = t.C
+	}
+	select {
+	case <-hub:
+	case <-tick:
+	case <-alarm:
+	case <-deadline:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	return true
 }
