@@ -21,6 +21,7 @@ const (
 	PrefixDelegation   = "dlg"
 	PrefixNotification = "ntf"
 	PrefixProject      = "prj"
+	PrefixSpawn        = "spn"
 )
 
 const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
@@ -115,6 +116,8 @@ func entityNoun(prefix string) string {
 		return "notification"
 	case PrefixMessage:
 		return "message"
+	case PrefixSpawn:
+		return "spawn"
 	}
 	return prefix
 }

@@ -29,6 +29,9 @@ type Session struct {
 	Purpose     string `json:"purpose"`
 	TaskID      string `json:"task_id"`
 	ExecutionID string `json:"execution_id"`
+	// SpawnID names the coordinator's process record when the session was opened with a
+	// spawn ticket: the process's exit ends exactly these sessions.
+	SpawnID string `json:"spawn_id"`
 	// Workflow is where the task session's get_next_action flow stands (see Workflow*
 	// constants); Selected is the manager's pending select_action choice.
 	Workflow string `json:"workflow"`
@@ -60,6 +63,8 @@ func (s *Store) sessionPath(id string) string { return s.path("runtime", "sessio
 // AuthRequest is an authenticate call.
 type AuthRequest struct {
 	AgentID string
+	// Passkey is the agent's passkey or a one-time spawn ticket minted by the coordinator
+	// (CreateSpawn), which also fixes the purpose.
 	Passkey string
 	// Purpose is "task", "chat" or "" to let work detection choose.
 	Purpose string
@@ -88,7 +93,8 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	if a.Type != AgentAI || !s.checkPasskey(a.ID, r.Passkey) {
+	ticket := IsSpawnTicket(r.Passkey)
+	if a.Type != AgentAI || (!ticket && !s.checkPasskey(a.ID, r.Passkey)) {
 		return nil, newErr(ErrUnauthorized, "invalid_passkey", "use the passkey printed by `aipm agent add` (rotate it with `aipm agent passkey "+a.ID+"`)",
 			"invalid agent_id or passkey")
 	}
@@ -105,6 +111,17 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		}
 		if p.Status != ProjectActive {
 			return newErr(ErrConflict, "project_paused", "wait until the owner resumes the project (`aipm project resume`)", "project is %s: no sessions start", p.Status)
+		}
+		var sp *Spawn
+		if ticket {
+			if sp, err = s.redeemTicketLocked(a.ID, r.Passkey); err != nil {
+				return err
+			}
+			if r.Purpose != "" && r.Purpose != sp.Purpose {
+				return newErr(ErrInvalid, "invalid_argument", "omit purpose: the spawn ticket already names it",
+					"this process was started for a %s session, not %s", sp.Purpose, r.Purpose)
+			}
+			r.Purpose = sp.Purpose
 		}
 		// Whoever notices an orphan first ends it, so the history shows when it died.
 		if _, err := s.endOrphansLocked(a.ID); err != nil {
@@ -141,6 +158,16 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		se := &Session{ID: NewID(PrefixSession, now), TokenHash: hashSecret("", secret), AgentID: a.ID, Purpose: purpose,
 			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: processStart(r.PID), CreatedAt: now,
 			LastActivityAt: now, ExpiresAt: now.Add(p.Settings.Lease()), UpdatedAt: now, Version: 1}
+		if sp != nil {
+			se.SpawnID = sp.ID
+			if err := s.updateSpawnLocked(sp.ID, func(cur *Spawn) error {
+				cur.TicketUsedAt = &now
+				cur.SessionIDs = append(cur.SessionIDs, se.ID)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
 		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
 			return err
 		}

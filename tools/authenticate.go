@@ -26,7 +26,7 @@ func authenticateTool(s *Server) *tool {
 		def: mcp.NewTool("authenticate", opts(writes(),
 			mcp.WithDescription("Start a session. aipm decides its purpose from your work: a task session when a task of yours is in progress, else a chat session when messages wait. With no work, exit."),
 			mcp.WithString("agent_id", mcp.Required(), mcp.Description("Your agent id")),
-			mcp.WithString("passkey", mcp.Required(), mcp.Description("Your passkey")),
+			mcp.WithString("passkey", mcp.Description("Your passkey; omit it when aipm run started you (it passes a one-time ticket to this server)")),
 			mcp.WithString("purpose", mcp.Enum(filestore.PurposeTask, filestore.PurposeChat),
 				mcp.Description("Ask for a purpose; honoured only if that purpose has work")),
 		)...),
@@ -47,9 +47,18 @@ func (s *Server) authenticate(c *call) (any, error) {
 	if err != nil {
 		return nil, exit(err)
 	}
-	passkey, err := c.reqString("passkey")
+	passkey, err := c.optString("passkey")
 	if err != nil {
 		return nil, exit(err)
+	}
+	if passkey == "" {
+		// Started by the coordinator: the ticket came through this server's environment,
+		// so no secret passes through the agent's prompt or context.
+		if s.ticket == "" {
+			return nil, exit(&toolError{Code: "invalid_argument", Message: `argument "passkey": is required`,
+				Hint: "pass your passkey, or let `aipm run` start you (it passes a one-time spawn ticket to aipm mcp)"})
+		}
+		passkey = s.ticket
 	}
 	purpose, err := c.optString("purpose")
 	if err != nil {

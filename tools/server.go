@@ -58,6 +58,8 @@ type Server struct {
 	pid   int
 	log   func(format string, args ...any)
 	hub   *watch.Hub
+	// ticket is the spawn ticket from the environment of a coordinator-started process.
+	ticket string
 	// recheck is how often a long-poll re-evaluates when no watcher feeds the hub.
 	recheck time.Duration
 
@@ -79,6 +81,10 @@ type Options struct {
 	// the store directory should feed it (see Watch). Without one, long-polls re-check the
 	// store every quarter second.
 	Hub *watch.Hub
+	// SpawnTicket is the one-time ticket the coordinator minted for the agent process this
+	// server serves (AIPM_SPAWN_TICKET in its environment): authenticate uses it when the
+	// agent passes no passkey, so no secret ever passes through the agent's prompt.
+	SpawnTicket string
 }
 
 // New builds the MCP server for a store.
@@ -89,7 +95,7 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, seen: map[string]map[string]taskSig{}}
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}

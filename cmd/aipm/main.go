@@ -155,6 +155,10 @@ func (a *app) open() (*filestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The coordinator names the store of the agents it starts, whatever their directory.
+	if r := a.getenv("AIPM_ROOT"); r != "" {
+		cwd = r
+	}
 	root, err := filestore.Find(cwd)
 	if err != nil {
 		return nil, err

@@ -33,7 +33,7 @@ func (a *app) cmdMCP(args []string) error {
 	if err := tools.Watch(ctx, s.Dir(), hub, logf); err != nil {
 		return err
 	}
-	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub})
+	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
 	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))

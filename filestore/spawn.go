@@ -1,0 +1,257 @@
+package filestore
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Spawn is runtime/spawns/<id>.json: one agent process the coordinator started, for one
+// agent and one purpose. Its one-time ticket (only a hash is kept) lets the process
+// authenticate without a passkey; the sessions it opens carry the spawn id, so when the
+// process exits the coordinator ends exactly those sessions — never a sibling of the other
+// purpose — and attaches the captured output to their execution records.
+type Spawn struct {
+	ID              string     `json:"id"`
+	AgentID         string     `json:"agent_id"`
+	Purpose         string     `json:"purpose"`
+	TaskID          string     `json:"task_id"`
+	AIType          string     `json:"ai_type"`
+	Command         string     `json:"command"`
+	PID             int        `json:"pid"`
+	LogPath         string     `json:"log_path"`
+	TicketHash      string     `json:"ticket_hash"`
+	TicketExpiresAt time.Time  `json:"ticket_expires_at"`
+	TicketUsedAt    *time.Time `json:"ticket_used_at"`
+	SessionIDs      []string   `json:"session_ids"`
+	StartedAt       time.Time  `json:"started_at"`
+	EndedAt         *time.Time `json:"ended_at"`
+	ExitCode        *int       `json:"exit_code"`
+	Outcome         string     `json:"outcome"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+	Version         int        `json:"version"`
+}
+
+func (s *Store) spawnPath(id string) string { return s.path("runtime", "spawns", id+".json") }
+
+// SpawnLogPath is where the coordinator captures the output of a spawned process.
+func (s *Store) SpawnLogPath(id string) string { return s.path("runtime", "spawns", id+".log") }
+
+// NewSpawn is a process the coordinator is about to start.
+type NewSpawn struct {
+	AgentID, Purpose, TaskID, AIType string
+	// TicketTTL bounds how long the process may take to authenticate.
+	TicketTTL time.Duration
+}
+
+// CreateSpawn records a spawn and mints its one-time ticket, returned in plain text only
+// here: the coordinator hands it to the process through its environment.
+func (s *Store) CreateSpawn(n NewSpawn) (*Spawn, string, error) {
+	if err := ValidateAgentID(n.AgentID); err != nil {
+		return nil, "", err
+	}
+	if n.Purpose != PurposeTask && n.Purpose != PurposeChat {
+		return nil, "", newErr(ErrInvalid, "invalid_argument", "use purpose task or chat", "invalid purpose %q", clip(n.Purpose))
+	}
+	if n.TicketTTL <= 0 {
+		n.TicketTTL = 2 * time.Minute
+	}
+	now := s.Now()
+	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType,
+		TicketExpiresAt: now.Add(n.TicketTTL), SessionIDs: []string{}, StartedAt: now, UpdatedAt: now, Version: 1}
+	secret := newSecret("")
+	sp.TicketHash = hashSecret(sp.ID, secret)
+	sp.LogPath = s.Rel(s.SpawnLogPath(sp.ID))
+	err := s.locked(func() error {
+		if err := writeJSON(s.spawnPath(sp.ID), sp, 0o600); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: now, Actor: n.AgentID, Via: ViaCoordinator, Entity: "spawn", ID: sp.ID, Change: "started", To: n.Purpose, Reason: n.TaskID})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return sp, sp.ID + "." + secret, nil
+}
+
+// Spawn reads one spawn record.
+func (s *Store) Spawn(id string) (*Spawn, error) {
+	if err := ValidateEntityID(PrefixSpawn, id); err != nil {
+		return nil, err
+	}
+	var sp Spawn
+	if err := s.readJSON(s.spawnPath(id), &sp); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, newErr(ErrNotFound, "spawn_not_found", "the coordinator lists its processes in runtime/spawns/", "spawn %s not found", id)
+		}
+		return nil, err
+	}
+	return &sp, nil
+}
+
+// Spawns lists the spawn records, oldest first.
+func (s *Store) Spawns() ([]*Spawn, error) {
+	entries, err := os.ReadDir(s.path("runtime", "spawns"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []*Spawn
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || ValidateEntityID(PrefixSpawn, id) != nil {
+			continue
+		}
+		if sp, err := s.Spawn(id); err == nil {
+			out = append(out, sp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// SetSpawnPID records the started process.
+func (s *Store) SetSpawnPID(id string, pid int, command string) error {
+	return s.updateSpawn(id, func(sp *Spawn) error {
+		sp.PID, sp.Command = pid, command
+		return nil
+	})
+}
+
+func (s *Store) updateSpawn(id string, fn func(*Spawn) error) error {
+	if err := ValidateEntityID(PrefixSpawn, id); err != nil {
+		return err
+	}
+	return s.locked(func() error { return s.updateSpawnLocked(id, fn) })
+}
+
+func (s *Store) updateSpawnLocked(id string, fn func(*Spawn) error) error {
+	var sp Spawn
+	if err := s.readJSON(s.spawnPath(id), &sp); err != nil {
+		return err
+	}
+	if err := fn(&sp); err != nil {
+		if errors.Is(err, errNoChange) {
+			return nil
+		}
+		return err
+	}
+	sp.UpdatedAt = s.Now()
+	sp.Version++
+	return writeJSON(s.spawnPath(sp.ID), &sp, 0o600)
+}
+
+// IsSpawnTicket reports whether a credential has the shape of a spawn ticket rather than a
+// passkey.
+func IsSpawnTicket(cred string) bool {
+	id, _, ok := strings.Cut(cred, ".")
+	return ok && ValidateEntityID(PrefixSpawn, id) == nil
+}
+
+// redeemTicketLocked checks a spawn ticket for an agent and marks it used. It returns the
+// spawn (whose purpose the new session must have). The caller holds the lock.
+func (s *Store) redeemTicketLocked(agentID, ticket string) (*Spawn, error) {
+	bad := newErr(ErrUnauthorized, "invalid_ticket", "spawn tickets are minted by `aipm run` for one start; authenticate with your passkey instead",
+		"invalid, used or expired spawn ticket")
+	id, secret, _ := strings.Cut(ticket, ".")
+	sp, err := s.Spawn(id)
+	if err != nil {
+		return nil, bad
+	}
+	if subtle.ConstantTimeCompare([]byte(hashSecret(sp.ID, secret)), []byte(sp.TicketHash)) != 1 || sp.AgentID != agentID ||
+		sp.TicketUsedAt != nil || !s.Now().Before(sp.TicketExpiresAt) {
+		return nil, bad
+	}
+	return sp, nil
+}
+
+// EndSpawn records that a spawned process exited: its exit code, the sessions it opened
+// end (reason process_exit, unless they ended already), and its captured output becomes
+// the log of their execution records. It returns the sessions it ended.
+func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, error) {
+	var ended []string
+	err := s.locked(func() error {
+		var sp Spawn
+		if err := s.readJSON(s.spawnPath(id), &sp); err != nil {
+			return err
+		}
+		now := s.Now()
+		for _, sid := range sp.SessionIDs {
+			var se Session
+			if err := s.readJSON(s.sessionPath(sid), &se); err != nil {
+				continue
+			}
+			if se.State == SessionActive {
+				if err := s.updateSessionLocked(sid, func(cur *Session) error { return s.endSession(cur, "process_exit") }); err != nil {
+					return err
+				}
+				ended = append(ended, sid)
+			}
+			if se.ExecutionID != "" {
+				if err := s.attachRunLocked(se.ExecutionID, &sp, exitCode); err != nil {
+					return err
+				}
+			}
+		}
+		if err := s.updateSpawnLocked(id, func(cur *Spawn) error {
+			cur.EndedAt, cur.ExitCode, cur.Outcome = &now, &exitCode, outcome
+			return nil
+		}); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: now, Actor: sp.AgentID, Via: ViaCoordinator, Entity: "spawn", ID: sp.ID, Change: "exited",
+			From: sp.Purpose, To: outcome, Reason: "exit code " + strconv.Itoa(exitCode)})
+	})
+	return ended, err
+}
+
+// attachRunLocked gives an execution record the exit code and output of the process that
+// ran it: the spawn log is copied to executions/<id>.log (committed records, git-ignored
+// logs). A record still running is closed as failed: the process ended without reporting.
+func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
+	ex, err := s.Execution(execID)
+	if err != nil {
+		return err
+	}
+	if ex.Status == ExecRunning {
+		if err := s.finishExecution(execID, ExecFailed, "the agent process exited before report_completed"); err != nil {
+			return err
+		}
+		if ex, err = s.Execution(execID); err != nil {
+			return err
+		}
+	}
+	dst := s.path("executions", ex.ID+".log")
+	if err := copyFile(s.SpawnLogPath(sp.ID), dst); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	ex.ExitCode = &exitCode
+	ex.LogPath = s.Rel(dst)
+	ex.UpdatedAt = s.Now()
+	ex.Version++
+	return writeJSON(s.executionPath(ex.ID), ex, 0o644)
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
