@@ -46,6 +46,29 @@ type Settings struct {
 	ConversationActiveTimeoutSeconds int `json:"conversation_active_timeout_seconds"`
 	// ChatIdleTimeoutSeconds: an idle chat session is told to log out (default 600).
 	ChatIdleTimeoutSeconds int `json:"chat_idle_timeout_seconds"`
+	// MaxAgentProcesses bounds the agent processes `aipm run` keeps at once (default 4).
+	MaxAgentProcesses int `json:"max_agent_processes"`
+	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
+	AgentCommands map[string]AgentCommand `json:"agent_commands"`
+}
+
+// AgentCommand is how the coordinator starts one kind of agent CLI. Command and Env values
+// may hold placeholders, replaced per start: {aipm} (this aipm executable), {prompt},
+// {workdir} (the repository root), {agent_id}, {purpose}, {task_id}, {model} and
+// {mcp_config} (a per-start JSON file declaring the aipm MCP server, in the format Claude
+// Code's --mcp-config and Gemini CLI's settings read).
+type AgentCommand struct {
+	Description string            `json:"description"`
+	Command     []string          `json:"command"`
+	Env         map[string]string `json:"env,omitempty"`
+}
+
+// MaxProcesses returns the effective bound on concurrent agent processes.
+func (s Settings) MaxProcesses() int {
+	if s.MaxAgentProcesses > 0 {
+		return s.MaxAgentProcesses
+	}
+	return 4
 }
 
 // Lease returns the effective session lease.
@@ -74,6 +97,8 @@ type InitOptions struct {
 	Description string
 	OwnerID     string // the human owner agent created with the project
 	OwnerName   string
+	// AgentCommands become settings.agent_commands (the CLI passes its templates).
+	AgentCommands map[string]AgentCommand
 }
 
 const gitignore = `# aipm runtime state, never committed: live sessions, read cursors, passkey hashes,
@@ -117,7 +142,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications"} {
+		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns"} {
 			if err := os.MkdirAll(s.path(d), 0o755); err != nil {
 				return err
 			}
@@ -137,7 +162,8 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		p := &Project{ID: NewID(PrefixProject, now), Name: o.Name, Description: o.Description, Status: ProjectActive,
 			OwnerID: o.OwnerID, CreatedAt: now, UpdatedAt: now, Version: 1,
 			Settings: Settings{Language: "en", MessageMaxChars: 4000, SessionLeaseSeconds: 3600,
-				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600}}
+				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600,
+				MaxAgentProcesses: 4, AgentCommands: o.AgentCommands}}
 		// project.json last: its presence is what marks a complete store.
 		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err

@@ -25,7 +25,8 @@ func (a *app) cmdInit(args []string) error {
 	if *owner == "" {
 		*owner = defaultOwner(a.getenv("AIPM_USER"))
 	}
-	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName},
+	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName,
+		AgentCommands: defaultAgentCommands()},
 		filestore.Options{Now: a.now})
 	if err != nil {
 		return err

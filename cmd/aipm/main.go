@@ -48,6 +48,7 @@ func commands() []command {
 		{"status", "agents, live sessions, notifications and tasks at a glance", (*app).cmdStatus},
 		{"doctor", "check every file under .ai-pm/", (*app).cmdDoctor},
 		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
+		{"run", "the coordinator: start each AI agent's command when it has work", (*app).cmdRun},
 		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
 	}
 }

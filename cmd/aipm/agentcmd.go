@@ -1,0 +1,161 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// defaultAgentCommands are the templates `aipm init` writes to settings.agent_commands: one
+// per agent CLI aipm knows, keyed by the ai_type an agent names. Each starts the CLI
+// non-interactively on the prompt, with the aipm MCP server declared for it; credentials
+// reach `aipm mcp` through the environment (AIPM_SPAWN_TICKET), never through the prompt.
+// They are starting points: edit project.json to add flags, models or permissions.
+func defaultAgentCommands() map[string]filestore.AgentCommand {
+	return map[string]filestore.AgentCommand{
+		"claude": {
+			Description: "Claude Code in print mode with only the aipm MCP server",
+			Command: []string{"claude", "-p", "{prompt}", "--mcp-config", "{mcp_config}", "--strict-mcp-config",
+				"--permission-mode", "acceptEdits", "--allowedTools", "mcp__aipm", "--add-dir", "{workdir}"},
+		},
+		"codex": {
+			Description: "Codex CLI non-interactive, with aipm declared as an MCP server",
+			Command: []string{"codex", "exec", "--full-auto", "--cd", "{workdir}",
+				"-c", `mcp_servers.aipm.command="{aipm}"`,
+				"-c", `mcp_servers.aipm.args=["mcp"]`,
+				"-c", `mcp_servers.aipm.env_vars=["AIPM_ROOT","AIPM_AGENT_ID","AIPM_SPAWN_TICKET"]`,
+				"{prompt}"},
+		},
+		"gemini": {
+			Description: "Gemini CLI in yolo mode; the per-start settings file declares the aipm MCP server",
+			Command:     []string{"gemini", "--yolo", "--allowed-mcp-server-names", "aipm", "-p", "{prompt}"},
+			Env:         map[string]string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH": "{mcp_config}"},
+		},
+		"custom": {
+			Description: "your own program: it gets AIPM_AGENT_ID, AIPM_PURPOSE, AIPM_ROOT and AIPM_PROMPT in its environment and runs `aipm mcp` itself",
+			Command:     []string{"./aipm-agent", "{agent_id}", "{purpose}"},
+		},
+		"sim": {
+			Description: "the simulated agent (no LLM): follows get_next_action deterministically",
+			Command:     []string{"{aipm}", "sim-agent"},
+		},
+	}
+}
+
+// spawnPlan is one rendered start: argv, the extra environment, and the MCP config file
+// written for it.
+type spawnPlan struct {
+	Argv      []string
+	Env       []string
+	MCPConfig string // path of the per-start MCP config file ("" if the command needs none)
+}
+
+// spawnVars are the values of a start's placeholders.
+type spawnVars struct {
+	AIPM, Prompt, Workdir, AgentID, Purpose, TaskID, Model, MCPConfig string
+}
+
+func (v spawnVars) expand(s string) string {
+	return strings.NewReplacer("{aipm}", v.AIPM, "{prompt}", v.Prompt, "{workdir}", v.Workdir, "{agent_id}", v.AgentID,
+		"{purpose}", v.Purpose, "{task_id}", v.TaskID, "{model}", v.Model, "{mcp_config}", v.MCPConfig).Replace(s)
+}
+
+// renderSpawn turns an agent command into a start: placeholders replaced, the environment
+// the process needs (store location, agent, purpose, the one-time ticket), and, when the
+// command names {mcp_config}, the MCP config file written (0600, under runtime/).
+func renderSpawn(ac filestore.AgentCommand, v spawnVars, ticket, spawnID, configDir string) (*spawnPlan, error) {
+	if len(ac.Command) == 0 {
+		return nil, fmt.Errorf("the command is empty")
+	}
+	needsConfig := false
+	for _, s := range ac.Command {
+		needsConfig = needsConfig || strings.Contains(s, "{mcp_config}")
+	}
+	for _, s := range ac.Env {
+		needsConfig = needsConfig || strings.Contains(s, "{mcp_config}")
+	}
+	plan := &spawnPlan{}
+	if needsConfig {
+		plan.MCPConfig = filepath.Join(configDir, spawnID+".mcp.json")
+		v.MCPConfig = plan.MCPConfig
+		cfg := map[string]any{"mcpServers": map[string]any{"aipm": map[string]any{
+			"command": v.AIPM, "args": []string{"mcp"},
+			"env": map[string]string{"AIPM_ROOT": v.Workdir, "AIPM_AGENT_ID": v.AgentID, "AIPM_SPAWN_TICKET": ticket},
+		}}}
+		data, err := json.MarshalIndent(cfg, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(configDir, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(plan.MCPConfig, append(data, '\n'), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range ac.Command {
+		plan.Argv = append(plan.Argv, v.expand(s))
+	}
+	plan.Env = []string{
+		"AIPM_ROOT=" + v.Workdir, "AIPM_AGENT_ID=" + v.AgentID, "AIPM_PURPOSE=" + v.Purpose, "AIPM_TASK_ID=" + v.TaskID,
+		"AIPM_SPAWN_ID=" + spawnID, "AIPM_SPAWN_TICKET=" + ticket, "AIPM_PROMPT=" + v.Prompt,
+	}
+	keys := make([]string, 0, len(ac.Env))
+	for k := range ac.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		plan.Env = append(plan.Env, k+"="+v.expand(ac.Env[k]))
+	}
+	return plan, nil
+}
+
+// agentPrompt is what an agent CLI is told at start: who it is, how to connect, and to
+// follow get_next_action. It names no secret.
+func agentPrompt(lang string, a *filestore.Agent, purpose, taskID, workdir string) string {
+	if lang == "ja" {
+		p := fmt.Sprintf("あなたは aipm プロジェクト（%s）のエージェント %s（%s）です。", workdir, a.ID, a.Name)
+		if a.Role != "" {
+			p += "役割: " + a.Role + "。"
+		}
+		p += fmt.Sprintf("aipm MCP サーバーの authenticate を agent_id \"%s\" で呼び出してください（passkey は不要です。このプロセスは %s セッション用に起動されました）。", a.ID, purpose)
+		p += "その後 get_next_action を呼び出し、その指示に正確に従い、各ステップの後に再び get_next_action を呼び出してください。exit を指示されたら終了してください。"
+		p += "作業は " + workdir + " で絶対パスを使って行い、.ai-pm/ を直接編集しないでください。"
+		return p
+	}
+	p := fmt.Sprintf("You are agent %s (%s) of the aipm project at %s.", a.ID, a.Name, workdir)
+	if a.Role != "" {
+		p += " Your role: " + a.Role + "."
+	}
+	p += fmt.Sprintf(" Call the aipm MCP server's authenticate tool with agent_id %q and no passkey (this process was started for a %s session", a.ID, purpose)
+	if taskID != "" {
+		p += " on task " + taskID
+	}
+	p += "). Then call get_next_action, do exactly what its instruction says, and call get_next_action again after every step, until it tells you to exit."
+	p += " Work in " + workdir + " using absolute paths; never edit .ai-pm/ by hand."
+	return p
+}
+
+// aipmExecutable is the path of this aipm binary, for {aipm} and for starting `aipm mcp`.
+// argv[0] comes first: under a multi-call test binary it is the installed name (aipm),
+// while os.Executable would resolve to the test binary itself.
+func aipmExecutable() (string, error) {
+	arg0 := os.Args[0]
+	if !strings.ContainsRune(arg0, os.PathSeparator) {
+		if p, err := exec.LookPath(arg0); err == nil {
+			return filepath.Abs(p)
+		}
+	} else if p, err := filepath.Abs(arg0); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return os.Executable()
+}

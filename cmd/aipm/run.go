@@ -1,0 +1,568 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools"
+	"github.com/aipm/aipm/watch"
+	"github.com/gofrs/flock"
+)
+
+// cmdRun is the coordinator: it watches the store and starts each AI agent's configured
+// command when the agent has task or chat work and no live session for it.
+func (a *app) cmdRun(args []string) error {
+	fs := newFlags(a, "run")
+	maxProcs := fs.Int("max", 0, "at most this many agent processes at once (default: settings.max_agent_processes, 4)")
+	idle := fs.Bool("exit-when-idle", false, "exit once no agent process runs and no agent has work")
+	timeout := fs.Duration("timeout", 0, "stop (and stop the agents) after this long; 0 = run until interrupted")
+	backoff := fs.Duration("backoff", time.Second, "delay after a failed or fruitless start; doubles per failure, up to 5m")
+	timeline := fs.Bool("timeline", false, "also print the project's history and messages as they happen")
+	if _, err := fs.parse(args, 0, 0, ""); err != nil {
+		return err
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	// One coordinator per project: two would each start the same agent.
+	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
+	if err := os.MkdirAll(filepath.Dir(lk.Path()), 0o755); err != nil {
+		return err
+	}
+	ok, err := lk.TryLock()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return &filestore.Error{Code: "coordinator_running", Kind: filestore.ErrConflict,
+			Message: "another aipm run already coordinates this project", Hint: "stop it first, or let it do the work"}
+	}
+	defer lk.Unlock()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
+		defer cancel()
+	}
+	c, err := newCoordinator(a, s, coordOptions{Max: *maxProcs, ExitWhenIdle: *idle, Backoff: *backoff, Timeline: *timeline})
+	if err != nil {
+		return err
+	}
+	return c.run(ctx)
+}
+
+type coordOptions struct {
+	Max          int
+	ExitWhenIdle bool
+	Backoff      time.Duration
+	Timeline     bool
+}
+
+// workKey is what at most one process may be in flight for.
+type workKey struct{ agent, purpose string }
+
+func (k workKey) String() string { return k.agent + "/" + k.purpose }
+
+// proc is one running agent process.
+type proc struct {
+	key       workKey
+	spawn     *filestore.Spawn
+	cmd       *exec.Cmd
+	log       *os.File
+	mcpConfig string
+	started   time.Time
+	before    string // the work's fingerprint at start: unchanged at exit means no progress
+}
+
+type exitEvent struct {
+	p   *proc
+	err error
+}
+
+type coordinator struct {
+	a       *app
+	s       *filestore.Store
+	opt     coordOptions
+	aipm    string
+	t0      time.Time
+	running map[workKey]*proc
+	fails   map[workKey]int
+	until   map[workKey]time.Time
+	held    map[workKey]string // the hold last reported, so it prints once
+	warned  map[string]bool
+	exits   chan exitEvent
+	paused  bool
+	starts  int
+	tl      *timeline
+}
+
+func newCoordinator(a *app, s *filestore.Store, opt coordOptions) (*coordinator, error) {
+	exe, err := aipmExecutable()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Backoff <= 0 {
+		opt.Backoff = time.Second
+	}
+	c := &coordinator{a: a, s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
+		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16)}
+	if opt.Timeline {
+		c.tl = newTimeline(s, c.say)
+	}
+	return c, nil
+}
+
+// say prints one timeline line, stamped with the time since the coordinator started.
+func (c *coordinator) say(format string, args ...any) {
+	c.a.printf("[%6.2fs] %s\n", time.Since(c.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+const maxBackoff = 5 * time.Minute
+
+func (c *coordinator) run(ctx context.Context) error {
+	hub := &watch.Hub{}
+	if err := tools.Watch(ctx, c.s.Dir(), hub, func(format string, args ...any) {
+		fmt.Fprintf(c.a.stderr, "aipm run: "+format+"\n", args...)
+	}); err != nil {
+		return err
+	}
+	// The files that can create or end work; not runtime/spawns/, where the agents' output
+	// is captured line by line.
+	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
+	defer sub.Close()
+	c.say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	if c.tl != nil {
+		c.tl.poll()
+	}
+	for {
+		if c.tl != nil {
+			c.tl.poll()
+		}
+		idle, next := c.evaluate(time.Now())
+		if idle && c.opt.ExitWhenIdle {
+			c.say("idle: no agent has work and none is running; %d start(s) in all", c.starts)
+			return nil
+		}
+		// Leases and conversation deadlines pass without a file changing: look again at
+		// least every few seconds, and exactly when a backoff ends.
+		wait := 2 * time.Second
+		if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			c.shutdown()
+			if c.tl != nil {
+				c.tl.poll()
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &filestore.Error{Code: "timeout", Kind: filestore.ErrConflict, Message: "--timeout reached with work left",
+					Hint: "inspect `aipm status` and the logs under .ai-pm/runtime/spawns/"}
+			}
+			return nil
+		case ev := <-c.exits:
+			c.exited(ev)
+		case <-sub.C:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+func (c *coordinator) maxProcs() int {
+	if c.opt.Max > 0 {
+		return c.opt.Max
+	}
+	if p, err := c.s.Project(); err == nil {
+		return p.Settings.MaxProcesses()
+	}
+	return 4
+}
+
+// evaluate starts what should run now. idle reports that nothing runs and nothing waits
+// to run (work held by a pause, a backoff or the process bound is not idle); next is when
+// a backoff ends.
+func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
+	idle = len(c.running) == 0
+	p, err := c.s.Project()
+	if err != nil {
+		c.say("cannot read the project: %v", err)
+		return false, now.Add(time.Second)
+	}
+	paused := p.Status != filestore.ProjectActive
+	if paused != c.paused {
+		c.paused = paused
+		if paused {
+			c.say("project %s: starting nothing until it is resumed", p.Status)
+		} else {
+			c.say("project active again")
+		}
+	}
+	if n, err := c.s.EndOrphans(""); err == nil && n > 0 {
+		c.say("ended %d orphaned session(s) whose process was gone", n)
+	}
+	agents, err := c.s.Agents()
+	if err != nil {
+		c.say("cannot list agents: %v", err)
+		return false, now.Add(time.Second)
+	}
+	tasks, err := c.s.Tasks(filestore.TaskFilter{})
+	if err != nil {
+		c.say("cannot list tasks: %v", err)
+		return false, now.Add(time.Second)
+	}
+	for _, ag := range agents {
+		if ag.Type != filestore.AgentAI || ag.Status != filestore.AgentActive {
+			continue
+		}
+		w, err := c.s.DetectWork(ag.ID)
+		if err != nil {
+			c.say("%s: cannot detect work: %v", ag.ID, err)
+			continue
+		}
+		for _, purpose := range []string{filestore.PurposeTask, filestore.PurposeChat} {
+			k := workKey{ag.ID, purpose}
+			if purpose == filestore.PurposeTask && w.TaskID == "" || purpose == filestore.PurposeChat && !w.Chat {
+				delete(c.held, k)
+				continue
+			}
+			if _, ok := c.running[k]; ok {
+				continue
+			}
+			ac, ok := p.Settings.AgentCommands[aiType(ag)]
+			if !ok {
+				if !c.warned[ag.ID] {
+					c.warned[ag.ID] = true
+					c.say("%s has work but settings.agent_commands has no %q command (set ai_type or add the command to .ai-pm/project.json)", ag.ID, aiType(ag))
+				}
+				continue
+			}
+			idle = false
+			if paused {
+				continue
+			}
+			if purpose == filestore.PurposeTask && ag.Hierarchy == filestore.HierarchyManager {
+				if why := managerHold(tasks, w.TaskID); why != "" {
+					c.hold(k, why)
+					continue
+				}
+			}
+			if u := c.until[k]; now.Before(u) {
+				if next.IsZero() || u.Before(next) {
+					next = u
+				}
+				continue
+			}
+			if len(c.running) >= c.maxProcs() {
+				c.hold(k, fmt.Sprintf("%d agent processes already run", len(c.running)))
+				continue
+			}
+			delete(c.held, k)
+			c.start(p, ag, ac, purpose, w, tasks)
+		}
+	}
+	return idle, next
+}
+
+func (c *coordinator) hold(k workKey, why string) {
+	if c.held[k] != why {
+		c.held[k] = why
+		c.say("hold %s: %s", k, why)
+	}
+}
+
+// aiType is the agent's configured CLI kind; agents that name none run Claude Code.
+func aiType(a *filestore.Agent) string {
+	if a.AIType == "" {
+		return "claude"
+	}
+	return a.AIType
+}
+
+// managerHold says why a manager with task work should not be started now: its sub-work is
+// merely in progress with nothing for it to react to (no blocked sub-task, nothing to
+// dispatch, not everything finished). Starting it would only make it wait, and restarting
+// it each time it exits is the spawn loop the original system suffered.
+func managerHold(tasks []*filestore.Task, taskID string) string {
+	byID := map[string]*filestore.Task{}
+	kids := map[string][]*filestore.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+		kids[t.ParentID] = append(kids[t.ParentID], t)
+	}
+	children := kids[taskID]
+	if len(children) == 0 {
+		return ""
+	}
+	finished := 0
+	for _, ch := range children {
+		switch ch.Status {
+		case filestore.StatusBlocked:
+			return ""
+		case filestore.StatusDone, filestore.StatusCancelled:
+			finished++
+		case filestore.StatusTodo, filestore.StatusBacklog:
+			ready := true
+			for _, d := range ch.Dependencies {
+				if dt := byID[d]; dt == nil || dt.Status != filestore.StatusDone {
+					ready = false
+				}
+			}
+			if ready {
+				return ""
+			}
+		}
+	}
+	if finished == len(children) {
+		return ""
+	}
+	running := 0
+	var walk func(id string)
+	walk = func(id string) {
+		for _, t := range kids[id] {
+			if t.Status == filestore.StatusInProgress {
+				running++
+			}
+			walk(t.ID)
+		}
+	}
+	walk(taskID)
+	if running == 0 {
+		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
+	}
+	return fmt.Sprintf("waiting for workers (%d sub-task(s) in progress, nothing to react to)", running)
+}
+
+// fingerprint summarizes the work a start is for; the same fingerprint after the process
+// exits means it made no progress.
+func fingerprint(purpose string, w filestore.Work, tasks []*filestore.Task) string {
+	if purpose == filestore.PurposeChat {
+		return fmt.Sprintf("chat unread=%d delegations=%d requests=%d notices=%d opened=%v",
+			w.Unread, w.PendingDelegations, w.ConversationRequests, w.Notices, w.ChatOpened)
+	}
+	kids := map[string][]*filestore.Task{}
+	var root *filestore.Task
+	for _, t := range tasks {
+		kids[t.ParentID] = append(kids[t.ParentID], t)
+		if t.ID == w.TaskID {
+			root = t
+		}
+	}
+	if root == nil {
+		return "task " + w.TaskID
+	}
+	var parts []string
+	var walk func(t *filestore.Task)
+	walk = func(t *filestore.Task) {
+		parts = append(parts, fmt.Sprintf("%s:%s:%d", t.ID, t.Status, t.Version))
+		for _, k := range kids[t.ID] {
+			walk(k)
+		}
+	}
+	walk(root)
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// start mints a spawn ticket and starts the agent's command for one purpose.
+func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filestore.AgentCommand, purpose string, w filestore.Work, tasks []*filestore.Task) {
+	k := workKey{ag.ID, purpose}
+	taskID := ""
+	if purpose == filestore.PurposeTask {
+		taskID = w.TaskID
+	}
+	fail := func(sp *filestore.Spawn, err error) {
+		c.say("start %s failed: %v", k, err)
+		if sp != nil {
+			c.s.EndSpawn(sp.ID, -1, "start_failed")
+		}
+		c.backoff(k, "the start failed")
+	}
+	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: aiType(ag)})
+	if err != nil {
+		fail(nil, err)
+		return
+	}
+	vars := spawnVars{AIPM: c.aipm, Workdir: c.s.Root(), AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
+		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, c.s.Root())}
+	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
+	if err != nil {
+		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", aiType(ag), err))
+		return
+	}
+	log, err := os.OpenFile(c.s.SpawnLogPath(sp.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fail(sp, err)
+		return
+	}
+	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
+	cmd.Dir = c.s.Root()
+	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		if plan.MCPConfig != "" {
+			os.Remove(plan.MCPConfig)
+		}
+		fail(sp, err)
+		return
+	}
+	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	c.running[k] = pr
+	c.starts++
+	what := "chat"
+	if taskID != "" {
+		what = "task " + taskID
+		if t := findTask(tasks, taskID); t != nil {
+			what += " (" + t.Title + ")"
+		}
+	}
+	c.say("start %s for %s: %s, pid %d, %s", ag.ID, what, aiType(ag), cmd.Process.Pid, sp.ID)
+	go func() {
+		err := cmd.Wait()
+		c.exits <- exitEvent{p: pr, err: err}
+	}()
+}
+
+func findTask(tasks []*filestore.Task, id string) *filestore.Task {
+	for _, t := range tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// childEnv is the coordinator's environment minus anything that would confuse an agent
+// about who it is: each start sets its own AIPM_* values.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "AIPM_ROOT", "AIPM_AGENT_ID", "AIPM_PURPOSE", "AIPM_TASK_ID", "AIPM_SPAWN_ID", "AIPM_SPAWN_TICKET", "AIPM_PASSKEY", "AIPM_PROMPT", "AIPM_USER":
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// describeArgv is the command for the spawn record: the prompt elided, nothing secret.
+func describeArgv(argv []string, prompt string) string {
+	parts := make([]string, len(argv))
+	for i, s := range argv {
+		if prompt != "" && strings.Contains(s, prompt) {
+			s = strings.ReplaceAll(s, prompt, "{prompt}")
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, " ")
+}
+
+// exited reconciles a finished process: its spawn record, its sessions (only its own),
+// its runs' logs, and whether the next start for the same work must wait.
+func (c *coordinator) exited(ev exitEvent) {
+	pr := ev.p
+	delete(c.running, pr.key)
+	pr.log.Close()
+	if pr.mcpConfig != "" {
+		os.Remove(pr.mcpConfig)
+	}
+	code, outcome := 0, "exited"
+	if ev.err != nil {
+		var ee *exec.ExitError
+		if errors.As(ev.err, &ee) {
+			code = ee.ExitCode()
+			outcome = "failed"
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				outcome = "killed by " + ws.Signal().String()
+			}
+		} else {
+			code, outcome = -1, "failed"
+		}
+	}
+	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
+	if err != nil {
+		c.say("%s: recording the exit: %v", pr.key, err)
+	}
+	msg := fmt.Sprintf("exit %s: %s", pr.key, outcome)
+	if outcome != "exited" || code != 0 {
+		msg += fmt.Sprintf(" (code %d)", code)
+	}
+	msg += fmt.Sprintf(" after %.2fs", time.Since(pr.started).Seconds())
+	if len(ended) > 0 {
+		msg += "; ended its session(s) " + strings.Join(ended, ", ")
+	}
+	c.say("%s", msg)
+
+	sp, _ := c.s.Spawn(pr.spawn.ID)
+	authenticated := sp != nil && sp.TicketUsedAt != nil
+	w, err := c.s.DetectWork(pr.key.agent)
+	if err != nil {
+		return
+	}
+	tasks, _ := c.s.Tasks(filestore.TaskFilter{})
+	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
+	switch {
+	case code != 0 || outcome != "exited":
+		c.backoff(pr.key, outcome)
+	case !authenticated && left:
+		c.backoff(pr.key, "it never authenticated")
+	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
+		c.backoff(pr.key, "it left its work unchanged")
+	default:
+		delete(c.fails, pr.key)
+		delete(c.until, pr.key)
+	}
+}
+
+// backoff delays the next start for k: the base delay, doubled per consecutive failure.
+func (c *coordinator) backoff(k workKey, why string) {
+	c.fails[k]++
+	d := c.opt.Backoff << min(c.fails[k]-1, 20)
+	d = min(d, maxBackoff)
+	c.until[k] = time.Now().Add(d)
+	c.say("backoff %s: %s; next start in %s at the earliest", k, why, d)
+}
+
+// shutdown stops every agent process: SIGTERM to its process group, SIGKILL after 5 s.
+func (c *coordinator) shutdown() {
+	if len(c.running) == 0 {
+		return
+	}
+	c.say("stopping %d agent process(es)", len(c.running))
+	for _, pr := range c.running {
+		syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.After(5 * time.Second)
+	for len(c.running) > 0 {
+		select {
+		case ev := <-c.exits:
+			c.exited(ev)
+		case <-deadline:
+			for _, pr := range c.running {
+				syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			deadline = nil
+		}
+	}
+}
