@@ -50,6 +50,7 @@ func commands() []command {
 		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
 		{"run", "the coordinator: start each AI agent's command when it has work", (*app).cmdRun},
 		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
+		{"sim-agent", "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", (*app).cmdSimAgent},
 	}
 }
 

@@ -494,7 +494,7 @@ func (c *coordinator) exited(ev exitEvent) {
 			code = ee.ExitCode()
 			outcome = "failed"
 			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				outcome = "killed by " + ws.Signal().String()
+				outcome = "signal " + ws.Signal().String()
 			}
 		} else {
 			code, outcome = -1, "failed"
