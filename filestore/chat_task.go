@@ -1,11 +1,12 @@
 package filestore
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aipm/aipm/tools/msg"
 )
 
 // Chat → task operations (SPEC §5.2, seed 000). A chat session does no work itself, but a
@@ -370,7 +371,7 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 	if err != nil {
 		return nil, false, err
 	}
-	ja := p.Settings.Language == "ja"
+	lang := p.Settings.Language // the notice is read in the language of the moment it is made
 	n := Notification{TargetAgentID: actor.ID, TargetPurpose: PurposeTask, Type: NotifyChatSession, Action: ActionCheckChat,
 		Priority: r.Priority, TaskID: r.RelatedTaskID, ConversationID: r.ConversationID, FromAgentID: actor.ID,
 		Message: r.Message, Instruction: r.Instruction}
@@ -381,13 +382,10 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 		n.Type = NotifyInterrupt
 	}
 	if strings.TrimSpace(n.Message) == "" {
-		n.Message = "Your chat session asks you to check the chat."
-		if ja {
-			n.Message = "チャットセッションからチャット確認の依頼があります。"
-		}
+		n.Message = msg.Text(lang, "self_notice.message")
 	}
 	if n.Instruction == "" {
-		n.Instruction = selfNoticeInstruction(r.ConversationID, ja)
+		n.Instruction = selfNoticeInstruction(r.ConversationID, lang)
 	}
 	if err := s.validateNotification(&n); err != nil {
 		return nil, false, err
@@ -422,16 +420,11 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 	return out, live, nil
 }
 
-func selfNoticeInstruction(conversationID string, ja bool) string {
-	switch {
-	case ja && conversationID != "":
-		return fmt.Sprintf("これはあなた自身のチャットセッションからの通知です（同じエージェントの別セッションが送信しました）。"+
-			"get_conversation_messages(conversation_id: %q) を呼び出してチャットの内容を確認し、必要に応じて対応してください。", conversationID)
-	case ja:
-		return "これはあなた自身のチャットセッションからの通知です（同じエージェントの別セッションが送信しました）。メッセージを確認し、必要に応じて対応してください。"
-	case conversationID != "":
-		return fmt.Sprintf("This notification comes from yourself: your own chat session sent it to this task session. "+
-			"Call get_conversation_messages(conversation_id: %q) to read the chat, then act on it as needed.", conversationID)
+// selfNoticeInstruction tells the task session that the notice is its own (seed 000: the
+// same agent, another session) and how to read the chat.
+func selfNoticeInstruction(conversationID, lang string) string {
+	if conversationID != "" {
+		return msg.Text(lang, "self_notice.conversation", conversationID)
 	}
-	return "This notification comes from yourself: your own chat session sent it to this task session. Read the message and act on it as needed."
+	return msg.Text(lang, "self_notice.plain")
 }

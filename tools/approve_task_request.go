@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -38,7 +37,7 @@ func approveTaskRequestTool() *tool {
 			}
 			return approveTaskResult{Success: true, TaskID: t.ID, Approval: t.Approval, ApprovedBy: t.ApprovedBy,
 				AssigneeID: t.AssigneeID, RequesterID: t.RequesterID, TaskStatus: t.Status,
-				Instruction: fmt.Sprintf("Task %s is approved. %s may work on it once it is moved to todo and then in_progress.", t.ID, t.AssigneeID)}, nil
+				Instruction: c.text("approve_task_request.done", t.ID, t.AssigneeID)}, nil
 		},
 	}
 }

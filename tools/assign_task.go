@@ -56,7 +56,7 @@ func assignTaskTool() *tool {
 				return nil, err
 			}
 			return assignResult{Success: true, TaskID: t.ID, AssigneeID: t.AssigneeID, PreviousAssigneeID: prev,
-				Instruction: "Start it with update_task_status in_progress when its dependencies are done."}, nil
+				Instruction: c.text("assign_task.done")}, nil
 		},
 	}
 }

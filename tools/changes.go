@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools/msg"
 )
 
 // Change-derived notifications (SPEC §7): when someone other than the agent changes a
@@ -139,13 +140,21 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 	// cascade, written a moment later) is part of that one interrupt.
 	st := tasks[se.TaskID].Status
 	mainStopped := st == filestore.StatusBlocked || st == filestore.StatusCancelled
+	lang, langRead := "", false
 	for id, t := range tasks {
 		old, ok := prev[id]
 		cur := sigOf(t)
 		if !ok || old == cur || (mainStopped && id != se.TaskID) {
 			continue
 		}
-		if n := changeNotice(se, t, old, cur); n != nil {
+		// The notice is written in the project's language of the moment it is made.
+		if !langRead {
+			if p, err := s.store.Project(); err == nil {
+				lang = p.Settings.Language
+			}
+			langRead = true
+		}
+		if n := changeNotice(lang, se, t, old, cur); n != nil {
 			if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, *n); err != nil {
 				return err
 			}
@@ -156,29 +165,30 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 
 // changeNotice is the notification for a change of task t from old to cur, or nil when
 // there is nothing to tell: the session's own change, or a change of other fields through
-// aipm (the task file does not say who made those; the history does).
-func changeNotice(se *filestore.Session, t *filestore.Task, old, cur taskSig) *filestore.Notification {
+// aipm (the task file does not say who made those; the history does). Its sentences are in
+// lang.
+func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cur taskSig) *filestore.Notification {
 	byHand := cur.version == old.version // a writer through aipm always bumps the version
 	moved := cur.status != old.status || cur.assignee != old.assignee
 	who := cur.changedBy
 	switch {
 	case byHand:
-		who = "a hand edit of .ai-pm/tasks/" + t.ID + ".json"
+		who = msg.Text(lang, "change.by_hand", t.ID)
 	case !moved:
 		return nil
 	case cur.status != old.status && who == se.AgentID:
 		return nil // its own change
 	case cur.status == old.status:
-		who = "your manager" // an assignment: only a superior reassigns
+		who = msg.Text(lang, "change.manager") // an assignment: only a superior reassigns
 	}
 	from := ""
 	if !byHand && cur.status != old.status {
 		from = who
 	}
 	main := t.ID == se.TaskID
-	what := "Your task"
+	what := msg.Text(lang, "change.task")
 	if !main {
-		what = "Your sub-task"
+		what = msg.Text(lang, "change.subtask")
 	}
 	n := &filestore.Notification{TargetAgentID: se.AgentID, TargetPurpose: filestore.PurposeTask, TargetSessionID: se.ID,
 		TaskID: t.ID, FromAgentID: from, Type: filestore.NotifyStatusChange, Action: "status_change",
@@ -189,29 +199,29 @@ func changeNotice(se *filestore.Session, t *filestore.Task, old, cur taskSig) *f
 	switch {
 	case cur.assignee != se.AgentID && old.assignee == se.AgentID:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
-		n.Message = fmt.Sprintf("%s %s (%s) was reassigned to %s by %s.", what, t.ID, t.Title, orAssignee(cur.assignee), who)
-		n.Instruction = stopInstruction(main, "failed", "reassigned")
+		n.Message = msg.Text(lang, "change.reassigned", what, t.ID, t.Title, orAssignee(lang, cur.assignee), who)
+		n.Instruction = stopInstruction(lang, main, "failed", "reassigned")
 	case cur.status == filestore.StatusBlocked && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionBlocked
-		n.Message = fmt.Sprintf("%s %s (%s) was blocked by %s: %s", what, t.ID, t.Title, who, orNone(cur.blockedReason))
-		n.Instruction = stopInstruction(main, "blocked", "blocked")
+		n.Message = msg.Text(lang, "change.blocked", what, t.ID, t.Title, who, orNone(lang, cur.blockedReason))
+		n.Instruction = stopInstruction(lang, main, "blocked", "blocked")
 	case cur.status == filestore.StatusCancelled && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
-		n.Message = fmt.Sprintf("%s %s (%s) was cancelled by %s.", what, t.ID, t.Title, who)
-		n.Instruction = stopInstruction(main, "failed", "cancelled")
+		n.Message = msg.Text(lang, "change.cancelled", what, t.ID, t.Title, who)
+		n.Instruction = stopInstruction(lang, main, "failed", "cancelled")
 	case cur.status != old.status:
-		n.Message = fmt.Sprintf("%s %s (%s) went from %s to %s, changed by %s.", what, t.ID, t.Title, old.status, cur.status, who)
-		n.Instruction = "Call get_next_action: it tells you how to go on."
+		n.Message = msg.Text(lang, "change.status", what, t.ID, t.Title, old.status, cur.status, who)
+		n.Instruction = msg.Text(lang, "change.go_on")
 	default:
-		n.Message = fmt.Sprintf("%s %s (%s) was edited by %s.", what, t.ID, t.Title, who)
-		n.Instruction = "Read it again with get_task and take the change into account."
+		n.Message = msg.Text(lang, "change.edited", what, t.ID, t.Title, who)
+		n.Instruction = msg.Text(lang, "change.reread")
 	}
 	return n
 }
 
-func stopInstruction(main bool, result, why string) string {
+func stopInstruction(lang string, main bool, result, why string) string {
 	if main {
-		return fmt.Sprintf("Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", result, why)
+		return msg.Text(lang, "change.stop", result, why)
 	}
-	return "Stop working on that sub-task now and call get_next_action: it tells you how to go on."
+	return msg.Text(lang, "change.stop_subtask")
 }

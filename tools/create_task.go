@@ -43,9 +43,9 @@ func createTaskTool() *tool {
 				return nil, err
 			}
 			n.Status = filestore.StatusTodo
-			instr := "Created and assigned to you. Create the remaining sub-tasks, then start them in dependency order with update_task_status."
+			instr := c.text("create_task.worker")
 			if c.agent.IsManager() {
-				instr = "Created unassigned. Assign it to a subordinate with assign_task; unassigned tasks never run."
+				instr = c.text("create_task.manager")
 			} else {
 				n.AssigneeID = c.agent.ID
 			}

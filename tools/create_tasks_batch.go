@@ -60,9 +60,9 @@ func createTasksBatchTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			instr := "Created and assigned to you. Call get_next_action: it starts them in dependency order."
+			instr := c.text("create_tasks_batch.worker")
 			if c.agent.IsManager() {
-				instr = "Created unassigned: unassigned tasks never run. Call get_next_action to dispatch them to your subordinates."
+				instr = c.text("create_tasks_batch.manager")
 			}
 			return batchResult{Success: true, Tasks: viewTasks(tasks), TaskCount: len(tasks), LocalIDToRealID: ids, Instruction: instr}, nil
 		},

@@ -43,8 +43,8 @@ func delegateToChatSessionTool() *tool {
 				return nil, err
 			}
 			return delegateResult{Success: true, DelegationID: d.ID, Status: d.Status,
-				Message:     "Handed to your chat session; it starts when it is free.",
-				Instruction: "Go on with work that does not need the answer. get_next_action tells you to wait while your next step depends on it; get_task_conversations shows the result."}, nil
+				Message:     c.text("delegate_to_chat_session.message"),
+				Instruction: c.text("delegate_to_chat_session.done")}, nil
 		},
 	}
 }

@@ -36,12 +36,12 @@ func endConversationTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			instr := "Conversation ended; " + cv.Partner(c.agent.ID) + " will be told. "
+			instr := c.text("end_conversation.done", cv.Partner(c.agent.ID))
 			if cv.TaskID != "" {
-				instr += "If it carried out a delegation, call report_delegation_completed with the result. "
+				instr += c.text("end_conversation.delegation")
 			}
 			return endConversationResult{Success: true, ConversationID: cv.ID, Status: cv.State, Reason: cv.EndReason,
-				Instruction: instr + "Then call get_next_action."}, nil
+				Instruction: instr + c.text("end_conversation.then")}, nil
 		},
 	}
 }

@@ -70,9 +70,9 @@ func getExecutionLogTool() *tool {
 			}
 			out := executionLogResult{Success: true, ExecutionID: ex.ID, TaskID: ex.TaskID, Status: ex.Status, LogFilePath: page.Path,
 				LogContent: page.Lines, Offset: page.Offset, TotalLines: page.TotalLines, ReturnedLines: len(page.Lines),
-				Truncated: page.Truncated, Instruction: "This is the whole log."}
+				Truncated: page.Truncated, Instruction: c.text("get_execution_log.whole")}
 			if page.Truncated {
-				out.Instruction = "The log is truncated. Pass offset (and limit) to read another part."
+				out.Instruction = c.text("get_execution_log.truncated")
 			}
 			return out, nil
 		},

@@ -66,7 +66,7 @@ func getMyExecutionHistoryTool() *tool {
 				return (taskID != "" && ex.TaskID != taskID) || (status != "" && ex.Status != status)
 			})
 			out := executionHistoryResult{Success: true, AgentID: c.agent.ID, Executions: []executionView{}, TotalCount: len(all),
-				Instruction: "Call get_execution_log with an execution_id to read its output."}
+				Instruction: c.text("get_my_execution_history.done")}
 			for _, ex := range all[:min(limit, len(all))] {
 				v := executionView{ExecutionID: ex.ID, TaskID: ex.TaskID, Status: ex.Status, StartedAt: ex.StartedAt,
 					CompletedAt: ex.CompletedAt, ExitCode: ex.ExitCode}

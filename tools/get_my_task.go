@@ -41,7 +41,7 @@ func getMyTaskTool() *tool {
 				}
 			}
 			return myTaskResult{Task: viewTask(t), Subtasks: viewTasks(subs), ExecutionID: ex.ID,
-				Instruction: "Call get_next_action: it tells you how to proceed with this task."}, nil
+				Instruction: c.text("get_my_task.done")}, nil
 		},
 	}
 }

@@ -45,7 +45,7 @@ func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, 
 		if err != nil {
 			return nil, true, err
 		}
-		sit, err := loadSituation(st, se, c.agent)
+		sit, err := loadSituation(st, se, c.agent, c.lang())
 		if err != nil {
 			return nil, true, err
 		}

@@ -37,9 +37,9 @@ func getNotificationsTool() *tool {
 				return nil, err
 			}
 			c.sum = nil // the envelope counts again after this
-			out := notificationsResult{Notifications: nonNil(ns), Count: len(ns), Instruction: "Nothing to do about notifications."}
+			out := notificationsResult{Notifications: nonNil(ns), Count: len(ns), Instruction: c.text("get_notifications.none")}
 			if len(ns) > 0 {
-				out.Instruction = "Follow each notification's instruction, the newest first; interrupts before anything else."
+				out.Instruction = c.text("get_notifications.some")
 			}
 			return out, nil
 		},

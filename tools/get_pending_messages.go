@@ -78,10 +78,9 @@ func getPendingMessagesTool() *tool {
 			}
 			switch {
 			case len(msgs) > 0:
-				out.Instruction = "Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
-					"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action."
+				out.Instruction = c.text("get_pending_messages.some")
 			default:
-				out.Instruction = "No unread messages. Call get_next_action."
+				out.Instruction = c.text("get_pending_messages.none")
 			}
 			return out, nil
 		},

@@ -62,9 +62,9 @@ func getTaskConversationsTool() *tool {
 					open++
 				}
 			}
-			out.Instruction = "Use the results for your task. Read a conversation with get_conversation_messages."
+			out.Instruction = c.text("get_task_conversations.done")
 			if open > 0 {
-				out.Instruction = "Some delegations are still open; get_next_action waits for them when your next step needs them."
+				out.Instruction = c.text("get_task_conversations.open")
 			}
 			return out, nil
 		},

@@ -79,7 +79,7 @@ func (s *Server) availability(c *call, t *tool) (bool, string) {
 		return true, ""
 	}
 	if c.session == nil {
-		return false, "call authenticate first"
+		return false, c.text("help.authenticate_first")
 	}
 	if err := permits(t.perm, c.session, c.agent); err != nil {
 		return false, err.(*toolError).Message
@@ -103,11 +103,11 @@ func (s *Server) helpList(c *call, hc helpContext) helpList {
 	out.TotalAvailable = len(out.AvailableTools)
 	switch {
 	case c.session == nil:
-		out.UnavailableInfo = []string{"Most tools need a session: call authenticate with your agent_id and passkey."}
+		out.UnavailableInfo = []string{c.text("help.unauthenticated")}
 	case c.session.Purpose == "task":
-		out.UnavailableInfo = []string{"Chat tools are not available in a task session; use delegate_to_chat_session."}
+		out.UnavailableInfo = []string{c.text("help.task_session")}
 	default:
-		out.UnavailableInfo = []string{"Task tools are not available in a chat session; use notify_task_session."}
+		out.UnavailableInfo = []string{c.text("help.chat_session")}
 	}
 	return out
 }

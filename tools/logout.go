@@ -30,8 +30,8 @@ func logoutTool(s *Server) *tool {
 				s.current = ""
 			}
 			s.mu.Unlock()
-			return logoutResult{Success: true, Message: "session " + c.session.ID + " ended",
-				Instruction: "Terminate the process now."}, nil
+			return logoutResult{Success: true, Message: c.text("logout.message", c.session.ID),
+				Instruction: c.text("logout.done")}, nil
 		},
 	}
 }

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
@@ -76,13 +75,13 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	}
 	if closed || se.State == filestore.SessionTerminating {
 		return &chatAction{Action: "exit", State: "session_terminating", Reason: "user_closed_chat",
-			Instruction: "The chat was closed. Call logout, then exit."}, true, nil
+			Instruction: c.text("chat.closed")}, true, nil
 	}
 	if cv, err := st.TakeEndedNotice(actor); err != nil || cv != nil {
 		if err != nil {
 			return nil, true, err
 		}
-		return endedAction(cv, me), true, nil
+		return c.endedAction(cv, me), true, nil
 	}
 	if cv, err := st.TakeConversationRequest(actor); err != nil || cv != nil {
 		if err != nil {
@@ -94,8 +93,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		}
 		return &chatAction{Action: "conversation_request", State: "conversation_active", ConversationID: cv.ID, FromAgentID: cv.InitiatorID,
 			FromAgentName: name, Purpose: cv.Purpose, TaskID: cv.TaskID,
-			Instruction: fmt.Sprintf("%s wants a conversation (purpose: %s; at most %d messages). It is now active: read the messages with get_pending_messages and answer with respond_chat or send_message. Either side may end it with end_conversation. Then call get_next_action.",
-				name, orNone(cv.Purpose), cv.MaxTurns)}, true, nil
+			Instruction: c.text("chat.conversation_request", name, orNone(c.lang(), cv.Purpose), cv.MaxTurns)}, true, nil
 	}
 	if cv, err := st.TakeExpiredNotice(actor); err != nil || cv != nil {
 		if err != nil {
@@ -103,8 +101,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		}
 		return &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
 			Purpose: cv.Purpose, TaskID: cv.TaskID,
-			Instruction: fmt.Sprintf("%s did not accept your conversation %s in time; it expired. If it served a delegation, report it with report_delegation_completed(status=\"failed\") or try again later. Then call get_next_action.",
-				cv.ParticipantID, cv.ID)}, true, nil
+			Instruction: c.text("chat.conversation_expired", cv.ParticipantID, cv.ID)}, true, nil
 	}
 	if d, err := st.TakeDelegation(actor); err != nil || d != nil {
 		if err != nil {
@@ -112,8 +109,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		}
 		return &chatAction{Action: "process_delegation", State: "process_delegation", DelegationID: d.ID, TargetAgentID: d.TargetAgentID,
 			Purpose: d.Purpose, Context: d.Context, TaskID: d.TaskID,
-			Instruction: fmt.Sprintf("Your task session asks you to talk to %s: %s. For an exchange, call start_conversation(target_agent_id=%q, purpose=..., initial_message=...) (for an AI agent) and carry it through; for a one-way note, send_message. When done, call report_delegation_completed(delegation_id=%q, result=\"<what came of it>\").",
-				d.TargetAgentID, d.Purpose, d.TargetAgentID, d.ID)}, true, nil
+			Instruction: c.text("chat.process_delegation", d.TargetAgentID, d.Purpose, d.TargetAgentID, d.ID)}, true, nil
 	}
 	n, err := st.UnreadCount(me)
 	if err != nil {
@@ -127,10 +123,10 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 			if err != nil {
 				return nil, true, err
 			}
-			return endedAction(cv, me), true, nil
+			return c.endedAction(cv, me), true, nil
 		}
 		return &chatAction{Action: "get_pending_messages", State: "chat_session", UnreadCount: n,
-			Instruction: "Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on)."}, true, nil
+			Instruction: c.text("chat.pending_messages")}, true, nil
 	}
 	last := se.CreatedAt
 	if recent, err := st.RecentMessages(me, 1); err != nil {
@@ -141,18 +137,17 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	left := idle - st.Now().Sub(last)
 	if left <= 0 {
 		return &chatAction{Action: "logout", State: "chat_timeout", Reason: "session_timeout",
-			Instruction: fmt.Sprintf("No message for %s: call logout and exit. You are started again when a message arrives.", idle)}, true, nil
+			Instruction: c.text("chat.timeout", idle)}, true, nil
 	}
 	return &chatAction{Action: "wait_for_messages", State: "chat_waiting", RemainingIdleSeconds: int(left.Seconds()), idleAt: last.Add(idle),
-		Instruction: "Nothing pending. Call get_next_action again right away: it waits for messages. Do not sleep."}, false, nil
+		Instruction: c.text("chat.wait")}, false, nil
 }
 
-func endedAction(cv *filestore.Conversation, me string) *chatAction {
+func (c *call) endedAction(cv *filestore.Conversation, me string) *chatAction {
 	endedBy := cv.EndedBy
 	if endedBy == "" {
 		endedBy = "system"
 	}
 	return &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
-		TaskID: cv.TaskID, Instruction: fmt.Sprintf("The conversation %s with %s has ended (%s). Read any unread messages with get_pending_messages, then call get_next_action.",
-			cv.ID, cv.Partner(me), cv.EndReason)}
+		TaskID: cv.TaskID, Instruction: c.text("chat.conversation_ended", cv.ID, cv.Partner(me), cv.EndReason)}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools/msg"
 )
 
 // nextAction is get_next_action's answer: what to do now (action), why (state), a
@@ -137,9 +138,16 @@ type situation struct {
 	subtree  []*filestore.Task // every descendant of main
 	// delegations are the agent's delegations for the session's task, oldest first.
 	delegations []*filestore.Delegation
+	// lang is the language of the instructions (settings.language).
+	lang string
 }
 
-func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent) (*situation, error) {
+// text is the catalog's text for key in the situation's language.
+func (s *situation) text(key string, args ...any) string {
+	return msg.Text(s.lang, key, args...)
+}
+
+func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
 	tasks, err := st.Tasks(filestore.TaskFilter{})
 	if err != nil {
 		return nil, err
@@ -152,6 +160,7 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 	if err != nil {
 		return nil, err
 	}
+	s.lang = lang
 	s.delegations, err = st.Delegations(filestore.DelegationFilter{AgentID: a.ID, TaskID: se.TaskID})
 	return s, err
 }
@@ -211,7 +220,7 @@ func (s *situation) decide() decision {
 	}
 	if s.session.Workflow == "" {
 		return s.keep(&nextAction{Action: "get_task", State: "needs_task", Task: brief(m),
-			Instruction: "Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone."})
+			Instruction: s.text("next.get_task")})
 	}
 	if s.agent.Hierarchy == filestore.HierarchyManager {
 		return s.manager()
@@ -228,25 +237,28 @@ func (s *situation) mainNotRunning() (decision, bool) {
 		return decision{}, false
 	case filestore.StatusBlocked:
 		return s.keep(&nextAction{Action: "report_completion", State: "task_blocked", Task: brief(m), Reason: m.BlockedReason,
-			Instruction: fmt.Sprintf("Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.", m.ID, by, orNone(m.BlockedReason))}), true
+			Instruction: s.text("next.task_blocked", m.ID, by, s.orNone(m.BlockedReason))}), true
 	case filestore.StatusCancelled:
 		return s.keep(&nextAction{Action: "report_completion", State: "task_cancelled", Task: brief(m),
-			Instruction: fmt.Sprintf("Your task %s was cancelled by %s. Stop working on it now. Call report_completed(result=\"failed\", summary=\"cancelled; <what you did so far>\"); your session then ends.", m.ID, by)}), true
+			Instruction: s.text("next.task_cancelled", m.ID, by)}), true
 	case filestore.StatusDone:
 		return s.keep(&nextAction{Action: "report_completion", State: "task_done", Task: brief(m),
-			Instruction: fmt.Sprintf("Your task %s is already done (set by %s). Call report_completed(result=\"success\", summary=\"<what you did>\"); your session then ends.", m.ID, by)}), true
+			Instruction: s.text("next.task_done", m.ID, by)}), true
 	default:
 		return s.keep(&nextAction{Action: "exit", State: "task_not_in_progress", Task: brief(m),
-			Instruction: fmt.Sprintf("Your task %s was moved back to %s by %s: it is not to be worked on now. Call logout and exit; you will be started again when it is resumed.", m.ID, m.Status, by)}), true
+			Instruction: s.text("next.task_not_in_progress", m.ID, m.Status, by)}), true
 	}
 }
 
-func orNone(s string) string {
-	if s == "" {
-		return "no reason given"
+// orNone is a reason, or says that none was given.
+func orNone(lang, reason string) string {
+	if reason == "" {
+		return msg.Text(lang, "next.no_reason")
 	}
-	return s
+	return reason
 }
+
+func (s *situation) orNone(reason string) string { return orNone(s.lang, reason) }
 
 func pending(t *filestore.Task) bool {
 	return t.Status == filestore.StatusTodo || t.Status == filestore.StatusBacklog
@@ -269,7 +281,7 @@ func (s *situation) unmet(t *filestore.Task) []string {
 		dt := s.all[d]
 		switch {
 		case dt == nil:
-			out = append(out, d+" (missing)")
+			out = append(out, s.text("next.dep_missing", d))
 		case dt.Status != filestore.StatusDone:
 			out = append(out, d+" ("+dt.Status+")")
 		}
@@ -283,10 +295,10 @@ func (s *situation) startable(t *filestore.Task) bool {
 }
 
 // startSteps is the allowed way from t's status to in_progress, as tool calls.
-func startSteps(t *filestore.Task) string {
+func (s *situation) startSteps(t *filestore.Task) string {
 	call := fmt.Sprintf("update_task_status(task_id=%q, status=\"in_progress\")", t.ID)
 	if t.Status == filestore.StatusBacklog {
-		return fmt.Sprintf("update_task_status(task_id=%q, status=\"todo\"), then %s", t.ID, call)
+		return s.text("next.start_from_backlog", t.ID, call)
 	}
 	return call
 }
@@ -298,7 +310,7 @@ func (s *situation) blockedBy(ts []*filestore.Task) (self, user, other []blocked
 		by := t.StatusChangedBy
 		line := blockedLine{ID: t.ID, Title: t.Title, BlockedReason: t.BlockedReason, BlockedBy: by}
 		if t.Status != filestore.StatusBlocked { // a rejected request
-			line.BlockedReason = "request rejected: " + orNone(t.RejectedReason)
+			line.BlockedReason = s.text("next.request_rejected", s.orNone(t.RejectedReason))
 			line.BlockedBy = t.ApprovedBy
 			other = append(other, line)
 			continue
@@ -346,7 +358,7 @@ func (s *situation) worker() decision {
 	}
 	if open > 0 {
 		w := s.keep(&nextAction{Action: "wait_for_delegation", State: "waiting_for_delegation", Task: brief(s.main), Delegations: views,
-			Instruction: "Your chat session is still carrying out what you delegated. Call get_next_action again right away: it waits until the delegation is reported and then shows the result. Do not sleep."})
+			Instruction: s.text("next.worker.delegation")})
 		w.wait = true
 		return w
 	}
@@ -360,12 +372,12 @@ func (s *situation) workerFlow() decision {
 		delegated := m.CreatedBy != me
 		if delegated && s.session.Workflow == filestore.WorkflowTaskFetched {
 			d := s.keep(&nextAction{Action: "create_subtasks", State: "needs_subtask_creation", Task: brief(m),
-				Instruction: fmt.Sprintf("Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — then call get_next_action. If it is simple, create nothing and call get_next_action: you will be told to do it directly.", m.ID)})
+				Instruction: s.text("next.worker.create_subtasks", m.ID)})
 			d.phase = filestore.WorkflowCreatingSubtasks
 			return d
 		}
 		return s.keep(&nextAction{Action: "work", State: "execute_task", Task: brief(m),
-			Instruction: fmt.Sprintf("Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").", m.ID)})
+			Instruction: s.text("next.worker.work", m.ID)})
 	}
 	var finished, running, mine, blocked, others []*filestore.Task
 	for _, t := range s.children {
@@ -389,17 +401,17 @@ func (s *situation) workerFlow() decision {
 	}
 	if len(finished) == len(s.children) {
 		return s.keep(&nextAction{Action: "report_completion", State: "needs_completion", Task: brief(m), Progress: prog, CompletedSubtasks: completed,
-			Instruction: fmt.Sprintf("Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").", m.ID)})
+			Instruction: s.text("next.worker.report_completion", m.ID)})
 	}
 	if len(running) > 0 {
 		t := running[0]
 		return s.keep(&nextAction{Action: "execute_subtask", State: "executing_subtask", Task: brief(m), CurrentSubtask: brief(t), Progress: prog,
-			Instruction: fmt.Sprintf("Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"), then get_next_action. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").", t.ID, t.Title, t.ID, t.ID)})
+			Instruction: s.text("next.worker.execute_subtask", t.ID, t.Title, t.ID, t.ID)})
 	}
 	for _, t := range mine {
 		if s.startable(t) {
 			return s.keep(&nextAction{Action: "start_subtask", State: "start_next_subtask", Task: brief(m), NextSubtask: brief(t), Progress: prog,
-				Instruction: fmt.Sprintf("Start sub-task %s (%q): call %s, do the work, then call get_next_action.", t.ID, t.Title, startSteps(t))})
+				Instruction: s.text("next.worker.start_subtask", t.ID, t.Title, s.startSteps(t))})
 		}
 	}
 	if len(blocked) > 0 && !s.othersCanProgress(mine, others) {
@@ -407,14 +419,14 @@ func (s *situation) workerFlow() decision {
 		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), Progress: prog,
 			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: completed}
 		var b strings.Builder
-		b.WriteString("Nothing can move until blocked sub-tasks are resolved. ")
+		b.WriteString(s.text("next.worker.blocks"))
 		if len(self) > 0 {
-			fmt.Fprintf(&b, "You blocked %s yourself: if the cause is gone, call update_task_status(task_id=\"<id>\", status=\"in_progress\") for it and continue; ", blockedIDs(self))
+			b.WriteString(s.text("next.worker.blocks.self", blockedIDs(self)))
 		}
 		if len(user)+len(other) > 0 {
-			fmt.Fprintf(&b, "%s were blocked by someone else (or their request was rejected): you may not unblock them. ", blockedIDs(append(user, other...)))
+			b.WriteString(s.text("next.worker.blocks.others", blockedIDs(append(user, other...))))
 		}
-		b.WriteString("If you cannot resolve the blocks, call report_completed(result=\"blocked\", summary=\"<what blocks you>\") and leave it to your manager.")
+		b.WriteString(s.text("next.worker.blocks.give_up"))
 		n.Instruction = b.String()
 		return s.keep(n)
 	}
@@ -423,13 +435,11 @@ func (s *situation) workerFlow() decision {
 		for _, t := range mine {
 			n.WaitingSubtasks = append(n.WaitingSubtasks, waitingLine{ID: t.ID, Title: t.Title, WaitingFor: s.unmet(t)})
 		}
-		n.Instruction = "None of your remaining sub-tasks can start: they wait for dependencies that nobody is working on (a loop, or a cancelled or blocked dependency). " +
-			"Cancel a stuck sub-task with update_task_status(task_id=\"<id>\", status=\"cancelled\") and create a replacement without the bad dependency (create_task), " +
-			"or call report_completed(result=\"blocked\", summary=\"<which dependencies are stuck>\")."
+		n.Instruction = s.text("next.worker.deadlock")
 		return s.keep(n)
 	}
 	n := &nextAction{Action: "wait", State: "waiting_for_dependencies", Task: brief(m), Progress: prog,
-		Instruction: "Your next sub-tasks wait for work of others (a dependency in progress, or a request awaiting approval). Call get_next_action again right away: it waits until something changes. Do not sleep."}
+		Instruction: s.text("next.worker.wait")}
 	for _, t := range append(append([]*filestore.Task{}, mine...), others...) {
 		n.WaitingSubtasks = append(n.WaitingSubtasks, waitingLine{ID: t.ID, Title: t.Title, WaitingFor: s.waitingFor(t)})
 	}
@@ -450,20 +460,21 @@ func blockedIDs(ls []blockedLine) string {
 func (s *situation) waitingFor(t *filestore.Task) []string {
 	switch {
 	case t.Approval == filestore.ApprovalPending:
-		return []string{"approval"}
+		return []string{s.text("next.waiting.approval")}
 	case t.Status == filestore.StatusInProgress:
-		return []string{t.AssigneeID + " (working on it)"}
+		return []string{s.text("next.waiting.working", t.AssigneeID)}
 	case t.AssigneeID != s.agent.ID && !s.depsMet(t):
 		return s.unmet(t)
 	case t.AssigneeID != s.agent.ID:
-		return []string{orAssignee(t.AssigneeID) + " to start it"}
+		return []string{s.text("next.waiting.to_start", orAssignee(s.lang, t.AssigneeID))}
 	}
 	return s.unmet(t)
 }
 
-func orAssignee(id string) string {
+// orAssignee is an assignee's id, or a word for the one a task does not have yet.
+func orAssignee(lang, id string) string {
 	if id == "" {
-		return "an assignee"
+		return msg.Text(lang, "next.waiting.assignee")
 	}
 	return id
 }
@@ -596,7 +607,7 @@ func (s *situation) manager() decision {
 	m := s.main
 	if len(s.children) == 0 {
 		d := s.keep(&nextAction{Action: "create_subtasks", State: "needs_subtask_creation", Task: brief(m),
-			Instruction: fmt.Sprintf("You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result — then call get_next_action.", m.ID)})
+			Instruction: s.text("next.manager.create_subtasks", m.ID)})
 		d.phase = filestore.WorkflowCreatingSubtasks
 		return d
 	}
@@ -610,7 +621,7 @@ func (s *situation) manager() decision {
 			return d
 		}
 		n := &nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
-			Instruction: "Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit."}
+			Instruction: s.text("next.manager.wait")}
 		d := s.keep(n)
 		d.wait = true
 		return d
@@ -625,13 +636,12 @@ func (s *situation) manager() decision {
 		switch sel {
 		case selectComplete:
 			n.Action, n.State = "report_completion", "report_completion"
-			n.Instruction = fmt.Sprintf("Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.", m.ID)
+			n.Instruction = s.text("next.manager.report_completion", m.ID)
 		case selectAdjust:
 			return clear(s.adjust(b, prog))
 		default:
 			n.Action, n.State = "completion_check", "completion_check"
-			n.Instruction = "Every sub-task is finished. Review the results (completion summaries below; get_task for details; check the deliverables in the working directory). " +
-				"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action."
+			n.Instruction = s.text("next.manager.completion_check")
 			n.Options = []string{selectComplete, selectAdjust}
 		}
 		return clear(n)
@@ -642,21 +652,21 @@ func (s *situation) manager() decision {
 		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), SubtaskProgress: prog,
 			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: briefs(b.finished), AvailableWorkers: b.workers}
 		var ins strings.Builder
-		ins.WriteString("Only blocked sub-tasks are left. ")
+		ins.WriteString(s.text("next.manager.blocks"))
 		if len(self) > 0 {
-			fmt.Fprintf(&ins, "%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ", blockedIDs(self))
+			ins.WriteString(s.text("next.manager.blocks.self", blockedIDs(self)))
 		}
 		if len(user)+len(other) > 0 {
-			fmt.Fprintf(&ins, "%s were blocked by a human or another agent (or their request was rejected): do not unblock them; consider other ways — new sub-tasks with create_tasks_batch, or cancelling what is no longer needed. ", blockedIDs(append(user, other...)))
+			ins.WriteString(s.text("next.manager.blocks.others", blockedIDs(append(user, other...))))
 		}
-		ins.WriteString("Only if nothing works, call report_completed(result=\"blocked\", summary=\"<what blocks the task and what you tried>\").")
+		ins.WriteString(s.text("next.manager.blocks.give_up"))
 		n.Instruction = ins.String()
 		return clear(n)
 	}
 	if len(b.workers) == 0 && len(b.unassigned) > 0 {
 		return clear(&nextAction{Action: "no_available_workers", State: "no_available_workers", Reason: "no_available_workers", Task: brief(m),
 			SubtaskProgress: prog, Subtasks: s.lines(b.unassigned),
-			Instruction: fmt.Sprintf("No active AI subordinate can take %s. Ask the owner to add one under you (aipm agent add <id> --parent %s), then call report_completed(result=\"blocked\", summary=\"no available workers\").", ids(b.unassigned), s.agent.ID)})
+			Instruction: s.text("next.manager.no_workers", ids(b.unassigned), s.agent.ID)})
 	}
 	switch sel {
 	case selectDispatch:
@@ -668,21 +678,21 @@ func (s *situation) manager() decision {
 	n := &nextAction{Action: "situational_awareness", State: "situational_awareness", Task: brief(m), SubtaskProgress: prog,
 		Subtasks: s.lines(s.children), AvailableWorkers: b.workers, Options: opts}
 	var ins strings.Builder
-	ins.WriteString("Review the situation (list_tasks, get_task, list_subordinates as needed), then choose: ")
+	ins.WriteString(s.text("next.manager.choose"))
 	for i, o := range opts {
 		if i > 0 {
-			ins.WriteString(", ")
+			ins.WriteString(s.text("next.manager.choose.sep"))
 		}
 		switch o {
 		case selectDispatch:
-			fmt.Fprintf(&ins, "select_action(action=\"dispatch_task\") to assign and start %d sub-task(s)", b.dispatchable())
+			ins.WriteString(s.text("next.manager.choose.dispatch", b.dispatchable()))
 		case selectAdjust:
-			ins.WriteString("select_action(action=\"adjust\") to change the plan")
+			ins.WriteString(s.text("next.manager.choose.adjust"))
 		case selectWait:
-			fmt.Fprintf(&ins, "select_action(action=\"wait\") while %d sub-task(s) run", b.subtreeRunning)
+			ins.WriteString(s.text("next.manager.choose.wait", b.subtreeRunning))
 		}
 	}
-	ins.WriteString(". Then call get_next_action.")
+	ins.WriteString(s.text("next.manager.choose.then"))
 	n.Instruction = ins.String()
 	return clear(n)
 }
@@ -717,17 +727,17 @@ func (s *situation) changes() []string {
 		was, ok := before[t.ID]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("%s (%s) is new: %s", t.ID, t.Title, t.Status))
+			out = append(out, s.text("next.change.new", t.ID, t.Title, t.Status))
 		case was != now:
 			wasStatus, _, _ := strings.Cut(was, "/")
-			msg := fmt.Sprintf("%s (%s): %s → %s", t.ID, t.Title, wasStatus, t.Status)
+			line := s.text("next.change.moved", t.ID, t.Title, wasStatus, t.Status)
 			if t.StatusChangedBy != "" && wasStatus != t.Status {
-				msg += " by " + t.StatusChangedBy
+				line += s.text("next.change.by", t.StatusChangedBy)
 			}
 			if t.Status == filestore.StatusBlocked && t.BlockedReason != "" {
-				msg += ": " + t.BlockedReason
+				line += s.text("next.change.reason", t.BlockedReason)
 			}
-			out = append(out, msg)
+			out = append(out, line)
 		}
 	}
 	return out
@@ -741,14 +751,11 @@ func (s *situation) dispatch(b *board, prog *progress) *nextAction {
 			n.DispatchableSubtasks[i].Status = "ready"
 		}
 	}
-	n.Instruction = "Choose which sub-tasks to run and who runs them (role, current load). For a sub-task without an assignee: assign_task(task_id, assignee_id). " +
-		"Then, for each sub-task whose dependencies are done (deps_met true), update_task_status(task_id, status=\"in_progress\") to start it (a backlog one goes to todo first); " +
-		"leave the others todo — they can start once their dependencies are done. Then call get_next_action."
+	n.Instruction = s.text("next.manager.dispatch")
 	return n
 }
 
 func (s *situation) adjust(b *board, prog *progress) *nextAction {
 	return &nextAction{Action: "adjust", State: "adjust", Task: brief(s.main), SubtaskProgress: prog, Subtasks: s.lines(s.children), AvailableWorkers: b.workers,
-		Instruction: "Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
-			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action."}
+		Instruction: s.text("next.manager.adjust")}
 }

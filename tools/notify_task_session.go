@@ -50,9 +50,9 @@ func notifyTaskSessionTool() *tool {
 			}
 			out := notifyTaskResult{Success: true, NotificationID: n.ID, TargetAgentID: n.TargetAgentID, ConversationID: n.ConversationID,
 				Type: n.Type, Priority: n.Priority, TaskSessionAlive: live,
-				Instruction: "Sent: your task session gets it with its next tool call."}
+				Instruction: c.text("notify_task_session.done")}
 			if !live {
-				out.Instruction = "Recorded, but you have no live task session now, so nobody reads it: tell the requester, or use request_task / start_task_from_chat so that task work starts."
+				out.Instruction = c.text("notify_task_session.no_session")
 			}
 			return out, nil
 		},

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -47,7 +46,7 @@ func rejectTaskRequestTool() *tool {
 			}
 			return rejectTaskResult{Success: true, TaskID: t.ID, Approval: t.Approval, RejectedReason: t.RejectedReason,
 				AssigneeID: t.AssigneeID, RequesterID: t.RequesterID, TaskStatus: t.Status,
-				Instruction: fmt.Sprintf("Task %s is rejected and will not be worked on. Let %s know if they are waiting for it.", t.ID, waiting)}, nil
+				Instruction: c.text("reject_task_request.done", t.ID, waiting)}, nil
 		},
 	}
 }

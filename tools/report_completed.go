@@ -50,7 +50,7 @@ func reportCompletedTool(s *Server) *tool {
 			s.mu.Unlock()
 			return reportResult{Success: true, TaskID: done.Task.ID, PreviousStatus: done.Previous, NewStatus: done.Task.Status,
 				Result: result, Action: "exit",
-				Instruction: "Reported. Your task session has ended: exit now, without calling get_next_action or logout."}, nil
+				Instruction: c.text("report_completed.done")}, nil
 		},
 	}
 }

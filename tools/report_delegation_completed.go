@@ -52,12 +52,12 @@ func reportDelegationCompletedTool() *tool {
 			if _, _, err := c.srv.store.AddNotification(c.actor(), filestore.Notification{TargetAgentID: d.AgentID,
 				TargetPurpose: filestore.PurposeTask, Type: filestore.NotifyDelegation, Action: "delegation_" + d.Status,
 				TaskID: d.TaskID, ConversationID: d.ConversationID, Key: "delegation:" + d.ID + ":" + d.Status,
-				Message:     "Your chat session finished delegation " + d.ID + " (" + d.Status + ") with " + d.TargetAgentID + ": " + d.Result,
-				Instruction: "Use the result in your task; get_task_conversations shows it, get_conversation_messages the conversation."}); err != nil {
+				Message:     c.text("report_delegation_completed.notice", d.ID, d.Status, d.TargetAgentID, d.Result),
+				Instruction: c.text("report_delegation_completed.notice_instruction")}); err != nil {
 				c.srv.log("notify delegation %s: %v", d.ID, err)
 			}
 			return delegationDoneResult{Success: true, DelegationID: d.ID, Status: d.Status, TaskID: d.TaskID,
-				Instruction: "Recorded; your task session sees it. Call get_next_action."}, nil
+				Instruction: c.text("report_delegation_completed.done")}, nil
 		},
 	}
 }

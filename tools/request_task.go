@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -69,14 +68,11 @@ func requestTaskTool() *tool {
 				RequesterID: t.RequesterID, Notified: res.Notified}
 			switch {
 			case t.Approval == filestore.ApprovalApproved:
-				out.Instruction = fmt.Sprintf("Task %s is in your backlog, approved: %s, who asked for it, is one of your superiors. "+
-					"Tell them it is planned; it starts once it is moved to todo and then in_progress.", t.ID, t.RequesterID)
+				out.Instruction = c.text("request_task.approved", t.ID, t.RequesterID)
 			case len(res.Notified) > 0:
-				out.Instruction = fmt.Sprintf("Task %s is in your backlog, waiting for approval by one of your superiors (asked: %s). "+
-					"Do not work on it yet. Tell %s that the request awaits approval.", t.ID, strings.Join(res.Notified, ", "), t.RequesterID)
+				out.Instruction = c.text("request_task.asked", t.ID, strings.Join(res.Notified, ", "), t.RequesterID)
 			default:
-				out.Instruction = fmt.Sprintf("Task %s is in your backlog, waiting for approval by one of your superiors "+
-					"(no human superior to ask: your manager can approve it with approve_task_request). Do not work on it yet.", t.ID)
+				out.Instruction = c.text("request_task.unasked", t.ID)
 			}
 			return out, nil
 		},

@@ -41,7 +41,7 @@ func selectActionTool() *tool {
 				return nil, badArg("action", "must be one of %s (got %q)", strings.Join(valid, ", "), action)
 			}
 			st := c.srv.store
-			sit, err := loadSituation(st, c.session, c.agent)
+			sit, err := loadSituation(st, c.session, c.agent, c.lang())
 			if err != nil {
 				return nil, err
 			}
@@ -60,7 +60,7 @@ func selectActionTool() *tool {
 			if err := st.SetWorkflow(c.session.ID, c.session.Workflow, action, baseline); err != nil {
 				return nil, err
 			}
-			return selectResult{Success: true, SelectedAction: action, Instruction: "Call get_next_action."}, nil
+			return selectResult{Success: true, SelectedAction: action, Instruction: c.text("select_action.done")}, nil
 		},
 	}
 }

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -54,11 +53,11 @@ func (c *call) send(to string) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := sendResult{Success: true, MessageID: sent.Message.ID, TargetAgentID: to, Instruction: "Sent. Call get_next_action to wait for the answer."}
+	out := sendResult{Success: true, MessageID: sent.Message.ID, TargetAgentID: to, Instruction: c.text("send_message.done")}
 	if cv := sent.Conversation; cv != nil {
 		out.ConversationID, out.CurrentTurns, out.MaxTurns, out.ConversationState = cv.ID, cv.Turns, cv.MaxTurns, cv.State
 		if sent.Terminated {
-			out.Instruction = fmt.Sprintf("Sent. That was turn %d of %d: the conversation has ended (max_turns). Call get_next_action.", cv.Turns, cv.MaxTurns)
+			out.Instruction = c.text("send_message.last", cv.Turns, cv.MaxTurns)
 		}
 	}
 	return out, nil

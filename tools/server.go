@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools/msg"
 	"github.com/aipm/aipm/watch"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -103,11 +104,14 @@ func New(store *filestore.Store, o Options) *Server {
 	hooks.AddAfterListTools(func(ctx context.Context, id any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = s.visibleTools(res.Tools)
 	})
+	lang := ""
+	if p, err := store.Project(); err == nil {
+		lang = p.Settings.Language
+	}
 	s.mcp = server.NewMCPServer("aipm", Version,
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
-		server.WithInstructions("aipm coordinates AI agents and their human owner in this repository. "+
-			"Call authenticate with your agent_id and passkey first, then follow the instruction of every response."),
+		server.WithInstructions(msg.Text(lang, "server.instructions")),
 	)
 	for _, t := range catalog(s) {
 		s.tools[t.def.Name] = t
@@ -180,6 +184,24 @@ type call struct {
 
 func (c *call) actor() filestore.Actor {
 	return filestore.Actor{ID: c.agent.ID, Via: filestore.ViaTool}
+}
+
+// lang is the project's language for agent-facing texts (settings.language). Before a
+// session is resolved (authenticate, help, a refused call) it is read from the store; a
+// project that cannot be read means English.
+func (c *call) lang() string {
+	if c.project != nil {
+		return c.project.Settings.Language
+	}
+	if p, err := c.srv.store.Project(); err == nil {
+		return p.Settings.Language
+	}
+	return ""
+}
+
+// text is the catalog's text for key in the project's language.
+func (c *call) text(key string, args ...any) string {
+	return msg.Text(c.lang(), key, args...)
 }
 
 // envelope wraps a handler with everything every tool shares: panic recovery, session
@@ -321,7 +343,10 @@ func asToolError(err error) *toolError {
 
 func (c *call) errorResult(err error) *mcp.CallToolResult {
 	te := asToolError(err)
-	obj := map[string]any{"error": te.Code, "message": te.Message, "hint": te.Hint}
+	// Errors are made in English wherever they come from; the agent reads them in the
+	// project's language.
+	lang := c.lang()
+	obj := map[string]any{"error": te.Code, "message": msg.Message(lang, te.Code, te.Message), "hint": msg.Hint(lang, te.Code, te.Hint)}
 	for k, v := range te.Extra {
 		obj[k] = v
 	}
@@ -394,16 +419,10 @@ func (c *call) summary() filestore.NotificationSummary {
 // notificationSentence is the sentence of seed 004 telling the agent whether notifications
 // wait (in Japanese word for word as the seed gives it).
 func (c *call) notificationSentence(unread int) string {
-	ja := c.project != nil && c.project.Settings.Language == "ja"
-	switch {
-	case unread == 0 && ja:
-		return "通知はありません"
-	case unread == 0:
-		return "no notifications"
-	case ja:
-		return "【重要】通知があります。get_notifications を呼び出して確認してください。"
+	if unread == 0 {
+		return c.text("notification.none")
 	}
-	return fmt.Sprintf("IMPORTANT: you have %d unread notification(s). Call get_notifications and follow them.", unread)
+	return c.text("notification.unread", unread)
 }
 
 // interruptExempt are the tools an interrupted agent still needs: reading the
@@ -416,10 +435,7 @@ func (c *call) interrupted() *mcp.CallToolResult {
 	if !c.hasInterrupt() {
 		return nil
 	}
-	notice := "You have been interrupted.\n\n1. Call get_notifications to read the details.\n2. Follow their instructions."
-	if c.project != nil && c.project.Settings.Language == "ja" {
-		notice = "通知があります。\n\n1. get_notifications() を呼び出して詳細を確認してください\n2. 通知の指示に従ってください"
-	}
+	notice := c.text("interrupt.notice")
 	body, _ := marshal(struct {
 		Interrupted bool   `json:"interrupted"`
 		Action      string `json:"action"`

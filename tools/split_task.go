@@ -71,7 +71,7 @@ func splitTaskTool() *tool {
 				return nil, err
 			}
 			out := splitResult{Success: true, OriginalTaskID: id, OriginalStatus: sp.Original.Status, Tasks: viewTasks(sp.Tasks),
-				LocalIDToRealID: sp.IDs, Instruction: "Split done. Call get_next_action."}
+				LocalIDToRealID: sp.IDs, Instruction: c.text("split_task.done")}
 			for _, t := range sp.Rewired {
 				out.Rewired = append(out.Rewired, t.ID)
 			}

@@ -56,7 +56,7 @@ func startConversationTool() *tool {
 			cv := st.Conversation
 			out := startConversationResult{Success: true, ConversationID: cv.ID, Status: cv.State, TargetAgentID: cv.ParticipantID,
 				MaxTurns: cv.MaxTurns, TaskID: cv.TaskID,
-				Instruction: "Conversation requested. You may send_message to " + cv.ParticipantID + " now; it reads them once its chat session accepts. Call get_next_action to wait for the answer."}
+				Instruction: c.text("start_conversation.done", cv.ParticipantID)}
 			if st.Message != nil {
 				out.MessageID = st.Message.ID
 			}

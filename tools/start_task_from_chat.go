@@ -44,7 +44,7 @@ func startTaskFromChatTool() *tool {
 				return nil, err
 			}
 			return startFromChatResult{Success: true, TaskID: id, PreviousStatus: ch.Previous, NewStatus: ch.Task.Status, RequesterID: req,
-				Instruction: "Started. Tell " + req + " it is under way. Do not do the work here: your task session does it (it is started for you)."}, nil
+				Instruction: c.text("start_task_from_chat.done", req)}, nil
 		},
 	}
 }

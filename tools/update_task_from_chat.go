@@ -61,12 +61,12 @@ func updateTaskFromChatTool() *tool {
 				return nil, err
 			}
 			out := updateFromChatResult{Success: true, TaskID: r.TaskID, UpdatedFields: nonNil(res.UpdatedFields), PreviousStatus: res.PreviousStatus,
-				NewStatus: res.Task.Status, RequesterID: r.RequesterID, Instruction: "Updated. Tell " + r.RequesterID + " what changed."}
+				NewStatus: res.Task.Status, RequesterID: r.RequesterID, Instruction: c.text("update_task_from_chat.done", r.RequesterID)}
 			for _, t := range res.Cascaded {
 				out.Cascaded = append(out.Cascaded, t.ID)
 			}
 			if len(res.UpdatedFields) == 0 {
-				out.Instruction = "Nothing changed: the task already had these values."
+				out.Instruction = c.text("update_task_from_chat.unchanged")
 			}
 			return out, nil
 		},

@@ -48,7 +48,7 @@ func updateTaskStatusTool() *tool {
 				return nil, err
 			}
 			out := updateStatusResult{Success: true, TaskID: id, PreviousStatus: ch.Previous, NewStatus: ch.Task.Status,
-				Instruction: "Call get_next_action for the next step."}
+				Instruction: c.text("update_task_status.done")}
 			for _, t := range ch.Cascaded {
 				out.Cascaded = append(out.Cascaded, t.ID)
 			}
@@ -64,7 +64,7 @@ func updateTaskStatusTool() *tool {
 					}
 				}
 				if open == 0 {
-					out.Instruction = "Every sub-task is finished. Call get_next_action: it confirms and tells you how to report."
+					out.Instruction = c.text("update_task_status.all_finished")
 				}
 			}
 			return out, nil

@@ -1,0 +1,292 @@
+package msg
+
+// texts are the catalog, by key. The English is what agents have always read (the
+// scenarios match it byte for byte); the Japanese is the seeds' own words where they give
+// them, marked "seed NNN".
+var texts = map[string]text{
+	// The response envelope (seed 004).
+	"server.instructions": {
+		"aipm coordinates AI agents and their human owner in this repository. Call authenticate with your agent_id and passkey first, then follow the instruction of every response.",
+		"aipm はこのリポジトリで AI エージェントと人間のオーナーの作業を調整します。最初に agent_id と passkey で authenticate を呼び出し、その後はすべての応答の instruction に従ってください。"},
+	"notification.none": {"no notifications", "通知はありません"}, // seed 004
+	"notification.unread": { // seed 004: the Japanese names no count
+		"IMPORTANT: you have %d unread notification(s). Call get_notifications and follow them.",
+		"【重要】通知があります。get_notifications を呼び出して確認してください。"},
+	"interrupt.notice": { // seed 004
+		"You have been interrupted.\n\n1. Call get_notifications to read the details.\n2. Follow their instructions.",
+		"通知があります。\n\n1. get_notifications() を呼び出して詳細を確認してください\n2. 通知の指示に従ってください"},
+
+	// get_next_action in a task session (tools/next_task.go).
+	"next.get_task": {
+		"Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone.",
+		"get_my_task を呼び出してタスクを読み、実行記録を開始してから、get_next_action を呼び出してください。説明文だけを頼りに作業を始めないでください。"},
+	"next.task_blocked": {
+		"Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.",
+		"あなたのタスク %[1]s は %[2]s によってブロックされました（%[3]s）。直ちに作業を中止してください。report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"next.task_cancelled": {
+		"Your task %s was cancelled by %s. Stop working on it now. Call report_completed(result=\"failed\", summary=\"cancelled; <what you did so far>\"); your session then ends.",
+		"あなたのタスク %[1]s は %[2]s によってキャンセルされました。直ちに作業を中止してください。report_completed(result=\"failed\", summary=\"cancelled; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"next.task_done": {
+		"Your task %s is already done (set by %s). Call report_completed(result=\"success\", summary=\"<what you did>\"); your session then ends.",
+		"あなたのタスク %[1]s はすでに完了になっています（%[2]s が設定）。report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"next.task_not_in_progress": {
+		"Your task %s was moved back to %s by %s: it is not to be worked on now. Call logout and exit; you will be started again when it is resumed.",
+		"あなたのタスク %[1]s は %[3]s によって %[2]s に戻されました。今は作業しないでください。logout を呼び出して終了してください。再開されると改めて起動されます。"},
+	"next.no_reason":        {"no reason given", "理由の記載なし"},
+	"next.request_rejected": {"request rejected: %s", "依頼は却下されました: %s"},
+	"next.start_from_backlog": {
+		"update_task_status(task_id=%q, status=\"todo\"), then %s",
+		"update_task_status(task_id=%[1]q, status=\"todo\") の後に %[2]s"},
+	"next.dep_missing":       {"%s (missing)", "%s（存在しません）"},
+	"next.waiting.approval":  {"approval", "承認"},
+	"next.waiting.working":   {"%s (working on it)", "%s（作業中）"},
+	"next.waiting.to_start":  {"%s to start it", "%s による開始"},
+	"next.waiting.assignee":  {"an assignee", "担当者"},
+	"next.worker.delegation": {"Your chat session is still carrying out what you delegated. Call get_next_action again right away: it waits until the delegation is reported and then shows the result. Do not sleep.", "委譲した件はまだチャットセッションが進めています。すぐに get_next_action をもう一度呼び出してください。委譲の報告があるまで待ち、その結果を示します。sleep はしないでください。"},
+	"next.worker.create_subtasks": {
+		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — then call get_next_action. If it is simple, create nothing and call get_next_action: you will be told to do it directly.",
+		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その後 get_next_action を呼び出してください。単純なタスクなら何も作らずに get_next_action を呼び出してください。直接作業するよう指示されます。"},
+	"next.worker.work": {
+		"Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").",
+		"タスク %[1]s を今すぐ自分で、作業ディレクトリ内で実行してください。完了したら report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。完了できない場合は report_completed(result=\"blocked\", summary=\"<理由>\") を呼び出してください。"},
+	"next.worker.report_completion": {
+		"Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").",
+		"%[1]s のサブタスクはすべて終了しました。結果を確認してから report_completed(result=\"success\", summary=\"<行われたこと>\") を呼び出してください。"},
+	"next.worker.execute_subtask": {
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"), then get_next_action. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出し、続けて get_next_action を呼び出してください。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+	"next.worker.start_subtask": {
+		"Start sub-task %s (%q): call %s, do the work, then call get_next_action.",
+		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出して作業を行い、その後 get_next_action を呼び出してください。"},
+	"next.worker.blocks": {"Nothing can move until blocked sub-tasks are resolved. ", "ブロックされたサブタスクが解決するまで、何も進められません。"},
+	"next.worker.blocks.self": {
+		"You blocked %s yourself: if the cause is gone, call update_task_status(task_id=\"<id>\", status=\"in_progress\") for it and continue; ",
+		"%[1]s はあなた自身がブロックしました。原因が解消していれば、それについて update_task_status(task_id=\"<id>\", status=\"in_progress\") を呼び出して続けてください。"},
+	"next.worker.blocks.others": {
+		"%s were blocked by someone else (or their request was rejected): you may not unblock them. ",
+		"%[1]s は他者によってブロックされた（または依頼が却下された）ため、あなたがブロックを解除することはできません。"},
+	"next.worker.blocks.give_up": {
+		"If you cannot resolve the blocks, call report_completed(result=\"blocked\", summary=\"<what blocks you>\") and leave it to your manager.",
+		"ブロックを解決できない場合は report_completed(result=\"blocked\", summary=\"<妨げになっていること>\") を呼び出し、マネージャーに任せてください。"},
+	"next.worker.deadlock": {
+		"None of your remaining sub-tasks can start: they wait for dependencies that nobody is working on (a loop, or a cancelled or blocked dependency). " +
+			"Cancel a stuck sub-task with update_task_status(task_id=\"<id>\", status=\"cancelled\") and create a replacement without the bad dependency (create_task), " +
+			"or call report_completed(result=\"blocked\", summary=\"<which dependencies are stuck>\").",
+		"残りのサブタスクはどれも開始できません。誰も作業していない依存先（循環、またはキャンセル・ブロックされた依存先）を待っています。" +
+			"行き詰まったサブタスクを update_task_status(task_id=\"<id>\", status=\"cancelled\") でキャンセルして、問題の依存関係のない代わりのタスクを作成する（create_task）か、" +
+			"report_completed(result=\"blocked\", summary=\"<行き詰まっている依存関係>\") を呼び出してください。"},
+	"next.worker.wait": {
+		"Your next sub-tasks wait for work of others (a dependency in progress, or a request awaiting approval). Call get_next_action again right away: it waits until something changes. Do not sleep.",
+		"次のサブタスクは他者の作業（進行中の依存先、または承認待ちの依頼）を待っています。すぐに get_next_action をもう一度呼び出してください。何か変化があるまで待ちます。sleep はしないでください。"},
+	"next.manager.create_subtasks": {
+		"You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result — then call get_next_action.",
+		"あなたはこのタスクを管理し、作業は部下のワーカーが行います。create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) でサブタスクに分割してください（ワーカー1人が担当できる単位ごとに1つ、別のサブタスクの結果が必要なものは local_id で依存関係を指定）。その後 get_next_action を呼び出してください。"},
+	"next.manager.wait": {
+		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
+		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
+	"next.manager.report_completion": {
+		"Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.",
+		"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。"},
+	"next.manager.completion_check": {
+		"Every sub-task is finished. Review the results (completion summaries below; get_task for details; check the deliverables in the working directory). " +
+			"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action.",
+		"すべてのサブタスクが終了しました。結果を確認してください（完了サマリーは下記、詳細は get_task、成果物は作業ディレクトリで確認）。" +
+			"その後、終えるなら select_action(action=\"complete\")、作業を追加・変更するなら select_action(action=\"adjust\") を呼び出し、get_next_action を呼び出してください。"},
+	"next.manager.blocks": {"Only blocked sub-tasks are left. ", "残っているのはブロックされたサブタスクだけです。"},
+	"next.manager.blocks.self": {
+		"%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ",
+		"%[1]s はあなたかワーカーがブロックしました。理由を読み（get_task）、原因が解消したら update_task_status(task_id=\"<id>\", status=\"todo\") を呼び出し、別のワーカーが適任なら assign_task で割り当て直して、もう一度ディスパッチしてください。"},
+	"next.manager.blocks.others": {
+		"%s were blocked by a human or another agent (or their request was rejected): do not unblock them; consider other ways — new sub-tasks with create_tasks_batch, or cancelling what is no longer needed. ",
+		"%[1]s は人間または他のエージェントによってブロックされた（または依頼が却下された）ため、ブロックを解除しないでください。create_tasks_batch で新しいサブタスクを作る、不要になったものをキャンセルするなど、別の方法を検討してください。"},
+	"next.manager.blocks.give_up": {
+		"Only if nothing works, call report_completed(result=\"blocked\", summary=\"<what blocks the task and what you tried>\").",
+		"どうしても解決できない場合に限り、report_completed(result=\"blocked\", summary=\"<タスクを妨げていることと試したこと>\") を呼び出してください。"},
+	"next.manager.no_workers": {
+		"No active AI subordinate can take %s. Ask the owner to add one under you (aipm agent add <id> --parent %s), then call report_completed(result=\"blocked\", summary=\"no available workers\").",
+		"%[1]s を担当できる有効な AI の部下がいません。オーナーにあなたの配下へ追加するよう依頼し（aipm agent add <id> --parent %[2]s）、その後 report_completed(result=\"blocked\", summary=\"no available workers\") を呼び出してください。"},
+	"next.manager.choose": {
+		"Review the situation (list_tasks, get_task, list_subordinates as needed), then choose: ",
+		"状況を確認し（必要に応じて list_tasks、get_task、list_subordinates）、次のいずれかを選んでください: "},
+	"next.manager.choose.sep": {", ", "、"},
+	"next.manager.choose.dispatch": {
+		"select_action(action=\"dispatch_task\") to assign and start %d sub-task(s)",
+		"%[1]d 件のサブタスクを割り当てて開始するなら select_action(action=\"dispatch_task\")"},
+	"next.manager.choose.adjust": {"select_action(action=\"adjust\") to change the plan", "計画を変更するなら select_action(action=\"adjust\")"},
+	"next.manager.choose.wait": {
+		"select_action(action=\"wait\") while %d sub-task(s) run",
+		"%[1]d 件のサブタスクの実行中に待つなら select_action(action=\"wait\")"},
+	"next.manager.choose.then": {". Then call get_next_action.", "。その後 get_next_action を呼び出してください。"},
+	"next.manager.dispatch": {
+		"Choose which sub-tasks to run and who runs them (role, current load). For a sub-task without an assignee: assign_task(task_id, assignee_id). " +
+			"Then, for each sub-task whose dependencies are done (deps_met true), update_task_status(task_id, status=\"in_progress\") to start it (a backlog one goes to todo first); " +
+			"leave the others todo — they can start once their dependencies are done. Then call get_next_action.",
+		"実行するサブタスクと担当者（役割、現在の負荷）を決めてください。担当者のいないサブタスクには assign_task(task_id, assignee_id) を使います。" +
+			"次に、依存先が完了しているサブタスク（deps_met が true）ごとに update_task_status(task_id, status=\"in_progress\") で開始してください（backlog のものは先に todo にします）。" +
+			"それ以外は todo のままにしておけば、依存先が完了したときに開始できます。その後 get_next_action を呼び出してください。"},
+	"next.manager.adjust": {
+		"Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
+			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action.",
+		"次のツールで計画を変更してください: assign_task（実行中でないサブタスクの割り当て直し）、update_task_status（不要になったもののキャンセルなど）、" +
+			"create_tasks_batch（新しいサブタスク）、split_task（todo または backlog のサブタスクをより小さなものに置き換え）。状況は list_tasks、get_task、list_subordinates、get_subordinate_profile で確認できます。その後 get_next_action を呼び出してください。"},
+	"next.change.new":    {"%s (%s) is new: %s", "%[1]s（%[2]s）が新たに追加されました: %[3]s"},
+	"next.change.moved":  {"%s (%s): %s → %s", "%[1]s（%[2]s）: %[3]s → %[4]s"},
+	"next.change.by":     {" by %s", "（%s による）"},
+	"next.change.reason": {": %s", ": %s"},
+
+	// get_next_action in a chat session (tools/next_chat.go, seed 002).
+	"chat.closed": {"The chat was closed. Call logout, then exit.", "チャットは閉じられました。logout を呼び出してから終了してください。"},
+	"chat.conversation_request": { // seed 002, then what aipm adds
+		"%s wants a conversation (purpose: %s; at most %d messages). It is now active: read the messages with get_pending_messages and answer with respond_chat or send_message. Either side may end it with end_conversation. Then call get_next_action.",
+		"%[1]sから会話リクエストがあります。get_pending_messagesでメッセージを確認し、respond_chatで応答してください。（目的: %[2]s、最大 %[3]d メッセージ。会話はすでにアクティブで、send_message でも応答できます。どちらの側も end_conversation で終了できます。）その後 get_next_action を呼び出してください。"},
+	"chat.conversation_expired": {
+		"%s did not accept your conversation %s in time; it expired. If it served a delegation, report it with report_delegation_completed(status=\"failed\") or try again later. Then call get_next_action.",
+		"%[1]s が会話 %[2]s を期限内に承諾しなかったため、会話は期限切れになりました。委譲のための会話だった場合は report_delegation_completed(status=\"failed\") で報告するか、後でもう一度試してください。その後 get_next_action を呼び出してください。"},
+	"chat.process_delegation": {
+		"Your task session asks you to talk to %s: %s. For an exchange, call start_conversation(target_agent_id=%q, purpose=..., initial_message=...) (for an AI agent) and carry it through; for a one-way note, send_message. When done, call report_delegation_completed(delegation_id=%q, result=\"<what came of it>\").",
+		"タスクセッションから %[1]s と話すよう依頼されています: %[2]s。やり取りが必要なら（相手が AI エージェントの場合）start_conversation(target_agent_id=%[3]q, purpose=..., initial_message=...) を呼び出して最後まで進めてください。一方的な連絡なら send_message を使ってください。終わったら report_delegation_completed(delegation_id=%[4]q, result=\"<結果>\") を呼び出してください。"},
+	"chat.pending_messages": {
+		"Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on).",
+		"get_pending_messages を呼び出して応答してください。チャットセッションは会話をするためのもので、実際の作業はタスクセッションで行います（作業の依頼は request_task、タスクセッションへの伝達は notify_task_session）。"},
+	"chat.timeout": {
+		"No message for %s: call logout and exit. You are started again when a message arrives.",
+		"%[1]s の間メッセージがありませんでした。logout を呼び出して終了してください。メッセージが届くと改めて起動されます。"},
+	"chat.wait": {
+		"Nothing pending. Call get_next_action again right away: it waits for messages. Do not sleep.",
+		"保留中のものはありません。すぐに get_next_action をもう一度呼び出してください。メッセージが届くまで待ちます。sleep はしないでください。"},
+	"chat.conversation_ended": { // seed 002, then what aipm adds
+		"The conversation %s with %s has ended (%s). Read any unread messages with get_pending_messages, then call get_next_action.",
+		"会話が終了しました。get_next_actionで次の指示を確認してください。（会話 %[1]s、相手 %[2]s、理由 %[3]s。未読のメッセージがあれば、先に get_pending_messages で確認してください。）"},
+
+	// Notifications of task changes (tools/changes.go).
+	"change.by_hand":      {"a hand edit of .ai-pm/tasks/%s.json", ".ai-pm/tasks/%s.json の手作業での編集"},
+	"change.manager":      {"your manager", "あなたのマネージャー"},
+	"change.task":         {"Your task", "あなたのタスク"},
+	"change.subtask":      {"Your sub-task", "あなたのサブタスク"},
+	"change.reassigned":   {"%s %s (%s) was reassigned to %s by %s.", "%[1]s %[2]s（%[3]s）は %[5]s によって %[4]s に割り当て直されました。"},
+	"change.blocked":      {"%s %s (%s) was blocked by %s: %s", "%[1]s %[2]s（%[3]s）は %[4]s によってブロックされました: %[5]s"},
+	"change.cancelled":    {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
+	"change.status":       {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
+	"change.edited":       {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
+	"change.go_on":        {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.reread":       {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
+	"change.stop":         {"Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", "直ちに作業を中止してください。report_completed(result=%[1]q, summary=\"%[2]s; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"change.stop_subtask": {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
+
+	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
+	"self_notice.message": {"Your chat session asks you to check the chat.", "チャットセッションからチャット確認の依頼があります。"},
+	"self_notice.conversation": { // seed 000, then its 【重要】 paragraph
+		"This notification comes from yourself: your own chat session sent it to this task session. " +
+			"Call get_conversation_messages(conversation_id: %q) to read the chat, then act on it as needed.",
+		"あなたのチャットセッションからの通知です。get_conversation_messages(conversation_id: %[1]q) で内容を確認してください。" +
+			"【重要】この通知は、あなた自身が別のセッション（チャットセッション）から送信したものです。必要に応じて対応してください。"},
+	"self_notice.plain": {
+		"This notification comes from yourself: your own chat session sent it to this task session. Read the message and act on it as needed.",
+		"あなたのチャットセッションからの通知です。【重要】この通知は、あなた自身が別のセッション（チャットセッション）から送信したものです。メッセージを確認し、必要に応じて対応してください。"},
+
+	// Tool results.
+	"approve_task_request.done": {
+		"Task %s is approved. %s may work on it once it is moved to todo and then in_progress.",
+		"タスク %[1]s を承認しました。todo、続いて in_progress に移されると、%[2]s が作業できます。"},
+	"assign_task.done": {"Start it with update_task_status in_progress when its dependencies are done.", "依存先が完了したら update_task_status で in_progress にして開始してください。"},
+	"create_task.worker": {
+		"Created and assigned to you. Create the remaining sub-tasks, then start them in dependency order with update_task_status.",
+		"作成し、あなたに割り当てました。残りのサブタスクを作成してから、依存関係の順に update_task_status で開始してください。"},
+	"create_task.manager": {
+		"Created unassigned. Assign it to a subordinate with assign_task; unassigned tasks never run.",
+		"担当者なしで作成しました。assign_task で部下に割り当ててください。担当者のいないタスクは実行されません。"},
+	"create_tasks_batch.worker": {
+		"Created and assigned to you. Call get_next_action: it starts them in dependency order.",
+		"作成し、あなたに割り当てました。get_next_action を呼び出してください。依存関係の順に開始するよう指示します。"},
+	"create_tasks_batch.manager": {
+		"Created unassigned: unassigned tasks never run. Call get_next_action to dispatch them to your subordinates.",
+		"担当者なしで作成しました。担当者のいないタスクは実行されません。get_next_action を呼び出して部下にディスパッチしてください。"},
+	"delegate_to_chat_session.message": {"Handed to your chat session; it starts when it is free.", "依頼をチャットセッションに登録しました。次回チャットセッション起動時に処理されます。"}, // seed 003
+	"delegate_to_chat_session.done": {
+		"Go on with work that does not need the answer. get_next_action tells you to wait while your next step depends on it; get_task_conversations shows the result.",
+		"返答を必要としない作業を続けてください。次の段階が返答を必要とする間は、get_next_action が待つよう指示します。結果は get_task_conversations で確認できます。"},
+	"end_conversation.done":       {"Conversation ended; %s will be told. ", "会話終了をリクエストしました。相手に通知されます。（相手: %[1]s）"}, // seed 002
+	"end_conversation.delegation": {"If it carried out a delegation, call report_delegation_completed with the result. ", "委譲を実行するための会話だった場合は、report_delegation_completed で結果を報告してください。"},
+	"end_conversation.then":       {"Then call get_next_action.", "その後 get_next_action を呼び出してください。"},
+	"get_execution_log.whole":     {"This is the whole log.", "これがログの全体です。"},
+	"get_execution_log.truncated": {"The log is truncated. Pass offset (and limit) to read another part.", "ログが切り詰められています。offset を指定して続きを取得できます。"}, // seed 000
+	"get_my_execution_history.done": {
+		"Call get_execution_log with an execution_id to read its output.",
+		"ログ内容を確認するには get_execution_log(execution_id) を呼び出してください。"}, // seed 000
+	"get_my_task.done":       {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
+	"get_notifications.none": {"Nothing to do about notifications.", "通知について対応することはありません。"},
+	"get_notifications.some": {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_pending_messages.some": {
+		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
+			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",
+		"送信者それぞれに send_message（または respond_chat）で応答してください。チャットセッションは会話だけを行い、タスクの作業はしません。" +
+			"作業の依頼には request_task を、タスクセッションへの伝達には notify_task_session を使ってください。その後 get_next_action を呼び出してください。"},
+	"get_pending_messages.none":   {"No unread messages. Call get_next_action.", "未読のメッセージはありません。get_next_action を呼び出してください。"},
+	"get_task_conversations.done": {"Use the results for your task. Read a conversation with get_conversation_messages.", "結果をタスクに活かしてください。会話の内容は get_conversation_messages で読めます。"},
+	"get_task_conversations.open": {"Some delegations are still open; get_next_action waits for them when your next step needs them.", "まだ終わっていない委譲があります。次の段階でそれが必要になったときは、get_next_action が完了を待ちます。"},
+	"logout.message":              {"session %s ended", "セッション %s を終了しました"},
+	"logout.done":                 {"Terminate the process now.", "今すぐプロセスを終了してください。"},
+	"notify_task_session.done":    {"Sent: your task session gets it with its next tool call.", "タスクセッションに通知を送信しました。次回のツール呼び出し時に通知が届きます。"}, // seed 000
+	"notify_task_session.no_session": {
+		"Recorded, but you have no live task session now, so nobody reads it: tell the requester, or use request_task / start_task_from_chat so that task work starts.",
+		"記録しましたが、現在稼働中のタスクセッションがないため、誰も読みません。依頼者に伝えるか、request_task / start_task_from_chat でタスクの作業が始まるようにしてください。"},
+	"reject_task_request.done": {
+		"Task %s is rejected and will not be worked on. Let %s know if they are waiting for it.",
+		"タスク %[1]s を却下しました。このタスクの作業は行われません。%[2]s が待っている場合は知らせてください。"},
+	"report_completed.done": {
+		"Reported. Your task session has ended: exit now, without calling get_next_action or logout.",
+		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
+	"report_delegation_completed.notice": {
+		"Your chat session finished delegation %s (%s) with %s: %s",
+		"チャットセッションが %[3]s との委譲 %[1]s を終えました（%[2]s）: %[4]s"},
+	"report_delegation_completed.notice_instruction": {
+		"Use the result in your task; get_task_conversations shows it, get_conversation_messages the conversation.",
+		"結果をタスクに活かしてください。結果は get_task_conversations で、会話は get_conversation_messages で確認できます。"},
+	"report_delegation_completed.done": {"Recorded; your task session sees it. Call get_next_action.", "記録しました。タスクセッションに伝わります。get_next_action を呼び出してください。"},
+	"request_task.approved": {
+		"Task %s is in your backlog, approved: %s, who asked for it, is one of your superiors. " +
+			"Tell them it is planned; it starts once it is moved to todo and then in_progress.",
+		"タスク %[1]s をあなたの backlog に追加しました。依頼した %[2]s はあなたの上位者なので、承認済みです。" +
+			"予定に入ったことを伝えてください。todo、続いて in_progress に移されると開始されます。"},
+	"request_task.asked": {
+		"Task %s is in your backlog, waiting for approval by one of your superiors (asked: %s). " +
+			"Do not work on it yet. Tell %s that the request awaits approval.",
+		"タスク %[1]s をあなたの backlog に追加しました。上位者の承認待ちです（承認を依頼した相手: %[2]s）。" +
+			"まだ作業しないでください。%[3]s に、依頼が承認待ちであることを伝えてください。"},
+	"request_task.unasked": {
+		"Task %s is in your backlog, waiting for approval by one of your superiors " +
+			"(no human superior to ask: your manager can approve it with approve_task_request). Do not work on it yet.",
+		"タスク %[1]s をあなたの backlog に追加しました。上位者の承認待ちです" +
+			"（依頼できる人間の上位者はいません。マネージャーが approve_task_request で承認できます）。まだ作業しないでください。"},
+	"select_action.done": {"Call get_next_action.", "get_next_action を呼び出してください。"},
+	"send_message.done":  {"Sent. Call get_next_action to wait for the answer.", "送信しました。get_next_action を呼び出して返答を待ってください。"},
+	"send_message.last":  {"Sent. That was turn %d of %d: the conversation has ended (max_turns). Call get_next_action.", "送信しました。%[2]d 回中 %[1]d 回目のメッセージだったため、会話は終了しました（max_turns）。get_next_action を呼び出してください。"},
+	"split_task.done":    {"Split done. Call get_next_action.", "分割しました。get_next_action を呼び出してください。"},
+	"start_conversation.done": { // seed 002, then what aipm adds
+		"Conversation requested. You may send_message to %s now; it reads them once its chat session accepts. Call get_next_action to wait for the answer.",
+		"会話リクエストを送信しました。send_messageでメッセージを送信できます。相手がオンラインになると会話が開始されます。（相手: %[1]s。メッセージは相手のチャットセッションが承諾した後に読まれます。）get_next_action を呼び出して返答を待ってください。"},
+	"start_task_from_chat.done": { // seed 000's first sentence; the task session is started for the agent
+		"Started. Tell %s it is under way. Do not do the work here: your task session does it (it is started for you).",
+		"タスクを開始しました。%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションが行います（タスクセッションは自動的に起動されます）。"},
+	"update_task_from_chat.done":      {"Updated. Tell %s what changed.", "タスクを更新しました。%[1]s に変更内容を伝えてください。"}, // seed 000, then what aipm adds
+	"update_task_from_chat.unchanged": {"Nothing changed: the task already had these values.", "変更はありません。タスクはすでにこれらの値でした。"},
+	"update_task_status.done":         {"Call get_next_action for the next step.", "get_next_action を呼び出して次の段階を確認してください。"},
+	"update_task_status.all_finished": {"Every sub-task is finished. Call get_next_action: it confirms and tells you how to report.", "すべてのサブタスクが終了しました。get_next_action を呼び出してください。確認のうえ、報告の仕方を指示します。"},
+
+	// help and get_session_guide.
+	"help.authenticate_first": {"call authenticate first", "先に authenticate を呼び出してください"},
+	"help.unauthenticated":    {"Most tools need a session: call authenticate with your agent_id and passkey.", "ほとんどのツールにはセッションが必要です。agent_id と passkey で authenticate を呼び出してください。"},
+	"help.task_session":       {"Chat tools are not available in a task session; use delegate_to_chat_session.", "タスクセッションではチャット用のツールは使えません。delegate_to_chat_session を使ってください。"},
+	"help.chat_session":       {"Task tools are not available in a chat session; use notify_task_session.", "チャットセッションではタスク用のツールは使えません。notify_task_session を使ってください。"},
+	"session_guide": {
+		"You may hold two sessions at once, in two processes: a task session and a chat session. " +
+			"They are the same you and share responsibility. " +
+			"The task session does all task work: it reads its task, decomposes it, executes or (as a manager) dispatches it, and reports completion; it never messages anyone directly — to talk to another agent it calls delegate_to_chat_session. " +
+			"The chat session talks with humans and other agents: it reads and answers messages, holds conversations, and processes delegations; it never changes tasks directly — it passes agreements to the task session with notify_task_session. " +
+			"Chat tools are refused in a task session (chat_session_required) and task tools in a chat session (task_session_required).",
+		"あなたは2つのプロセスで、タスクセッションとチャットセッションの2つのセッションを同時に持つことがあります。" +
+			"どちらも同じあなたであり、責任を共有します。" +
+			"タスクセッションはタスクの作業をすべて担います。タスクを読み、分解し、実行する（マネージャーならディスパッチする）、そして完了を報告します。誰にも直接メッセージを送らず、他のエージェントと話すには delegate_to_chat_session を呼び出します。" +
+			"チャットセッションは人間や他のエージェントと話します。メッセージを読んで応答し、会話を行い、委譲を処理します。タスクを直接変更することはなく、合意した内容は notify_task_session でタスクセッションに伝えます。" +
+			"タスクセッションではチャット用のツールが（chat_session_required）、チャットセッションではタスク用のツールが（task_session_required）拒否されます。"},
+}
