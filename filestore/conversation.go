@@ -219,6 +219,17 @@ func (s *Store) NextConversationDeadline(agentID string) (time.Time, error) {
 	return next, nil
 }
 
+// ChatBusy reports whether the agent's chat has something open: a pending or active
+// conversation, or a delegation its chat session is processing.
+func (s *Store) ChatBusy(agentID string) (bool, error) {
+	cs, err := s.Conversations(ConversationFilter{AgentID: agentID, States: []string{ConvPending, ConvActive}})
+	if err != nil || len(cs) > 0 {
+		return len(cs) > 0, err
+	}
+	ds, err := s.Delegations(DelegationFilter{AgentID: agentID, Status: DelegationProcessing})
+	return len(ds) > 0, err
+}
+
 // convClock is the moment and the timeouts against which conversations are evaluated.
 type convClock struct {
 	now             time.Time

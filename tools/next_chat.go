@@ -134,6 +134,13 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	} else if len(recent) == 1 && recent[0].CreatedAt.After(last) {
 		last = recent[0].CreatedAt
 	}
+	// A session in the middle of a conversation or a delegation is not idle, however long
+	// its partner takes: the conversation's own timeouts bound that wait.
+	if busy, err := st.ChatBusy(me); err != nil {
+		return nil, true, err
+	} else if busy {
+		last = st.Now()
+	}
 	left := idle - st.Now().Sub(last)
 	if left <= 0 {
 		return &chatAction{Action: "logout", State: "chat_timeout", Reason: "session_timeout",
