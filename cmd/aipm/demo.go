@@ -2,27 +2,33 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// cmdDemo runs the embedded demonstration: a fresh project (in a temporary directory, or
-// the one given) with an owner, a manager and two workers, a task tree with a dependency,
-// and one real MCP session of the manager against `aipm mcp` in a child process. It prints
-// what happens and leaves the files to inspect.
+// demoPlan is the owner's task for the manager, in the script the simulated agents follow:
+// three sub-tasks with dependencies, the second of which consults another worker through a
+// delegated AI↔AI conversation.
+const demoPlan = `Produce result.txt: twice a random seed, and a short report about it.
+plan gen for worker-gen: Generate the seed | write seed.txt random 1-1000
+plan calc after gen for worker-calc: Compute the result | ask worker-gen what is in seed.txt?; double seed.txt result.txt
+plan report after calc for worker-gen: Write the report | sleep 2s; write report.md result.txt holds twice the seed in seed.txt`
+
+// cmdDemo is the main job on its embedded default: a fresh project where the owner gives a
+// manager a task; the manager decomposes it for two simulated workers, one consults the
+// other through a delegated conversation, the owner pauses and resumes the project midway
+// and asks the manager how it goes, and `aipm run` drives every agent process. A timeline
+// prints live; a summary and the path to inspect end it.
 func (a *app) cmdDemo(args []string) error {
 	fl := newFlags(a, "demo")
+	timeout := fl.Duration("timeout", 50*time.Second, "give up after this long")
 	pos, err := fl.parse(args, 0, 1, "[DIR]")
 	if err != nil {
 		return err
@@ -36,141 +42,204 @@ func (a *app) cmdDemo(args []string) error {
 	} else if dir, err = os.MkdirTemp("", "aipm-demo-"); err != nil {
 		return err
 	}
-	start := time.Now()
-	step := func(format string, args ...any) {
-		a.printf("[%6.3fs] %s\n", time.Since(start).Seconds(), fmt.Sprintf(format, args...))
+	// Chat sessions log out after 2 idle seconds instead of 10 minutes, so the demo ends
+	// when the work does. The agents inherit it.
+	if os.Getenv("CHAT_IDLE_TIMEOUT_SECONDS") == "" {
+		os.Setenv("CHAT_IDLE_TIMEOUT_SECONDS", "2")
 	}
-
-	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner", OwnerName: "Project Owner"},
-		filestore.Options{Now: a.now})
+	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
+		OwnerName: "Project Owner", AgentCommands: defaultAgentCommands()}, filestore.Options{Now: a.now})
 	if err != nil {
 		return err
 	}
-	step("initialized project in %s", s.Dir())
+	c, err := newCoordinator(a, s, coordOptions{Max: 6, ExitWhenIdle: true, Backoff: 300 * time.Millisecond, Timeline: true})
+	if err != nil {
+		return err
+	}
+	say := c.say
+	say("project initialized in %s", s.Root())
 	owner := filestore.Actor{ID: "owner", Via: filestore.ViaCLI}
-	passkeys := map[string]string{}
 	for _, n := range []filestore.NewAgent{
 		{ID: "manager", Name: "Manager", Hierarchy: filestore.HierarchyManager, ParentID: "owner", Role: "splits and dispatches work", AIType: "sim"},
 		{ID: "worker-gen", Name: "Generator", ParentID: "manager", Role: "generates data files", AIType: "sim"},
 		{ID: "worker-calc", Name: "Calculator", ParentID: "manager", Role: "computes results", AIType: "sim"},
 	} {
-		ag, pk, err := s.AddAgent(owner, n)
+		ag, _, err := s.AddAgent(owner, n)
 		if err != nil {
 			return err
 		}
-		passkeys[ag.ID] = pk
-		step("owner added %s %s (parent %s)", ag.Hierarchy, ag.ID, ag.ParentID)
+		say("owner added %s %s (simulated agent, reports to %s)", ag.Hierarchy, ag.ID, ag.ParentID)
 	}
-	top, err := s.CreateTask(owner, filestore.NewTask{Title: "Produce the doubled numbers report", Status: filestore.StatusTodo, AssigneeID: "manager",
-		Description: "Generate seed numbers, then compute twice each of them into result.txt."})
+	top, err := s.CreateTask(owner, filestore.NewTask{Title: "Produce the doubled seed", Status: filestore.StatusTodo,
+		AssigneeID: "manager", Description: demoPlan})
 	if err != nil {
 		return err
-	}
-	gen, err := s.CreateTask(owner, filestore.NewTask{Title: "Generate seed numbers", Status: filestore.StatusTodo, ParentID: top.ID, AssigneeID: "worker-gen"})
-	if err != nil {
-		return err
-	}
-	calc, err := s.CreateTask(owner, filestore.NewTask{Title: "Compute doubled numbers", Status: filestore.StatusTodo, ParentID: top.ID,
-		AssigneeID: "worker-calc", Dependencies: []string{gen.ID}})
-	if err != nil {
-		return err
-	}
-	step("owner created task tree: %s ← {%s, %s (depends on %s)}", top.ID, gen.ID, calc.ID, gen.ID)
-	if _, err := s.SetTaskStatus(owner, calc.ID, filestore.StatusInProgress, ""); err != nil {
-		step("rule check: starting %s early is refused: %v", calc.ID, err)
 	}
 	if _, err := s.SetTaskStatus(owner, top.ID, filestore.StatusInProgress, "kick-off"); err != nil {
 		return err
 	}
-	step("owner started %s (in_progress)", top.ID)
+	say("owner started %s %q for the manager; `aipm run` takes over", top.ID, top.Title)
 
-	// One real agent session: the manager's `aipm mcp` in a child process.
-	exe, err := os.Executable()
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	ownerDone := make(chan string, 1)
+	go func() { ownerDone <- demoOwner(ctx, s, owner, say) }()
+	runErr := c.run(ctx)
+	cancel()
+	ownerNote := <-ownerDone
+
+	t, err := s.Task(top.ID)
 	if err != nil {
 		return err
 	}
-	var child *exec.Cmd
-	tr := transport.NewStdioWithOptions(exe, nil, []string{"mcp"}, transport.WithCommandFunc(
-		func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			child = exec.CommandContext(ctx, command, args...)
-			child.Dir = dir
-			return child, nil
-		}))
-	c := client.NewClient(tr)
-	if err := c.Start(context.Background()); err != nil {
-		return err
+	a.printf("\n")
+	demoSummary(a, s, top.ID, time.Since(c.t0))
+	if ownerNote != "" {
+		a.printf("Owner: %s\n", ownerNote)
 	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "aipm-demo", Version: "0"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		return fmt.Errorf("initialize: %w", err)
+	a.printf("\nInspect it: cd %s && aipm status && aipm task show %s && aipm chat log worker-calc\n", s.Root(), top.ID)
+	a.printf("Files: %s (tasks/, agents/*/chat.jsonl, conversations/, delegations/, executions/, events.jsonl)\n", s.Dir())
+	if runErr != nil {
+		return runErr
 	}
-	step("manager's agent process connected to `aipm mcp` (pid %d)", child.Process.Pid)
-	callTool := func(name string, args map[string]any) (map[string]any, error) {
-		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-		if err != nil {
-			return nil, err
+	if t.Status != filestore.StatusDone {
+		return fmt.Errorf("the demo task ended %s, not done", t.Status)
+	}
+	return nil
+}
+
+// demoOwner is the human's part: once the report is being written it pauses the project
+// (the worker is interrupted and stops), resumes it, and asks the manager in chat how the
+// work goes. It returns a note when something did not happen as planned.
+func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, say func(string, ...any)) string {
+	waitFor := func(cond func() bool) bool {
+		for ctx.Err() == nil {
+			if cond() {
+				return true
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		text := ""
-		for _, ct := range res.Content {
-			if tc, ok := ct.(mcp.TextContent); ok {
-				text += tc.Text
+		return false
+	}
+	inProgress := func(title string) bool {
+		tasks, _ := s.Tasks(filestore.TaskFilter{Status: filestore.StatusInProgress})
+		for _, t := range tasks {
+			if t.Title == title {
+				return true
 			}
 		}
-		var out map[string]any
-		if err := json.Unmarshal([]byte(text), &out); err != nil {
-			return nil, fmt.Errorf("%s: %s", name, text)
+		return false
+	}
+	if !waitFor(func() bool { return inProgress("Compute the result") }) {
+		return "the calc sub-task never started"
+	}
+	if _, err := s.SendMessage(owner, filestore.SendRequest{To: "manager", Content: "How is it going?"}); err != nil {
+		return "chat: " + err.Error()
+	}
+	say("owner asks the manager in chat: How is it going?")
+	if !waitFor(func() bool { return inProgress("Write the report") }) {
+		return "the report sub-task never started"
+	}
+	time.Sleep(500 * time.Millisecond) // into the worker's 2 s of writing
+	if _, err := s.SetProjectStatus(owner, filestore.ProjectPaused); err != nil {
+		return "pause: " + err.Error()
+	}
+	say("owner pauses the project: running agents are interrupted, nothing new starts")
+	liveTask := func() bool {
+		live, _ := s.LiveSessions("worker-gen")
+		for _, se := range live {
+			if se.Purpose == filestore.PurposeTask {
+				return true
+			}
 		}
-		if res.IsError {
-			return out, fmt.Errorf("%s: %v: %v", name, out["error"], out["message"])
-		}
-		return out, nil
+		return false
 	}
-	if _, err := callTool("authenticate", map[string]any{"agent_id": "manager", "passkey": "wrong-passkey"}); err != nil {
-		step("authenticate with a wrong passkey → %v", err)
+	if !waitFor(func() bool { return !liveTask() }) {
+		return "the worker did not stop on pause"
 	}
-	auth, err := callTool("authenticate", map[string]any{"agent_id": "manager", "passkey": passkeys["manager"]})
-	if err != nil {
-		return err
+	say("owner sees worker-gen stopped; resumes the project a second later")
+	time.Sleep(time.Second)
+	if _, err := s.SetProjectStatus(owner, filestore.ProjectActive); err != nil {
+		return "resume: " + err.Error()
 	}
-	step("manager authenticated: %s session for %v; notification: %q", auth["purpose"], auth["task_id"], auth["notification"])
-	step("  instruction: %v", auth["instruction"])
-	if mt, err := callTool("get_my_task", nil); err == nil {
-		task := mt["task"].(map[string]any)
-		step("get_my_task → %q with %d sub-tasks, execution record %v", task["title"], len(mt["subtasks"].([]any)), mt["execution_id"])
-	} else {
-		return err
-	}
-	if subs, err := callTool("list_subordinates", nil); err == nil {
-		var names []string
-		for _, x := range subs["subordinates"].([]any) {
-			names = append(names, x.(map[string]any)["id"].(string))
-		}
-		step("list_subordinates → %s", strings.Join(names, ", "))
-	} else {
-		return err
-	}
-	if _, err := callTool("get_pending_messages", nil); err != nil {
-		step("get_pending_messages in a task session → %v", err)
-	}
-	if _, err := callTool("logout", nil); err != nil {
-		return err
-	}
-	step("manager logged out; its session ended")
-	c.Close()
+	return ""
+}
 
-	a.printf("\nFiles to inspect under %s:\n", s.Dir())
-	filepath.WalkDir(s.Dir(), func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || strings.HasSuffix(path, ".lock") {
-			return nil
+// demoSummary prints what the run produced: the task tree, the files, the messages and
+// conversations, and the agent processes.
+func demoSummary(a *app, s *filestore.Store, topID string, took time.Duration) {
+	a.printf("Summary (%.1fs)\n", took.Seconds())
+	tree, _ := s.Subtree(topID)
+	a.printf("  Tasks:\n")
+	for _, t := range tree {
+		indent := "    "
+		if t.ParentID != "" {
+			indent += "  "
 		}
-		a.printf("  %s\n", s.Rel(path))
-		return nil
-	})
-	a.printf("\nTry: cd %s && aipm status && aipm task show %s && cat .ai-pm/events.jsonl\n", dir, top.ID)
-	return nil
+		dur := ""
+		if t.CompletedAt != nil {
+			dur = fmt.Sprintf(", %.1fs", t.CompletedAt.Sub(t.CreatedAt).Seconds())
+		}
+		a.printf("%s%s %-26q %-11s %s%s\n", indent, t.ID, t.Title, t.Status, t.AssigneeID, dur)
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(s.Root(), name))
+		if err != nil {
+			return "(missing)"
+		}
+		return strings.TrimSpace(string(b))
+	}
+	seed, result := read("seed.txt"), read("result.txt")
+	check := "≠ 2 × seed"
+	if n, err := strconv.Atoi(seed); err == nil {
+		if m, err := strconv.Atoi(result); err == nil && m == 2*n {
+			check = "= 2 × seed ✔"
+		}
+	}
+	a.printf("  Files: seed.txt = %s, result.txt = %s (%s), report.md = %q\n", seed, result, check, read("report.md"))
+
+	agents, _ := s.Agents()
+	msgs := 0
+	for _, ag := range agents {
+		page, err := s.RecentMessages(ag.ID, 1000)
+		if err != nil {
+			continue
+		}
+		for _, m := range page {
+			if m.ReceiverID == "" && m.SenderID != ag.ID {
+				msgs++ // the receiver's copy: each message once
+			}
+		}
+	}
+	convs, _ := s.Conversations(filestore.ConversationFilter{})
+	a.printf("  Messages: %d; conversations: %d\n", msgs, len(convs))
+	for _, cv := range convs {
+		a.printf("    %s %s ↔ %s, %s (%s), %d messages, task %s\n", cv.ID, cv.InitiatorID, cv.ParticipantID, cv.State, cv.EndReason, cv.Turns, cv.TaskID)
+	}
+	dls, _ := s.Delegations(filestore.DelegationFilter{})
+	for _, d := range dls {
+		a.printf("  Delegation %s: %s → %s %q: %s, result %q\n", d.ID, d.AgentID, d.TargetAgentID, d.Purpose, d.Status, clipText(d.Result, 60))
+	}
+	spawns, _ := s.Spawns()
+	per := map[string][]string{}
+	for _, sp := range spawns {
+		code := "?"
+		if sp.ExitCode != nil {
+			code = strconv.Itoa(*sp.ExitCode)
+		}
+		dur := ""
+		if sp.EndedAt != nil {
+			dur = fmt.Sprintf(" %.1fs", sp.EndedAt.Sub(sp.StartedAt).Seconds())
+		}
+		per[sp.AgentID] = append(per[sp.AgentID], fmt.Sprintf("%s(exit %s%s)", sp.Purpose, code, dur))
+	}
+	names := make([]string, 0, len(per))
+	for n := range per {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	a.printf("  Agent processes started by aipm run: %d\n", len(spawns))
+	for _, n := range names {
+		a.printf("    %-12s %s\n", n, strings.Join(per[n], ", "))
+	}
 }
