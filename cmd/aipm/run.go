@@ -93,20 +93,21 @@ type exitEvent struct {
 }
 
 type coordinator struct {
-	a       *app
-	s       *filestore.Store
-	opt     coordOptions
-	aipm    string
-	t0      time.Time
-	running map[workKey]*proc
-	fails   map[workKey]int
-	until   map[workKey]time.Time
-	held    map[workKey]string // the hold last reported, so it prints once
-	warned  map[string]bool
-	exits   chan exitEvent
-	paused  bool
-	starts  int
-	tl      *timeline
+	a        *app
+	s        *filestore.Store
+	opt      coordOptions
+	aipm     string
+	t0       time.Time
+	running  map[workKey]*proc
+	fails    map[workKey]int
+	until    map[workKey]time.Time
+	held     map[workKey]string // the hold last reported, so it prints once
+	warned   map[string]bool
+	exits    chan exitEvent
+	paused   bool
+	stopping bool // shutting down: exits need no backoff
+	starts   int
+	tl       *timeline
 }
 
 func newCoordinator(a *app, s *filestore.Store, opt coordOptions) (*coordinator, error) {
@@ -514,6 +515,9 @@ func (c *coordinator) exited(ev exitEvent) {
 	}
 	c.say("%s", msg)
 
+	if c.stopping {
+		return
+	}
 	sp, _ := c.s.Spawn(pr.spawn.ID)
 	authenticated := sp != nil && sp.TicketUsedAt != nil
 	w, err := c.s.DetectWork(pr.key.agent)
@@ -549,6 +553,7 @@ func (c *coordinator) shutdown() {
 	if len(c.running) == 0 {
 		return
 	}
+	c.stopping = true
 	c.say("stopping %d agent process(es)", len(c.running))
 	for _, pr := range c.running {
 		syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
