@@ -3,6 +3,7 @@ package filestore
 import (
 	"errors"
 	"fmt"
+	"github.com/aipm/aipm/tools/msg"
 	"os"
 	"path/filepath"
 	"slices"
@@ -306,26 +307,16 @@ func (s *Store) notifyProjectStatusLocked(actor Actor, p *Project) ([]string, er
 // projectNotice is the notification telling agentID that the project was paused or
 // resumed by by, in the project's instruction language.
 func projectNotice(p *Project, by, agentID string) Notification {
-	ja := p.Settings.Language == "ja"
+	lang := p.Settings.Language
 	n := Notification{TargetAgentID: agentID, TargetPurpose: PurposeAny, FromAgentID: by, Key: ProjectStatusKey(p)}
 	if p.Status == ProjectPaused {
 		n.Type, n.Action, n.Priority = NotifyInterrupt, ActionPause, NotifyHigh
-		n.Message = fmt.Sprintf("Project %q was paused by %s.", p.Name, by)
-		n.Instruction = "The project is paused: stop working now and start nothing new. Leave your task as it is " +
-			"(do not report it completed or blocked; it stays in progress) and call logout. Work continues when the project is resumed."
-		if ja {
-			n.Message = fmt.Sprintf("プロジェクト「%s」が %s によって一時停止されました。", p.Name, by)
-			n.Instruction = "プロジェクトは一時停止中です。直ちに作業を中断し、新しい作業を始めないでください。" +
-				"タスクはそのままにして（report_completed は呼ばず、in_progress のまま）logout を呼び出してください。再開後に作業を続けます。"
-		}
+		n.Message = msg.Text(lang, "project.paused.message", p.Name, by)
+		n.Instruction = msg.Text(lang, "project.paused.instruction")
 		return n
 	}
 	n.Type, n.Action, n.Priority = NotifyStatusChange, ActionResume, NotifyNormal
-	n.Message = fmt.Sprintf("Project %q was resumed by %s.", p.Name, by)
-	n.Instruction = "The project is active again: carry on, starting with get_next_action."
-	if ja {
-		n.Message = fmt.Sprintf("プロジェクト「%s」が %s によって再開されました。", p.Name, by)
-		n.Instruction = "プロジェクトが再開されました。get_next_action から作業を続けてください。"
-	}
+	n.Message = msg.Text(lang, "project.resumed.message", p.Name, by)
+	n.Instruction = msg.Text(lang, "project.resumed.instruction")
 	return n
 }

@@ -40,7 +40,7 @@ func (s *Server) authenticate(c *call) (any, error) {
 	exit := func(err error) error {
 		te := asToolError(err)
 		te.Extra = map[string]any{"success": false, "action": "exit",
-			"instruction": "Authentication did not start a session. Terminate the process now."}
+			"instruction": c.text("auth.failed")}
 		return te
 	}
 	agentID, err := c.reqString("agent_id")
@@ -82,9 +82,9 @@ func (s *Server) authenticate(c *call) (any, error) {
 	// The visible tool list now depends on the session's purpose.
 	s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
 
-	instr := "You are in a chat session: you talk, real work happens in task sessions. Call get_next_action and follow its instruction, again after every step. Call logout before you exit."
+	instr := c.text("auth.chat_session")
 	if se.Purpose == filestore.PurposeTask {
-		instr = "You are in a task session for task " + se.TaskID + ". Call get_next_action and follow its instruction, again after every step. Work under the working directory using absolute paths and never edit .ai-pm/ by hand."
+		instr = c.text("auth.task_session", se.TaskID)
 	}
 	return authenticateResult{Success: true, SessionToken: res.Token, SessionID: se.ID, Purpose: se.Purpose, TaskID: se.TaskID,
 		ExpiresIn: int(se.ExpiresAt.Sub(se.CreatedAt).Seconds()), Agent: viewAgent(res.Agent),

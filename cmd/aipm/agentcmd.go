@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools/msg"
 )
 
 // defaultAgentCommands are the templates `aipm init` writes to settings.agent_commands: one
@@ -117,30 +118,19 @@ func renderSpawn(ac filestore.AgentCommand, v spawnVars, ticket, spawnID, config
 	return plan, nil
 }
 
-// agentPrompt is what an agent CLI is told at start: who it is, how to connect, and to
-// follow get_next_action. It names no secret.
+// agentPrompt is what an agent CLI is told at start, in the project's language: who it
+// is, how to connect, and to follow get_next_action. It names no secret.
 func agentPrompt(lang string, a *filestore.Agent, purpose, taskID, workdir string) string {
-	if lang == "ja" {
-		p := fmt.Sprintf("あなたは aipm プロジェクト（%s）のエージェント %s（%s）です。", workdir, a.ID, a.Name)
-		if a.Role != "" {
-			p += "役割: " + a.Role + "。"
-		}
-		p += fmt.Sprintf("aipm MCP サーバーの authenticate を agent_id \"%s\" で呼び出してください（passkey は不要です。このプロセスは %s セッション用に起動されました）。", a.ID, purpose)
-		p += "その後 get_next_action を呼び出し、その指示に正確に従い、各ステップの後に再び get_next_action を呼び出してください。exit を指示されたら終了してください。"
-		p += "作業は " + workdir + " で絶対パスを使って行い、.ai-pm/ を直接編集しないでください。"
-		return p
-	}
-	p := fmt.Sprintf("You are agent %s (%s) of the aipm project at %s.", a.ID, a.Name, workdir)
+	p := msg.Text(lang, "prompt.identity", a.ID, a.Name, workdir)
 	if a.Role != "" {
-		p += " Your role: " + a.Role + "."
+		p += msg.Text(lang, "prompt.role", a.Role)
 	}
-	p += fmt.Sprintf(" Call the aipm MCP server's authenticate tool with agent_id %q and no passkey (this process was started for a %s session", a.ID, purpose)
+	onTask := ""
 	if taskID != "" {
-		p += " on task " + taskID
+		onTask = msg.Text(lang, "prompt.on_task", taskID)
 	}
-	p += "). Then call get_next_action, do exactly what its instruction says, and call get_next_action again after every step, until it tells you to exit."
-	p += " Work in " + workdir + " using absolute paths; never edit .ai-pm/ by hand."
-	return p
+	p += msg.Text(lang, "prompt.authenticate", a.ID, purpose, onTask)
+	return p + msg.Text(lang, "prompt.loop", workdir)
 }
 
 // aipmExecutable is the path of this aipm binary, for {aipm} and for starting `aipm mcp`.

@@ -16,6 +16,40 @@ var texts = map[string]text{
 		"You have been interrupted.\n\n1. Call get_notifications to read the details.\n2. Follow their instructions.",
 		"通知があります。\n\n1. get_notifications() を呼び出して詳細を確認してください\n2. 通知の指示に従ってください"},
 
+	// authenticate (tools/authenticate.go).
+	"auth.chat_session": {
+		"You are in a chat session: you talk, real work happens in task sessions. Call get_next_action and follow its instruction, again after every step. Call logout before you exit.",
+		"チャットセッションです。ここでは会話のみを行い、実際の作業はタスクセッションで行います。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。終了する前に logout を呼び出してください。"},
+	"auth.task_session": {
+		"You are in a task session for task %s. Call get_next_action and follow its instruction, again after every step. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
+		"タスク %s のタスクセッションです。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
+	"auth.failed": {
+		"Authentication did not start a session. Terminate the process now.",
+		"認証でセッションは開始されませんでした。直ちにプロセスを終了してください。"},
+
+	// Project pause and resume notifications (filestore/project.go).
+	"project.paused.message": {"Project %q was paused by %s.", "プロジェクト %[1]q が %[2]s によって一時停止されました。"},
+	"project.paused.instruction": {
+		"The project is paused: stop working now and start nothing new. Leave your task as it is (do not report it completed or blocked; it stays in progress) and call logout. Work continues when the project is resumed.",
+		"プロジェクトは一時停止中です。直ちに作業を中断し、新しい作業を始めないでください。タスクはそのままにして（report_completed は呼ばず、in_progress のまま）logout を呼び出してください。再開後に作業を続けます。"},
+	"project.resumed.message": {"Project %q was resumed by %s.", "プロジェクト %[1]q が %[2]s によって再開されました。"},
+	"project.resumed.instruction": {
+		"The project is active again: carry on, starting with get_next_action.",
+		"プロジェクトが再開されました。get_next_action から作業を続けてください。"},
+
+	// The prompt aipm run starts an agent CLI with (cmd/aipm/agentcmd.go).
+	"prompt.identity": {
+		"You are agent %s (%s) of the aipm project at %s.",
+		"あなたは aipm プロジェクト（%[3]s）のエージェント %[1]s（%[2]s）です。"},
+	"prompt.role": {" Your role: %s.", "役割: %s。"},
+	"prompt.authenticate": {
+		" Call the aipm MCP server's authenticate tool with agent_id %q and no passkey (this process was started for a %s session%s).",
+		"aipm MCP サーバーの authenticate を agent_id %[1]q で、passkey なしで呼び出してください（このプロセスは %[2]s セッション用に起動されました%[3]s）。"},
+	"prompt.on_task": {" on task %s", "。対象タスク: %s"},
+	"prompt.loop": {
+		" Then call get_next_action, do exactly what its instruction says, and call get_next_action again after every step, until it tells you to exit. Work in %s using absolute paths; never edit .ai-pm/ by hand.",
+		"その後 get_next_action を呼び出し、その指示どおりに作業し、各ステップの後に再び get_next_action を呼び出してください。exit を指示されたら終了してください。作業は %s で絶対パスを使って行い、.ai-pm/ を直接編集しないでください。"},
+
 	// get_next_action in a task session (tools/next_task.go).
 	"next.get_task": {
 		"Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone.",

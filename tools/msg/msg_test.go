@@ -187,13 +187,17 @@ func TestHint(t *testing.T) {
 	}
 }
 
-// sourceDirs are the packages whose texts reach agents.
-var sourceDirs = []string{"..", "../../filestore"}
+// sourceDirs are the packages whose texts reach agents; cmd/aipm also builds the prompt
+// an agent CLI starts with (its error hints are for humans at the terminal).
+var (
+	sourceDirs = []string{"..", "../../filestore"}
+	keyDirs    = append(sourceDirs, "../../cmd/aipm")
+)
 
-func sourceFiles(t *testing.T) []string {
+func sourceFiles(t *testing.T, dirs []string) []string {
 	t.Helper()
 	var out []string
-	for _, dir := range sourceDirs {
+	for _, dir := range dirs {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no sources in %s: %v", dir, err)
@@ -217,7 +221,7 @@ func TestEveryHintIsTranslated(t *testing.T) {
 	}
 	fset := token.NewFileSet()
 	found := 0
-	for _, path := range sourceFiles(t) {
+	for _, path := range sourceFiles(t, sourceDirs) {
 		f, err := parser.ParseFile(fset, path, nil, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -302,7 +306,7 @@ var keyUse = regexp.MustCompile(`(?:msg\.Text\([^,()]+,\s*|\.text\()"([a-z_.]+)"
 // Every key the code asks for exists, and every key is asked for.
 func TestKeysAreUsed(t *testing.T) {
 	used := map[string]bool{}
-	for _, path := range sourceFiles(t) {
+	for _, path := range sourceFiles(t, keyDirs) {
 		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
