@@ -341,7 +341,7 @@ func ids(ts []*filestore.Task) string {
 // worker is the worker flow (SPEC §6.1): get_task → create_subtasks → start_subtask /
 // execute_subtask / work → review_and_resolve_blocks / dependency_deadlock →
 // report_completion, and wait_for_delegation while a delegation it handed to its chat
-// session is open and nothing else can be done.
+// session is open and the step in progress (or the report) waits for it.
 func (s *situation) worker() decision {
 	d := s.workerFlow()
 	var views []delegationView
@@ -352,9 +352,11 @@ func (s *situation) worker() decision {
 			open++
 		}
 	}
+	// Mid-step (execute_subtask, work) or about to report, an open delegation is what the
+	// agent waits for; starting the next sub-task needs no answer from it.
 	act := d.next.Action
-	if act != "work" && act != "report_completion" && !d.wait {
-		return d // sub-task steps go on while a delegation is open
+	if act != "work" && act != "execute_subtask" && act != "report_completion" && !d.wait {
+		return d
 	}
 	if open > 0 {
 		w := s.keep(&nextAction{Action: "wait_for_delegation", State: "waiting_for_delegation", Task: brief(s.main), Delegations: views,

@@ -101,8 +101,12 @@ func (a *app) printErr(err error) {
 func (a *app) usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: aipm <command> [arguments]")
 	fmt.Fprintln(w)
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Global flags: --json (machine-readable output), --as ID (the acting human; or AIPM_USER; default the owner).")
