@@ -169,13 +169,27 @@ func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, s
 // conversations, and the agent processes.
 func demoSummary(a *app, s *filestore.Store, topID string, took time.Duration) {
 	a.printf("Summary (%.1fs)\n", took.Seconds())
-	tree, _ := s.Subtree(topID)
+	sub, _ := s.Subtree(topID)
+	kids := map[string][]*filestore.Task{}
+	for _, t := range sub {
+		kids[t.ParentID] = append(kids[t.ParentID], t)
+	}
+	// Depth first, each task followed by its own sub-tasks.
+	var tree []*filestore.Task
+	depth := map[string]int{}
+	var walk func(t *filestore.Task, d int)
+	walk = func(t *filestore.Task, d int) {
+		tree, depth[t.ID] = append(tree, t), d
+		for _, k := range kids[t.ID] {
+			walk(k, d+1)
+		}
+	}
+	if top, err := s.Task(topID); err == nil {
+		walk(top, 0)
+	}
 	a.printf("  Tasks:\n")
 	for _, t := range tree {
-		indent := "    "
-		if t.ParentID != "" {
-			indent += "  "
-		}
+		indent := "    " + strings.Repeat("  ", depth[t.ID])
 		dur := ""
 		if t.CompletedAt != nil {
 			dur = fmt.Sprintf(", %.1fs", t.CompletedAt.Sub(t.CreatedAt).Seconds())

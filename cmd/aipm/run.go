@@ -346,7 +346,7 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 	if running == 0 {
 		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
 	}
-	return fmt.Sprintf("waiting for workers (%d sub-task(s) in progress, nothing to react to)", running)
+	return "waiting for workers (sub-tasks in progress, nothing to react to)"
 }
 
 // fingerprint summarizes the work a start is for; the same fingerprint after the process
