@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools"
+	"github.com/aipm/aipm/watch"
 )
 
 // demoPlan is the owner's task for the manager, in the script the simulated agents follow:
@@ -112,14 +114,20 @@ func (a *app) cmdDemo(args []string) error {
 // (the worker is interrupted and stops), resumes it, and asks the manager in chat how the
 // work goes. It returns a note when something did not happen as planned.
 func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, say func(string, ...any)) string {
+	// Woken by the store's watcher, like everything else: no sleep-polling.
+	hub := &watch.Hub{}
+	if err := tools.Watch(ctx, s.Dir(), hub, func(string, ...any) {}); err != nil {
+		return "watch: " + err.Error()
+	}
+	sub := hub.Subscribe("tasks/", "runtime/sessions/")
+	defer sub.Close()
 	waitFor := func(cond func() bool) bool {
-		for ctx.Err() == nil {
-			if cond() {
-				return true
+		for !cond() {
+			if sub.Wait(ctx) != nil {
+				return false
 			}
-			time.Sleep(20 * time.Millisecond)
 		}
-		return false
+		return true
 	}
 	inProgress := func(title string) bool {
 		tasks, _ := s.Tasks(filestore.TaskFilter{Status: filestore.StatusInProgress})

@@ -452,17 +452,15 @@ func findTask(tasks []*filestore.Task, id string) *filestore.Task {
 	return nil
 }
 
-// childEnv is the coordinator's environment minus anything that would confuse an agent
-// about who it is: each start sets its own AIPM_* values.
+// childEnv is the coordinator's environment minus every AIPM_* variable: a start sets its
+// own (who the agent is, the ticket, the store), and nothing of the coordinator's user or
+// of another agent may leak into it.
 func childEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "AIPM_ROOT", "AIPM_AGENT_ID", "AIPM_PURPOSE", "AIPM_TASK_ID", "AIPM_SPAWN_ID", "AIPM_SPAWN_TICKET", "AIPM_PASSKEY", "AIPM_PROMPT", "AIPM_USER":
-			continue
+		if !strings.HasPrefix(kv, "AIPM_") {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
 }

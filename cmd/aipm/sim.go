@@ -84,9 +84,8 @@ const (
 	simMaxRounds = 500
 	// simCallTimeout bounds one tool call; get_next_action long-polls for at most 50 s.
 	simCallTimeout = 90 * time.Second
-	// simPollEvery is how often busy work (sleep) and a delegation wait that get_next_action
-	// cannot long-poll call a cheap tool, so an interrupt reaches the sim within a fraction
-	// of a second.
+	// simPollEvery is how often busy work (sleep) calls a cheap tool, so an interrupt
+	// reaches the sim within a fraction of a second.
 	simPollEvery = 200 * time.Millisecond
 	// simDelegationWait bounds the wait for the own chat session's result.
 	simDelegationWait = 15 * time.Minute
@@ -916,47 +915,25 @@ func (s *simAgent) delegate(target, purpose string) (string, error) {
 	return d.Result, nil
 }
 
-// awaitDelegation waits for a delegation to finish. get_next_action long-polls while the
-// task has nothing else to do (wait_for_delegation); while a sub-task runs it answers
-// execute_subtask at once instead, and the sim polls get_task_conversations.
+// awaitDelegation waits for a delegation to finish: get_next_action answers
+// wait_for_delegation, long-polling, while the step in progress waits for it, and lists
+// the delegation with its result once it is done. Any other answer (an interrupt, a block)
+// goes back to the main loop.
 func (s *simAgent) awaitDelegation(id string) (*simDelegation, error) {
-	find := func(ds []simDelegation) *simDelegation {
-		for i := range ds {
-			if ds[i].DelegationID == id && ds[i].finished() {
-				return &ds[i]
-			}
-		}
-		return nil
-	}
 	deadline := time.Now().Add(simDelegationWait)
-	poll := false
 	for time.Now().Before(deadline) {
-		if !poll {
-			n, err := s.nextAction()
-			if err != nil {
-				return nil, err
-			}
-			if d := find(n.Delegations); d != nil {
-				return d, nil
-			}
-			switch {
-			case n.Action == "wait_for_delegation":
-				continue
-			case n.Action == "exit", n.Action == "report_completion" && n.State != "needs_completion":
-				return nil, &simDivert{next: n}
-			}
-			poll = true
-		}
-		var tc struct {
-			Delegations []simDelegation `json:"delegations"`
-		}
-		if err := s.call("get_task_conversations", nil, &tc); err != nil {
+		n, err := s.nextAction()
+		if err != nil {
 			return nil, err
 		}
-		if d := find(tc.Delegations); d != nil {
-			return d, nil
+		for i := range n.Delegations {
+			if d := &n.Delegations[i]; d.DelegationID == id && d.finished() {
+				return d, nil
+			}
 		}
-		time.Sleep(simPollEvery)
+		if n.Action != "wait_for_delegation" {
+			return nil, &simDivert{next: n}
+		}
 	}
 	return nil, fmt.Errorf("sim-agent %s: delegation %s not finished after %s", s.id, id, simDelegationWait)
 }
