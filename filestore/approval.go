@@ -70,7 +70,7 @@ func (s *Store) RequestTask(actor Actor, requesterID string, r TaskRequest) (*Re
 					"agent %s has not asked agent %s for anything in its last %d received messages", requesterID, actor.ID, requesterWindow)
 			}
 		}
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}

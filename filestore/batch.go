@@ -23,7 +23,7 @@ func (s *Store) CreateTasks(actor Actor, parentID string, items []BatchItem) ([]
 	var out []*Task
 	var ids map[string]string
 	err := s.locked(func() error {
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}
@@ -58,18 +58,18 @@ func uniq(in []string) []string {
 // planBatch validates items as new sub-tasks of parentID and builds them in memory: local
 // ids unique, titles unique within the batch and among the parent's live sub-tasks (except
 // replacing, a task being replaced), every dependency known, no cycle. Nothing is written.
-func (s *Store) planBatch(actor Actor, all map[string]*Task, parentID, replacing string, items []BatchItem) ([]*Task, map[string]string, error) {
+func (s *Store) planBatch(actor Actor, all taskSet, parentID, replacing string, items []BatchItem) ([]*Task, map[string]string, error) {
 	var out []*Task
 	ids := map[string]string{}
 	if err := ValidateEntityID(PrefixTask, parentID); err != nil {
 		return nil, nil, err
 	}
-	if _, ok := all[parentID]; !ok {
+	if all.task(parentID) == nil {
 		return nil, nil, newErr(ErrNotFound, "task_not_found", "check parent_task_id", "parent task %s not found", parentID)
 	}
 	existing := map[string]string{} // title → id of the parent's live sub-tasks
-	for _, t := range all {
-		if t.ParentID == parentID && t.Status != StatusCancelled && t.ID != replacing {
+	for _, t := range all.children(parentID) {
+		if t.Status != StatusCancelled && t.ID != replacing {
 			existing[strings.ToLower(strings.TrimSpace(t.Title))] = t.ID
 		}
 	}
@@ -94,10 +94,7 @@ func (s *Store) planBatch(actor Actor, all map[string]*Task, parentID, replacing
 		ids[it.LocalID] = NewID(PrefixTask, now)
 	}
 	// Resolve dependencies, then build every task in memory with the normal validation.
-	planned := make(map[string]*Task, len(all)+len(items))
-	for id, t := range all {
-		planned[id] = t
-	}
+	planned := taskMap{base: all, extra: map[string]*Task{}}
 	for _, it := range items {
 		var deps []string
 		for _, d := range it.Dependencies {
@@ -105,7 +102,7 @@ func (s *Store) planBatch(actor Actor, all map[string]*Task, parentID, replacing
 				deps = append(deps, real)
 				continue
 			}
-			if _, ok := all[d]; ok {
+			if all.task(d) != nil {
 				deps = append(deps, d)
 				continue
 			}
@@ -121,7 +118,7 @@ func (s *Store) planBatch(actor Actor, all map[string]*Task, parentID, replacing
 		}
 		t.ID = ids[it.LocalID]
 		t.Dependencies = uniq(deps)
-		planned[t.ID] = t
+		planned.extra[t.ID] = t
 		out = append(out, t)
 	}
 	for _, t := range out {

@@ -55,7 +55,7 @@ func (s *Store) StartTaskFromChat(actor Actor, taskID, requesterID, conversation
 		if err := s.checkRequestMessageLocked(actor.ID, requesterID, conversationID); err != nil {
 			return err
 		}
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}
@@ -195,10 +195,10 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		return nil, newErr(ErrConflict, "task_finished", "a finished task keeps its record; create a new task for further work",
 			"task %s is %s and cannot be changed", t.ID, t.Status)
 	}
-	var all map[string]*Task
+	var all taskSet
 	if to != t.Status {
 		var err error
-		if all, err = s.loadTasks(); err != nil {
+		if all, err = s.taskSetLocked(); err != nil {
 			return nil, err
 		}
 		if err := s.checkStatus(all, t, to); err != nil {

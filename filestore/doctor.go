@@ -240,6 +240,7 @@ func (c *checker) taskRules() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	set := newMemTasks(c.tasks)
 	for _, id := range ids {
 		t, data, path := c.tasks[id], c.taskData[id], c.s.taskPath(id)
 		if t.AssigneeID != "" {
@@ -263,14 +264,14 @@ func (c *checker) taskRules() {
 				c.add(path, keyLine(data, "status"), "in_progress while dependency %s is %s", d, dt.Status)
 			}
 		}
-		if p := depPath(c.tasks, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
+		if p := depPath(set, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
 			c.add(path, keyLine(data, "dependencies"), "dependency cycle: %s", strings.Join(append([]string{id}, p...), " → "))
 		}
 		if t.Status == StatusInProgress && t.AssigneeID == "" {
 			c.add(path, keyLine(data, "status"), "in_progress without an assignee")
 		}
 		if t.Status == StatusDone {
-			for _, d := range descendants(c.tasks, id) {
+			for _, d := range descendants(set, id) {
 				if !Finished(d.Status) {
 					c.add(path, keyLine(data, "status"), "done while sub-task %s is %s", d.ID, d.Status)
 				}

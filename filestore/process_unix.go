@@ -52,3 +52,11 @@ func processStart(pid int) string {
 	}
 	return string(fields[19])
 }
+
+// fileIno is the inode number of a file, part of its identity in the caches.
+func fileIno(fi os.FileInfo) uint64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
+}

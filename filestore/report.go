@@ -56,7 +56,7 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 		if se.Purpose != PurposeTask || se.TaskID == "" {
 			return newErr(ErrConflict, "task_session_required", "call report_completed from a task session", "session %s has no task", se.ID)
 		}
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}

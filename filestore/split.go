@@ -27,12 +27,12 @@ func (s *Store) SplitTask(actor Actor, id string, items []BatchItem) (*Split, er
 	}
 	var out *Split
 	err := s.locked(func() error {
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}
-		orig, ok := all[id]
-		if !ok {
+		orig := all.task(id)
+		if orig == nil {
 			return newErr(ErrNotFound, "task_not_found", "check the id with list_tasks", "task %s not found", id)
 		}
 		if orig.Status != StatusTodo && orig.Status != StatusBacklog {
@@ -75,8 +75,8 @@ func (s *Store) SplitTask(actor Actor, id string, items []BatchItem) (*Split, er
 		for _, t := range tasks {
 			newIDs = append(newIDs, t.ID)
 		}
-		for _, t := range all {
-			if t.ID == id || !slices.Contains(t.Dependencies, id) {
+		for _, t := range all.dependentsOf(id) {
+			if t.ID == id {
 				continue
 			}
 			c := *t
@@ -86,12 +86,9 @@ func (s *Store) SplitTask(actor Actor, id string, items []BatchItem) (*Split, er
 		}
 		// A replacement may name a task that depended on the original: with the rewiring
 		// that would be a loop.
-		planned := make(map[string]*Task, len(all)+len(tasks))
-		for k, t := range all {
-			planned[k] = t
-		}
+		planned := taskMap{base: all, extra: map[string]*Task{}}
 		for _, t := range append(slices.Clone(tasks), out.Rewired...) {
-			planned[t.ID] = t
+			planned.extra[t.ID] = t
 		}
 		for _, t := range append(slices.Clone(tasks), out.Rewired...) {
 			if p := depPath(planned, t.Dependencies, t.ID); p != nil {

@@ -29,6 +29,11 @@ type Store struct {
 	dir  string // the .ai-pm directory
 	now  func() time.Time
 	mu   sync.Mutex // flock does not exclude goroutines sharing a process (libs.md §3.2)
+
+	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
+	journal journal
+	tasks   *dirCache[Task]
+	tix     taskIndex
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
@@ -76,7 +81,9 @@ func newStore(root string, opts Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{root: root, dir: filepath.Join(root, DirName), now: now}
+	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
+	s.tasks = newTaskCache(s)
+	return s
 }
 
 // Root returns the repository root (the agents' working directory).

@@ -81,11 +81,15 @@ type Task struct {
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
 
-// Task reads one task.
+// Task reads one task from its file.
 func (s *Store) Task(id string) (*Task, error) {
 	if err := ValidateEntityID(PrefixTask, id); err != nil {
 		return nil, err
 	}
+	return s.readTask(id)
+}
+
+func (s *Store) readTask(id string) (*Task, error) {
 	var t Task
 	if err := s.readJSON(s.taskPath(id), &t); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -128,80 +132,144 @@ func (f TaskFilter) match(t *Task) bool {
 
 // Tasks lists the tasks matching f, oldest first (IDs sort by creation time). Files that
 // cannot be read are skipped here and reported by `aipm doctor`, so one hand-broken file
-// never stops the rest of the project.
+// never stops the rest of the project. It costs what it returns: the index narrows the
+// candidates by parent, assignee or status.
 func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
-	all, err := s.loadTasks()
-	if err != nil {
-		return nil, err
-	}
 	var out []*Task
-	for _, t := range all {
-		if f.match(t) {
-			out = append(out, t)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	err := s.tasks.with(func() {
+		out = s.collectLocked(s.candidatesLocked(f, nil))
+		out = slices.DeleteFunc(out, func(t *Task) bool { return !f.match(t) })
+	})
+	return out, err
 }
 
+// candidatesLocked is the smallest indexed set that holds every task matching f; all
+// (lazily built) when nothing narrows it.
+func (s *Store) candidatesLocked(f TaskFilter, all map[string]struct{}) map[string]struct{} {
+	var best map[string]struct{}
+	found := false
+	try := func(set map[string]struct{}) {
+		if !found || len(set) < len(best) {
+			best, found = set, true
+		}
+	}
+	if f.ParentID != "" {
+		try(s.tix.kids[f.ParentID])
+	}
+	if f.TopLevel {
+		try(s.tix.kids[""])
+	}
+	if f.AssigneeID != "" {
+		try(s.tix.assigned[f.AssigneeID])
+	}
+	if f.Status != "" {
+		try(s.tix.byStatus[f.Status])
+	}
+	if found {
+		return best
+	}
+	all = make(map[string]struct{}, len(s.tasks.ents))
+	for id, e := range s.tasks.ents {
+		if e.v != nil {
+			all[id] = struct{}{}
+		}
+	}
+	return all
+}
+
+// TaskPage is one page of a task listing.
+type TaskPage struct {
+	Tasks []*Task
+	// Total is how many tasks match in all; Next is the cursor of the following page ("" on
+	// the last one).
+	Total int
+	Next  string
+}
+
+// TaskPage lists at most limit tasks matching f, oldest first, starting after the task id
+// cursor (a previous page's Next; "" for the first page).
+func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, error) {
+	out := &TaskPage{}
+	err := s.tasks.with(func() {
+		var ids []string
+		for id := range s.candidatesLocked(f, nil) {
+			if t := s.tasks.get(id); t != nil && f.match(t) {
+				ids = append(ids, id)
+			}
+		}
+		sort.Strings(ids)
+		out.Total = len(ids)
+		i := sort.SearchStrings(ids, after)
+		if after != "" && i < len(ids) && ids[i] == after {
+			i++
+		}
+		for _, id := range ids[i:min(i+limit, len(ids))] {
+			out.Tasks = append(out.Tasks, cloneTask(s.tasks.get(id)))
+		}
+		if j := i + limit; j < len(ids) {
+			out.Next = ids[j-1]
+		}
+	})
+	return out, err
+}
+
+// loadTasks copies every readable task, by id: for the few places that need them all
+// (`aipm doctor`, the coordinator's overview).
 func (s *Store) loadTasks() (map[string]*Task, error) {
-	entries, err := os.ReadDir(s.path("tasks"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return map[string]*Task{}, nil
+	out := map[string]*Task{}
+	err := s.tasks.with(func() {
+		for id, e := range s.tasks.ents {
+			if e.v != nil {
+				out[id] = cloneTask(e.v)
+			}
 		}
-		return nil, err
-	}
-	out := make(map[string]*Task, len(entries))
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || ValidateEntityID(PrefixTask, id) != nil {
-			continue
-		}
-		t, err := s.Task(id)
-		if err != nil {
-			continue
-		}
-		out[id] = t
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // Subtree returns the task's descendants (not the task itself), in breadth-first order.
 func (s *Store) Subtree(id string) ([]*Task, error) {
-	all, err := s.loadTasks()
-	if err != nil {
-		return nil, err
-	}
-	return descendants(all, id), nil
+	var out []*Task
+	err := s.tasks.with(func() {
+		seen := map[string]bool{id: true}
+		queue := []string{id}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			for _, c := range s.collectLocked(s.tix.kids[cur]) {
+				if seen[c.ID] { // a hand-edited parent cycle must not loop forever
+					continue
+				}
+				seen[c.ID] = true
+				out = append(out, c)
+				queue = append(queue, c.ID)
+			}
+		}
+	})
+	return out, err
 }
 
-func descendants(all map[string]*Task, id string) []*Task {
-	children := map[string][]*Task{}
-	for _, t := range all {
-		if t.ParentID != "" {
-			children[t.ParentID] = append(children[t.ParentID], t)
-		}
-	}
-	for _, c := range children {
-		sort.Slice(c, func(i, j int) bool { return c[i].ID < c[j].ID })
-	}
-	var out []*Task
-	seen := map[string]bool{id: true}
-	queue := []string{id}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, c := range children[cur] {
-			if seen[c.ID] { // a hand-edited parent cycle must not loop forever
-				continue
+// SubtreeSummary counts a task's descendants by status without copying them.
+func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
+	out := TaskCounts{}
+	err := s.tasks.with(func() {
+		seen := map[string]bool{id: true}
+		queue := []string{id}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			for k := range s.tix.kids[cur] {
+				t := s.tasks.get(k)
+				if t == nil || seen[k] {
+					continue
+				}
+				seen[k] = true
+				out[t.Status]++
+				queue = append(queue, k)
 			}
-			seen[c.ID] = true
-			out = append(out, c)
-			queue = append(queue, c.ID)
 		}
-	}
-	return out
+	})
+	return out, err
 }
 
 // NewTask describes a task to create.
@@ -222,7 +290,7 @@ type NewTask struct {
 func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 	var t *Task
 	err := s.locked(func() error {
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}
@@ -236,7 +304,7 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 }
 
 func (s *Store) saveNewTask(actor Actor, t *Task) error {
-	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+	if err := s.writeTask(t); err != nil {
 		return err
 	}
 	return s.appendEvent(Event{At: t.CreatedAt, Actor: actor.ID, Via: actor.Via, Entity: "task", ID: t.ID,
@@ -244,7 +312,7 @@ func (s *Store) saveNewTask(actor Actor, t *Task) error {
 }
 
 // newTask validates n against the known tasks and returns the task to write.
-func (s *Store) newTask(actor Actor, n NewTask, all map[string]*Task) (*Task, error) {
+func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 	title := strings.TrimSpace(n.Title)
 	if title == "" {
 		return nil, newErr(ErrInvalid, "invalid_argument", "give the task a short title", "task title is empty")
@@ -275,8 +343,8 @@ func (s *Store) newTask(actor Actor, n NewTask, all map[string]*Task) (*Task, er
 		if err := ValidateEntityID(PrefixTask, n.ParentID); err != nil {
 			return nil, err
 		}
-		parent, ok := all[n.ParentID]
-		if !ok {
+		parent := all.task(n.ParentID)
+		if parent == nil {
 			return nil, newErr(ErrNotFound, "task_not_found", "check the parent task id with list_tasks", "parent task %s not found", n.ParentID)
 		}
 		if Finished(parent.Status) {
@@ -301,7 +369,7 @@ func (s *Store) newTask(actor Actor, n NewTask, all map[string]*Task) (*Task, er
 
 // checkDeps validates a dependency list for task id (empty for a new task): every
 // dependency exists, none is the task itself, no duplicates, and the graph stays acyclic.
-func checkDeps(id string, deps []string, all map[string]*Task) ([]string, error) {
+func checkDeps(id string, deps []string, all taskSet) ([]string, error) {
 	out := []string{}
 	for _, d := range deps {
 		if err := ValidateEntityID(PrefixTask, d); err != nil {
@@ -310,7 +378,7 @@ func checkDeps(id string, deps []string, all map[string]*Task) ([]string, error)
 		if d == id {
 			return nil, newErr(ErrInvalid, "invalid_dependency", "remove the task from its own dependencies", "task %s cannot depend on itself", id)
 		}
-		if _, ok := all[d]; !ok {
+		if all.task(d) == nil {
 			return nil, newErr(ErrNotFound, "task_not_found", "create the dependency first, or check its id with list_tasks", "dependency %s not found", d)
 		}
 		if !slices.Contains(out, d) {
@@ -328,7 +396,7 @@ func checkDeps(id string, deps []string, all map[string]*Task) ([]string, error)
 }
 
 // depPath returns a dependency chain from one of starts to target, or nil.
-func depPath(all map[string]*Task, starts []string, target string) []string {
+func depPath(all taskSet, starts []string, target string) []string {
 	seen := map[string]bool{}
 	var walk func(id string) []string
 	walk = func(id string) []string {
@@ -339,8 +407,8 @@ func depPath(all map[string]*Task, starts []string, target string) []string {
 			return nil
 		}
 		seen[id] = true
-		t, ok := all[id]
-		if !ok {
+		t := all.task(id)
+		if t == nil {
 			return nil
 		}
 		for _, d := range t.Dependencies {
@@ -375,11 +443,11 @@ type StatusChange struct {
 func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange, error) {
 	var ch *StatusChange
 	err := s.locked(func() error {
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}
-		t, err := s.Task(id) // not from all: a corrupt file must surface as an error
+		t, err := s.Task(id) // not from the index: a corrupt file must surface as an error
 		if err != nil {
 			return err
 		}
@@ -389,7 +457,7 @@ func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange
 	return ch, err
 }
 
-func (s *Store) applyStatus(actor Actor, all map[string]*Task, t *Task, to, reason string) (*StatusChange, error) {
+func (s *Store) applyStatus(actor Actor, all taskSet, t *Task, to, reason string) (*StatusChange, error) {
 	return s.applyStatusEvent(actor, all, t, to, reason, Event{})
 }
 
@@ -398,7 +466,7 @@ func (s *Store) applyStatus(actor Actor, all map[string]*Task, t *Task, to, reas
 // with one history event each. tmpl carries what the change came with — requester,
 // conversation, other fields changed in the same write — into those events. The caller
 // holds the lock.
-func (s *Store) applyStatusEvent(actor Actor, all map[string]*Task, t *Task, to, reason string, tmpl Event) (*StatusChange, error) {
+func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason string, tmpl Event) (*StatusChange, error) {
 	if err := s.checkStatus(all, t, to); err != nil {
 		return nil, err
 	}
@@ -456,15 +524,26 @@ func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
 func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error {
 	t.UpdatedAt = now
 	t.Version++
-	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+	if err := s.writeTask(t); err != nil {
 		return err
 	}
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "task", t.ID
 	return s.appendEvent(ev)
 }
 
+// writeTask writes a task file and tells the caches of every process (the journal) and of
+// this one. The caller holds the lock.
+func (s *Store) writeTask(t *Task) error {
+	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+		return err
+	}
+	s.noteWrite("tasks/" + t.ID + ".json")
+	s.tasks.put(t.ID, cloneTask(t))
+	return nil
+}
+
 // checkStatus applies the transition table and the entry rules of the target status.
-func (s *Store) checkStatus(all map[string]*Task, t *Task, to string) error {
+func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 	if !slices.Contains(Statuses, to) {
 		return newErr(ErrInvalid, "invalid_status", "use one of "+strings.Join(Statuses, ", "), "invalid status %q", clip(to))
 	}
@@ -492,7 +571,7 @@ func (s *Store) checkStatus(all map[string]*Task, t *Task, to string) error {
 		}
 		var open []string
 		for _, d := range t.Dependencies {
-			if dt, ok := all[d]; !ok || dt.Status != StatusDone {
+			if dt := all.task(d); dt == nil || dt.Status != StatusDone {
 				open = append(open, d)
 			}
 		}
@@ -505,8 +584,8 @@ func (s *Store) checkStatus(all map[string]*Task, t *Task, to string) error {
 				return err
 			}
 			n := 0
-			for _, o := range all {
-				if o.ID != t.ID && o.ParentID == "" && o.AssigneeID == t.AssigneeID && o.Status == StatusInProgress {
+			for _, o := range all.assignedTo(t.AssigneeID) {
+				if o.ID != t.ID && o.ParentID == "" && o.Status == StatusInProgress {
 					n++
 				}
 			}
@@ -569,7 +648,7 @@ func (s *Store) AssignTask(actor Actor, id, assignee string) (*Task, error) {
 func (s *Store) SetDependencies(actor Actor, id string, deps []string) (*Task, error) {
 	var t *Task
 	err := s.locked(func() error {
-		all, err := s.loadTasks()
+		all, err := s.taskSetLocked()
 		if err != nil {
 			return err
 		}

@@ -4,22 +4,33 @@ import (
 	"context"
 	"time"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/watch"
 )
 
 // Watch feeds the server's hub from a watcher of the store directory until ctx ends, so a
 // long-poll wakes within milliseconds of a change by any process: another agent, the CLI,
 // a human's editor or git. It returns once the watcher is running.
-func Watch(ctx context.Context, dir string, hub *watch.Hub, logf func(string, ...any)) error {
-	w, err := watch.New(dir, watch.Options{Logf: logf})
+func Watch(ctx context.Context, store *filestore.Store, hub *watch.Hub, logf func(string, ...any)) error {
+	w, err := watch.New(store.Dir(), watch.Options{Logf: logf})
 	if err != nil {
 		return err
 	}
+	// From here on the watcher reports every change, so the store's caches may trust
+	// themselves between reports.
+	store.Watched()
 	go w.Run(ctx, func(changes []watch.Change) {
-		paths := make([]string, len(changes))
-		for i, c := range changes {
-			paths[i] = c.Path
+		paths := make([]string, 0, len(changes))
+		for _, c := range changes {
+			if c.Path == filestore.JournalPath {
+				continue // the caches read the journal themselves; it is no state to wake for
+			}
+			paths = append(paths, c.Path)
 		}
+		if len(paths) == 0 {
+			return
+		}
+		store.Changed(paths...)
 		hub.Notify(paths...)
 	})
 	return nil

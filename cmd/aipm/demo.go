@@ -116,7 +116,7 @@ func (a *app) cmdDemo(args []string) error {
 func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, say func(string, ...any)) string {
 	// Woken by the store's watcher, like everything else: no sleep-polling.
 	hub := &watch.Hub{}
-	if err := tools.Watch(ctx, s.Dir(), hub, func(string, ...any) {}); err != nil {
+	if err := tools.Watch(ctx, s, hub, func(string, ...any) {}); err != nil {
 		return "watch: " + err.Error()
 	}
 	sub := hub.Subscribe("tasks/", "runtime/sessions/")

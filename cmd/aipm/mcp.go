@@ -30,7 +30,7 @@ func (a *app) cmdMCP(args []string) error {
 	// The watcher turns any process's write under .ai-pm into an immediate wake-up of this
 	// server's long-polls.
 	hub := &watch.Hub{}
-	if err := tools.Watch(ctx, s.Dir(), hub, logf); err != nil {
+	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})

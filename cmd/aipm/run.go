@@ -135,7 +135,7 @@ const maxBackoff = 5 * time.Minute
 
 func (c *coordinator) run(ctx context.Context) error {
 	hub := &watch.Hub{}
-	if err := tools.Watch(ctx, c.s.Dir(), hub, func(format string, args ...any) {
+	if err := tools.Watch(ctx, c.s, hub, func(format string, args ...any) {
 		fmt.Fprintf(c.a.stderr, "aipm run: "+format+"\n", args...)
 	}); err != nil {
 		return err

@@ -1,0 +1,364 @@
+package filestore
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"sync"
+)
+
+// The files are the truth; what a Store keeps in memory is a cache of them that can be
+// thrown away at any moment without changing an answer. Each entity directory that a hot
+// path scans (tasks/, conversations/, delegations/) has a dirCache: every file parsed once,
+// kept with the identity it was read at (inode, size, modification time), and re-read only
+// when something says it may have changed:
+//
+//   - the change journal, runtime/changes.log: every write through aipm, by any process,
+//     appends the path it replaced, under the store lock, right after the rename. A reader
+//     that finds the journal longer than it last saw re-checks exactly those paths. Under
+//     the lock this is exact: no write made through aipm is missed, so the rules a write
+//     checks never see a stale task.
+//   - the watcher (Changed): an editor, `git checkout` or `git pull` writes without the
+//     journal; the process's watcher names the paths, and a lost event (a kernel queue
+//     overflow) asks for a rescan.
+//   - without a watcher (the CLI, tests), every query compares the directory with the cache
+//     by file identity: one stat per file, a read only of what changed.
+//
+// A file that cannot be parsed is left out (`aipm doctor` reports it), as before.
+
+// journalMax is the size past which the writer that finds the journal larger starts a new
+// one; readers that see a new journal re-check every cached file by identity.
+const journalMax = 4 << 20
+
+// stamp identifies the content a file had when it was read: an atomic write makes a new
+// inode, an in-place edit a new size or modification time.
+type stamp struct {
+	ino   uint64
+	size  int64
+	mtime int64
+}
+
+func stampOf(fi os.FileInfo) stamp {
+	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+}
+
+// cacheEntry is one file as last read: v is nil when it did not parse.
+type cacheEntry[T any] struct {
+	v  *T
+	st stamp
+}
+
+// dirCache caches the JSON entities of one directory under .ai-pm, by id.
+type dirCache[T any] struct {
+	s      *Store
+	dir    string // relative to .ai-pm, e.g. "tasks"
+	prefix string // id prefix, e.g. "tsk_"
+	read   func(id string) (*T, error)
+	// index keeps secondary indexes in step: called under mu with the old value (nil if
+	// none) and the new one (nil when removed or unreadable).
+	index func(id string, old, cur *T)
+	// reset empties the secondary indexes before a full load.
+	reset func()
+
+	mu     sync.Mutex
+	loaded bool
+	ents   map[string]*cacheEntry[T]
+
+	dmu    sync.Mutex // guards dirty and rescan, written by the journal and the watcher
+	dirty  map[string]struct{}
+	rescan bool
+}
+
+func newDirCache[T any](s *Store, dir, prefix string, read func(id string) (*T, error)) *dirCache[T] {
+	return &dirCache[T]{s: s, dir: dir, prefix: prefix, read: read, dirty: map[string]struct{}{},
+		index: func(string, *T, *T) {}, reset: func() {}}
+}
+
+// mark records that the file of id may have changed.
+func (c *dirCache[T]) mark(id string) {
+	c.dmu.Lock()
+	c.dirty[id] = struct{}{}
+	c.dmu.Unlock()
+}
+
+// markAll asks for a comparison of every file with the cache.
+func (c *dirCache[T]) markAll() {
+	c.dmu.Lock()
+	c.rescan = true
+	c.dmu.Unlock()
+}
+
+// with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
+// not keep or hand out the cached values, only copies.
+func (c *dirCache[T]) with(fn func()) error {
+	c.s.pullJournal()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.syncLocked(); err != nil {
+		return err
+	}
+	fn()
+	return nil
+}
+
+func (c *dirCache[T]) syncLocked() error {
+	c.dmu.Lock()
+	dirty, rescan := c.dirty, c.rescan
+	c.dirty, c.rescan = map[string]struct{}{}, false
+	c.dmu.Unlock()
+	if !c.loaded || rescan || !c.s.watched() {
+		return c.validateLocked()
+	}
+	for id := range dirty {
+		c.refreshLocked(id)
+	}
+	return nil
+}
+
+// validateLocked compares the whole directory with the cache by file identity, reading
+// only the files that are new or changed. The first call reads everything.
+func (c *dirCache[T]) validateLocked() error {
+	entries, err := os.ReadDir(c.s.path(c.dir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if !c.loaded {
+		c.ents = make(map[string]*cacheEntry[T], len(entries))
+		c.reset()
+	}
+	seen := make(map[string]struct{}, len(entries))
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() || ValidateEntityID(c.prefix, id) != nil {
+			continue
+		}
+		seen[id] = struct{}{}
+		c.refreshLocked(id)
+	}
+	for id, old := range c.ents {
+		if _, ok := seen[id]; !ok {
+			delete(c.ents, id)
+			c.index(id, old.v, nil)
+		}
+	}
+	c.loaded = true
+	return nil
+}
+
+// refreshLocked re-reads one file if its identity changed since it was cached.
+func (c *dirCache[T]) refreshLocked(id string) {
+	if ValidateEntityID(c.prefix, id) != nil {
+		return
+	}
+	old := c.ents[id]
+	fi, err := os.Lstat(c.s.path(c.dir, id+".json"))
+	if err != nil || !fi.Mode().IsRegular() {
+		if old != nil {
+			delete(c.ents, id)
+			c.index(id, old.v, nil)
+		}
+		return
+	}
+	st := stampOf(fi)
+	if old != nil && old.st == st {
+		return
+	}
+	v, err := c.read(id)
+	if err != nil {
+		v = nil
+	}
+	c.ents[id] = &cacheEntry[T]{v: v, st: st}
+	var prev *T
+	if old != nil {
+		prev = old.v
+	}
+	c.index(id, prev, v)
+}
+
+// put records a value this process has just written (under the store lock), so the next
+// query need not read it back.
+func (c *dirCache[T]) put(id string, v *T) {
+	fi, err := os.Lstat(c.s.path(c.dir, id+".json"))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.loaded {
+		return
+	}
+	if err != nil {
+		c.dmu.Lock()
+		c.dirty[id] = struct{}{}
+		c.dmu.Unlock()
+		return
+	}
+	var prev *T
+	if old := c.ents[id]; old != nil {
+		prev = old.v
+	}
+	c.ents[id] = &cacheEntry[T]{v: v, st: stampOf(fi)}
+	c.index(id, prev, v)
+}
+
+// get returns the cached value of id (nil if absent or unreadable); the caller holds mu.
+func (c *dirCache[T]) get(id string) *T {
+	if e := c.ents[id]; e != nil {
+		return e.v
+	}
+	return nil
+}
+
+// journal is the process's position in runtime/changes.log.
+type journal struct {
+	mu      sync.Mutex
+	ino     uint64
+	off     int64
+	started bool
+	watched bool
+}
+
+// JournalPath is the change journal's path relative to .ai-pm.
+const JournalPath = "runtime/changes.log"
+
+func (s *Store) journalPath() string { return s.path(JournalPath) }
+
+// noteWrite appends rel (a path under .ai-pm) to the change journal. The caller holds the
+// store lock and has just replaced the file. A journal that cannot be written costs
+// other processes freshness only until their watcher reports the file, so it is not an
+// error of the write.
+func (s *Store) noteWrite(rel string) {
+	p := s.journalPath()
+	if fi, err := os.Stat(p); err == nil && fi.Size() > journalMax {
+		tmp := p + ".new"
+		if os.WriteFile(tmp, nil, 0o644) == nil {
+			os.Rename(tmp, p)
+		}
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) && os.MkdirAll(path.Dir(p), 0o755) == nil {
+			f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		}
+		if err != nil {
+			return
+		}
+	}
+	f.Write([]byte(rel + "\n"))
+	f.Close()
+}
+
+// pullJournal reads what other writers appended to the journal since the last look and
+// marks those paths in the caches. A journal that was started anew marks everything.
+func (s *Store) pullJournal() {
+	j := &s.journal
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	f, err := os.Open(s.journalPath())
+	if err != nil {
+		if !j.started {
+			j.started = true
+		}
+		if j.off > 0 || j.ino != 0 {
+			j.off, j.ino = 0, 0
+			s.markAll()
+		}
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return
+	}
+	ino := fileIno(fi)
+	if !j.started {
+		// Everything before now is covered by the first full read of each cache.
+		j.started, j.ino, j.off = true, ino, fi.Size()
+		return
+	}
+	if ino != j.ino || fi.Size() < j.off {
+		j.ino, j.off = ino, 0
+		s.markAll()
+	}
+	if fi.Size() == j.off {
+		return
+	}
+	buf := make([]byte, fi.Size()-j.off)
+	n, err := f.ReadAt(buf, j.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return
+	}
+	buf = buf[:n]
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		return
+	}
+	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
+		s.markPath(string(line))
+	}
+	j.off += int64(end + 1)
+}
+
+// Watched tells the store that a watcher of its directory reports every change through
+// Changed from now on, so queries trust the cache between reports instead of comparing
+// every file. Call it after the watcher is watching.
+func (s *Store) Watched() {
+	s.journal.mu.Lock()
+	s.journal.watched = true
+	s.journal.mu.Unlock()
+	s.markAll() // whatever happened before the watcher started
+}
+
+func (s *Store) watched() bool {
+	s.journal.mu.Lock()
+	defer s.journal.mu.Unlock()
+	return s.journal.watched
+}
+
+// Changed is the watcher's report: paths relative to .ai-pm, slash-separated, that may have
+// changed; an empty path means events were lost and anything may have changed.
+func (s *Store) Changed(paths ...string) {
+	for _, p := range paths {
+		if p == "" {
+			s.markAll()
+			continue
+		}
+		s.markPath(p)
+	}
+}
+
+// markPath routes one changed path to the cache of its directory. A whole directory (a
+// checkout that replaced it, a rename) is a rescan of that cache.
+func (s *Store) markPath(rel string) {
+	dir, name := path.Split(rel)
+	dir = strings.TrimSuffix(dir, "/")
+	for _, c := range s.caches() {
+		switch {
+		case dir == c.dirName():
+			if id, ok := strings.CutSuffix(name, ".json"); ok {
+				c.mark(id)
+			}
+		case rel == c.dirName() || dir == "" && name == c.dirName():
+			c.markAll()
+		}
+	}
+}
+
+func (s *Store) markAll() {
+	for _, c := range s.caches() {
+		c.markAll()
+	}
+}
+
+// anyCache is what the journal and the watcher need of a dirCache.
+type anyCache interface {
+	dirName() string
+	mark(id string)
+	markAll()
+}
+
+func (c *dirCache[T]) dirName() string { return c.dir }
+
+func (s *Store) caches() []anyCache {
+	return []anyCache{s.tasks}
+}

@@ -1,0 +1,267 @@
+package filestore
+
+import (
+	"slices"
+	"sort"
+)
+
+// taskIndex is the in-memory index of tasks/ (see cache.go): the parsed tasks by id and
+// the sets the hot paths look up — children by parent, tasks by assignee, by status, and
+// the tasks that depend on a task. It is kept in step by the tasks cache and guarded by
+// its mutex.
+type taskIndex struct {
+	kids       map[string]map[string]struct{} // parent id ("" = top level) → child ids
+	assigned   map[string]map[string]struct{} // assignee id → task ids
+	byStatus   map[string]map[string]struct{} // status → task ids
+	dependents map[string]map[string]struct{} // dependency id → ids of tasks that depend on it
+}
+
+func (x *taskIndex) reset() {
+	x.kids = map[string]map[string]struct{}{}
+	x.assigned = map[string]map[string]struct{}{}
+	x.byStatus = map[string]map[string]struct{}{}
+	x.dependents = map[string]map[string]struct{}{}
+}
+
+func setAdd(m map[string]map[string]struct{}, k, id string) {
+	s := m[k]
+	if s == nil {
+		s = map[string]struct{}{}
+		m[k] = s
+	}
+	s[id] = struct{}{}
+}
+
+func setDel(m map[string]map[string]struct{}, k, id string) {
+	if s := m[k]; s != nil {
+		delete(s, id)
+		if len(s) == 0 {
+			delete(m, k)
+		}
+	}
+}
+
+// update moves id from what old said to what cur says.
+func (x *taskIndex) update(id string, old, cur *Task) {
+	if old != nil {
+		setDel(x.kids, old.ParentID, id)
+		setDel(x.assigned, old.AssigneeID, id)
+		setDel(x.byStatus, old.Status, id)
+		for _, d := range old.Dependencies {
+			setDel(x.dependents, d, id)
+		}
+	}
+	if cur != nil {
+		setAdd(x.kids, cur.ParentID, id)
+		setAdd(x.assigned, cur.AssigneeID, id)
+		setAdd(x.byStatus, cur.Status, id)
+		for _, d := range cur.Dependencies {
+			setAdd(x.dependents, d, id)
+		}
+	}
+}
+
+func newTaskCache(s *Store) *dirCache[Task] {
+	c := newDirCache(s, "tasks", PrefixTask, s.readTask)
+	c.reset = s.tix.reset
+	c.index = s.tix.update
+	s.tix.reset()
+	return c
+}
+
+// cloneTask is a copy a caller may change without touching the cache.
+func cloneTask(t *Task) *Task {
+	c := *t
+	c.Dependencies = slices.Clone(t.Dependencies)
+	return &c
+}
+
+// taskSet is what the task rules need to know of the other tasks. Every task it returns
+// is a copy.
+type taskSet interface {
+	task(id string) *Task              // nil when unknown
+	children(id string) []*Task        // direct sub-tasks, by id
+	assignedTo(agentID string) []*Task // the agent's tasks, by id
+	dependentsOf(id string) []*Task    // the tasks that depend on id, by id
+}
+
+// cachedTasks answers taskSet from the index. Under the store lock, the index is brought
+// up to date once (the journal names every write made through aipm) and then read.
+type cachedTasks struct{ s *Store }
+
+// taskSetLocked is the fresh view of the tasks a write checks its rules against. The
+// caller holds the store lock.
+func (s *Store) taskSetLocked() (taskSet, error) {
+	if err := s.tasks.with(func() {}); err != nil {
+		return nil, err
+	}
+	return cachedTasks{s}, nil
+}
+
+func (v cachedTasks) task(id string) *Task {
+	c := v.s.tasks
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t := c.get(id); t != nil {
+		return cloneTask(t)
+	}
+	return nil
+}
+
+func (v cachedTasks) ids(m func() map[string]struct{}) []*Task {
+	c := v.s.tasks
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.s.collectLocked(m())
+}
+
+func (v cachedTasks) children(id string) []*Task {
+	return v.ids(func() map[string]struct{} { return v.s.tix.kids[id] })
+}
+
+func (v cachedTasks) assignedTo(agentID string) []*Task {
+	return v.ids(func() map[string]struct{} { return v.s.tix.assigned[agentID] })
+}
+
+func (v cachedTasks) dependentsOf(id string) []*Task {
+	return v.ids(func() map[string]struct{} { return v.s.tix.dependents[id] })
+}
+
+// collectLocked copies the tasks of a set of ids, sorted by id (creation order). The
+// caller holds the tasks cache's mutex.
+func (s *Store) collectLocked(ids map[string]struct{}) []*Task {
+	out := make([]*Task, 0, len(ids))
+	for id := range ids {
+		if t := s.tasks.get(id); t != nil {
+			out = append(out, cloneTask(t))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// taskMap is a taskSet over tasks in memory: the plan of a batch on top of the store's.
+type taskMap struct {
+	base  taskSet
+	extra map[string]*Task
+}
+
+func (m taskMap) task(id string) *Task {
+	if t, ok := m.extra[id]; ok {
+		return t
+	}
+	if m.base == nil {
+		return nil
+	}
+	return m.base.task(id)
+}
+
+func (m taskMap) merge(base []*Task, keep func(*Task) bool) []*Task {
+	var out []*Task
+	for _, t := range base {
+		if _, over := m.extra[t.ID]; !over && keep(t) {
+			out = append(out, t)
+		}
+	}
+	for _, t := range m.extra {
+		if keep(t) {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (m taskMap) baseOr(f func(taskSet) []*Task) []*Task {
+	if m.base == nil {
+		return nil
+	}
+	return f(m.base)
+}
+
+func (m taskMap) children(id string) []*Task {
+	return m.merge(m.baseOr(func(b taskSet) []*Task { return b.children(id) }), func(t *Task) bool { return t.ParentID == id })
+}
+
+func (m taskMap) assignedTo(agentID string) []*Task {
+	return m.merge(m.baseOr(func(b taskSet) []*Task { return b.assignedTo(agentID) }), func(t *Task) bool { return t.AssigneeID == agentID })
+}
+
+func (m taskMap) dependentsOf(id string) []*Task {
+	return m.merge(m.baseOr(func(b taskSet) []*Task { return b.dependentsOf(id) }), func(t *Task) bool { return slices.Contains(t.Dependencies, id) })
+}
+
+// descendants returns the task's descendants (not the task itself), breadth first, each
+// level by id. A hand-edited parent cycle does not loop.
+func descendants(all taskSet, id string) []*Task {
+	var out []*Task
+	seen := map[string]bool{id: true}
+	queue := []string{id}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, c := range all.children(cur) {
+			if seen[c.ID] {
+				continue
+			}
+			seen[c.ID] = true
+			out = append(out, c)
+			queue = append(queue, c.ID)
+		}
+	}
+	return out
+}
+
+// TaskCounts is how many tasks have each status.
+type TaskCounts map[string]int
+
+// Total is the number of tasks counted.
+func (c TaskCounts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
+	}
+	return n
+}
+
+// CountTasks counts the tasks of the project by status.
+func (s *Store) CountTasks() (TaskCounts, error) {
+	out := TaskCounts{}
+	err := s.tasks.with(func() {
+		for st, ids := range s.tix.byStatus {
+			out[st] = len(ids)
+		}
+	})
+	return out, err
+}
+
+// memTasks is a taskSet over a map of tasks read by the caller (`aipm doctor`), indexed
+// once.
+type memTasks struct {
+	all map[string]*Task
+	x   taskIndex
+}
+
+func newMemTasks(all map[string]*Task) *memTasks {
+	m := &memTasks{all: all}
+	m.x.reset()
+	for id, t := range all {
+		m.x.update(id, nil, t)
+	}
+	return m
+}
+
+func (m *memTasks) task(id string) *Task { return m.all[id] }
+
+func (m *memTasks) pick(ids map[string]struct{}) []*Task {
+	out := make([]*Task, 0, len(ids))
+	for id := range ids {
+		out = append(out, m.all[id])
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (m *memTasks) children(id string) []*Task        { return m.pick(m.x.kids[id]) }
+func (m *memTasks) assignedTo(agentID string) []*Task { return m.pick(m.x.assigned[agentID]) }
+func (m *memTasks) dependentsOf(id string) []*Task    { return m.pick(m.x.dependents[id]) }
