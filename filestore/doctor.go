@@ -42,6 +42,7 @@ func (s *Store) Check() ([]Problem, error) {
 	c.notifications()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
 	c.entityDir("runtime/sessions", PrefixSession, func() any { return &Session{} })
+	c.entityDir("runtime/sessions/ended", PrefixSession, func() any { return &Session{} })
 	c.entityDir("runtime/notifications", PrefixSession, func() any { return &notificationReads{} })
 	c.readLogs()
 	c.chatStates()

@@ -224,8 +224,8 @@ func (s *Store) addNotificationLocked(actor Actor, n Notification) (*Notificatio
 		return nil, false, err
 	}
 	if n.TargetSessionID != "" {
-		var se Session
-		if err := s.readJSON(s.sessionPath(n.TargetSessionID), &se); err != nil {
+		se, err := s.readSession(n.TargetSessionID)
+		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				return nil, false, newErr(ErrNotFound, "session_not_found", "target the agent and purpose instead of a session that does not exist",
 					"session %s not found", n.TargetSessionID)

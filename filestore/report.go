@@ -49,8 +49,8 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 	}
 	var out *Completion
 	err := s.locked(func() error {
-		var se Session
-		if err := s.readJSON(s.sessionPath(sessionID), &se); err != nil {
+		se, err := s.readSession(sessionID)
+		if err != nil {
 			return err
 		}
 		if se.Purpose != PurposeTask || se.TaskID == "" {

@@ -4,6 +4,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -59,6 +60,43 @@ func (se *Session) Live(now time.Time) bool {
 }
 
 func (s *Store) sessionPath(id string) string { return s.path("runtime", "sessions", id+".json") }
+
+// endedSessionPath is where a session's record goes when it ends: out of the directory
+// that work detection lists, so ended sessions do not slow it down as they accumulate.
+func (s *Store) endedSessionPath(id string) string {
+	return s.path("runtime", "sessions", "ended", id+".json")
+}
+
+// readSession reads a session record, live or ended.
+func (s *Store) readSession(id string) (*Session, error) {
+	var se Session
+	err := s.readJSON(s.sessionPath(id), &se)
+	if errors.Is(err, os.ErrNotExist) {
+		err = s.readJSON(s.endedSessionPath(id), &se)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &se, nil
+}
+
+// writeSessionLocked writes a session record where its state belongs: an ended session
+// moves to sessions/ended/. The caller holds the lock.
+func (s *Store) writeSessionLocked(se *Session) error {
+	if se.State != SessionEnded {
+		return writeJSON(s.sessionPath(se.ID), se, 0o600)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.endedSessionPath(se.ID)), 0o755); err != nil {
+		return err
+	}
+	if err := writeJSON(s.endedSessionPath(se.ID), se, 0o600); err != nil {
+		return err
+	}
+	if err := os.Remove(s.sessionPath(se.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
 
 // AuthRequest is an authenticate call.
 type AuthRequest struct {
@@ -171,6 +209,13 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
 			return err
 		}
+		if purpose == PurposeChat {
+			// Ended sessions are not listed by work detection: the chat state keeps when
+			// the latest chat session started (an open chat before it is served).
+			if err := s.noteChatSessionLocked(a.ID, now); err != nil {
+				return err
+			}
+		}
 		res = &AuthResult{Session: se, Token: se.ID + "." + secret, Agent: a}
 		return s.appendEvent(Event{At: now, Actor: a.ID, Via: ViaTool, Entity: "session", ID: se.ID, Change: "started", To: purpose, Reason: taskID})
 	})
@@ -241,7 +286,14 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 		return w, err
 	}
 	now := s.Now()
+	st, err := s.Chat(a.ID)
+	if err != nil {
+		return w, err
+	}
 	var lastChat time.Time // start of the agent's latest chat session, live or not
+	if st.LastSessionAt != nil {
+		lastChat = *st.LastSessionAt
+	}
 	for _, se := range all {
 		if se.Purpose == PurposeChat && se.CreatedAt.After(lastChat) {
 			lastChat = se.CreatedAt
@@ -267,7 +319,7 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 			w.TaskID = tasks[0].ID
 		}
 	}
-	if err := s.detectChatWork(a, lastChat, &w); err != nil {
+	if err := s.detectChatWork(a, st, lastChat, &w); err != nil {
 		return w, err
 	}
 	w.Chat = !w.LiveChat && w.chatWork()
@@ -275,7 +327,7 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 }
 
 // detectChatWork fills in the chat counts of w.
-func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
+func (s *Store) detectChatWork(a *Agent, st *ChatState, lastChat time.Time, w *Work) error {
 	var err error
 	if w.Unread, err = s.UnreadCount(a.ID); err != nil {
 		return err
@@ -300,10 +352,6 @@ func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
 		if c.needsNotice(a.ID) {
 			w.Notices++
 		}
-	}
-	st, err := s.Chat(a.ID)
-	if err != nil {
-		return err
 	}
 	w.ChatOpened = st.chatOpenedUnserved(lastChat)
 	return nil
@@ -354,8 +402,8 @@ func (s *Store) Session(token string) (*Session, error) {
 	if !ok || ValidateEntityID(PrefixSession, id) != nil {
 		return nil, bad
 	}
-	var se Session
-	if err := s.readJSON(s.sessionPath(id), &se); err != nil {
+	se, err := s.readSession(id)
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, bad
 		}
@@ -369,10 +417,10 @@ func (s *Store) Session(token string) (*Session, error) {
 		if se.State == SessionActive {
 			why = "lease expired or serving process gone"
 		}
-		return &se, newErr(ErrUnauthorized, "session_expired", "call authenticate again if there is still work; otherwise exit",
+		return se, newErr(ErrUnauthorized, "session_expired", "call authenticate again if there is still work; otherwise exit",
 			"session %s is no longer live (%s)", se.ID, why)
 	}
-	return &se, nil
+	return se, nil
 }
 
 // Touch renews the session's lease after a tool call. It writes only when a noticeable part
@@ -446,11 +494,11 @@ func (s *Store) updateSession(id string, fn func(*Session) error) error {
 }
 
 func (s *Store) updateSessionLocked(id string, fn func(*Session) error) error {
-	var se Session
-	if err := s.readJSON(s.sessionPath(id), &se); err != nil {
+	se, err := s.readSession(id)
+	if err != nil {
 		return err
 	}
-	if err := fn(&se); err != nil {
+	if err := fn(se); err != nil {
 		if errors.Is(err, errNoChange) {
 			return nil
 		}
@@ -458,7 +506,7 @@ func (s *Store) updateSessionLocked(id string, fn func(*Session) error) error {
 	}
 	se.UpdatedAt = s.Now()
 	se.Version++
-	return writeJSON(s.sessionPath(se.ID), &se, 0o600)
+	return s.writeSessionLocked(se)
 }
 
 // EndOrphans ends the active sessions of an agent ("" for all) whose serving process is
@@ -482,6 +530,13 @@ func (s *Store) endOrphansLocked(agentID string) (int, error) {
 	now := s.Now()
 	n := 0
 	for _, se := range all {
+		if se.State == SessionEnded {
+			// Written where it stays by an older version: move it out of the way.
+			if err := s.writeSessionLocked(se); err != nil {
+				return n, err
+			}
+			continue
+		}
 		if se.State != SessionActive || se.Live(now) {
 			continue
 		}

@@ -82,9 +82,16 @@ func TestDeadProcessEndsOnlyItsOwnSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, _ := s.Sessions("w1")
-	if len(all) != 2 || all[0].State != SessionEnded || all[0].EndReason != "process_gone" {
-		t.Fatalf("dead session not ended as an orphan: %+v", all[0])
+	ended, err := s.readSession(dead.Session.ID)
+	if err != nil || ended.State != SessionEnded || ended.EndReason != "process_gone" {
+		t.Fatalf("dead session not ended as an orphan: %+v, %v", ended, err)
+	}
+	// Ended sessions leave the directory that work detection lists.
+	if all, _ := s.Sessions("w1"); len(all) != 1 || all[0].ID != chat.Session.ID {
+		t.Fatalf("listed sessions = %+v, want only the live chat session", all)
+	}
+	if _, err := os.Stat(s.endedSessionPath(dead.Session.ID)); err != nil {
+		t.Errorf("ended session not in sessions/ended: %v", err)
 	}
 	if n, err := s.EndOrphans("w1"); err != nil || n != 0 {
 		t.Fatalf("EndOrphans = %d, %v; want 0 (already ended)", n, err)

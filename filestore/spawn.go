@@ -184,8 +184,8 @@ func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, err
 		}
 		now := s.Now()
 		for _, sid := range sp.SessionIDs {
-			var se Session
-			if err := s.readJSON(s.sessionPath(sid), &se); err != nil {
+			se, err := s.readSession(sid)
+			if err != nil {
 				continue
 			}
 			if se.State == SessionActive {

@@ -265,3 +265,15 @@ func (m *memTasks) pick(ids map[string]struct{}) []*Task {
 func (m *memTasks) children(id string) []*Task        { return m.pick(m.x.kids[id]) }
 func (m *memTasks) assignedTo(agentID string) []*Task { return m.pick(m.x.assigned[agentID]) }
 func (m *memTasks) dependentsOf(id string) []*Task    { return m.pick(m.x.dependents[id]) }
+
+// TasksByID copies the known tasks among ids, by id; unknown and unreadable ones are left
+// out.
+func (s *Store) TasksByID(ids []string) ([]*Task, error) {
+	set := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
+		set[id] = struct{}{}
+	}
+	var out []*Task
+	err := s.tasks.with(func() { out = s.collectLocked(set) })
+	return out, err
+}

@@ -147,11 +147,31 @@ func (s *situation) text(key string, args ...any) string {
 	return msg.Text(s.lang, key, args...)
 }
 
+// loadSituation reads what the session's decisions look at, and no more: its task and
+// sub-tree, the tasks they depend on, and the tasks in progress (the workers' load).
 func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
-	tasks, err := st.Tasks(filestore.TaskFilter{})
+	main, err := st.Task(se.TaskID)
 	if err != nil {
 		return nil, err
 	}
+	subtree, err := st.Subtree(main.ID)
+	if err != nil {
+		return nil, err
+	}
+	running, err := st.Tasks(filestore.TaskFilter{Status: filestore.StatusInProgress})
+	if err != nil {
+		return nil, err
+	}
+	tasks := append(append([]*filestore.Task{main}, subtree...), running...)
+	var deps []string
+	for _, t := range tasks {
+		deps = append(deps, t.Dependencies...)
+	}
+	more, err := st.TasksByID(deps)
+	if err != nil {
+		return nil, err
+	}
+	tasks = append(tasks, more...)
 	members, err := st.Agents()
 	if err != nil {
 		return nil, err
@@ -169,7 +189,9 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.Task, members []*filestore.Agent) (*situation, error) {
 	s := &situation{agent: a, session: se, all: map[string]*filestore.Task{}, agents: map[string]*filestore.Agent{}}
 	for _, t := range tasks {
-		s.all[t.ID] = t
+		if s.all[t.ID] == nil {
+			s.all[t.ID] = t
+		}
 	}
 	for _, m := range members {
 		s.agents[m.ID] = m
@@ -179,7 +201,7 @@ func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.
 		return nil, fmt.Errorf("task %s of session %s not found", se.TaskID, se.ID)
 	}
 	byParent := map[string][]*filestore.Task{}
-	for _, t := range tasks {
+	for _, t := range s.all {
 		if t.ParentID != "" {
 			byParent[t.ParentID] = append(byParent[t.ParentID], t)
 		}
