@@ -360,5 +360,5 @@ type anyCache interface {
 func (c *dirCache[T]) dirName() string { return c.dir }
 
 func (s *Store) caches() []anyCache {
-	return []anyCache{s.tasks}
+	return []anyCache{s.tasks, s.convs, s.dlgs}
 }

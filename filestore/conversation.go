@@ -300,33 +300,51 @@ type timedOut struct {
 // memory), oldest first, and returns separately those whose timeout was applied. Files
 // that cannot be read are skipped; `aipm doctor` reports them.
 func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Conversation, []timedOut, error) {
-	entries, err := os.ReadDir(s.path("conversations"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil, nil
-		}
-		return nil, nil, err
-	}
 	var list []*Conversation
 	var due []timedOut
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || ValidateEntityID(PrefixConversation, id) != nil {
-			continue
+	err := s.convs.with(func() {
+		var agentSet, taskSet map[string]struct{}
+		if f.AgentID != "" {
+			agentSet = keySet(s.cix.byAgent, f.AgentID)
 		}
-		c, err := s.readConversation(id)
-		if err != nil {
-			continue
+		if f.TaskID != "" {
+			taskSet = keySet(s.cix.byTask, f.TaskID)
 		}
-		if from := k.advance(c); from != "" {
-			due = append(due, timedOut{c, from})
+		set, narrowed := smallest(agentSet, taskSet)
+		for _, id := range pick(s.convs, set, narrowed) {
+			cached := s.convs.get(id)
+			if cached == nil {
+				continue
+			}
+			c := cloneConv(cached)
+			if from := k.advance(c); from != "" {
+				due = append(due, timedOut{c, from})
+			}
+			if f.match(c) {
+				list = append(list, c)
+			}
 		}
-		if f.match(c) {
-			list = append(list, c)
+	})
+	return list, due, err
+}
+
+// dueConversations returns the conversations whose timeout has passed but is not written
+// yet: only pending and active ones can time out.
+func (s *Store) dueConversations(k convClock) ([]timedOut, error) {
+	var due []timedOut
+	err := s.convs.with(func() {
+		for _, st := range []string{ConvPending, ConvActive} {
+			for _, id := range pick(s.convs, s.cix.byState[st], true) {
+				if cached := s.convs.get(id); cached != nil {
+					c := cloneConv(cached)
+					if from := k.advance(c); from != "" {
+						due = append(due, timedOut{c, from})
+					}
+				}
+			}
 		}
-	}
-	sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-	return list, due, nil
+	})
+	return due, err
 }
 
 // persistTimeoutsLocked writes conversations whose timeouts applied, each with its history
@@ -425,7 +443,7 @@ func (s *Store) RefreshConversations() (int, error) {
 		if err != nil {
 			return err
 		}
-		_, due, err := s.scanConversations(k, ConversationFilter{})
+		due, err := s.dueConversations(k)
 		if err != nil {
 			return err
 		}
@@ -447,6 +465,8 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	if err := writeJSON(s.conversationPath(c.ID), c, 0o644); err != nil {
 		return err
 	}
+	s.noteWrite("conversations/" + c.ID + ".json")
+	s.convs.put(c.ID, cloneConv(c))
 	if ev.Change == "" {
 		return nil
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -55,6 +54,10 @@ func (s *Store) Delegation(id string) (*Delegation, error) {
 	if err := ValidateEntityID(PrefixDelegation, id); err != nil {
 		return nil, err
 	}
+	return s.readDelegation(id)
+}
+
+func (s *Store) readDelegation(id string) (*Delegation, error) {
 	var d Delegation
 	if err := s.readJSON(s.delegationPath(id), &d); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -82,29 +85,27 @@ func (f DelegationFilter) match(d *Delegation) bool {
 // Delegations lists the delegations matching f, oldest first. Files that cannot be read
 // are skipped; `aipm doctor` reports them.
 func (s *Store) Delegations(f DelegationFilter) ([]*Delegation, error) {
-	entries, err := os.ReadDir(s.path("delegations"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
 	var out []*Delegation
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || ValidateEntityID(PrefixDelegation, id) != nil {
-			continue
+	err := s.dlgs.with(func() {
+		var a, t, st map[string]struct{}
+		if f.AgentID != "" {
+			a = keySet(s.dix.byAgent, f.AgentID)
 		}
-		d, err := s.Delegation(id)
-		if err != nil {
-			continue
+		if f.TaskID != "" {
+			t = keySet(s.dix.byTask, f.TaskID)
 		}
-		if f.match(d) {
-			out = append(out, d)
+		if f.Status != "" {
+			st = keySet(s.dix.byStatus, f.Status)
 		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+		set, narrowed := smallest(a, t, st)
+		for _, id := range pick(s.dlgs, set, narrowed) {
+			if d := s.dlgs.get(id); d != nil && f.match(d) {
+				c := *d
+				out = append(out, &c)
+			}
+		}
+	})
+	return out, err
 }
 
 // PendingDelegations lists the agent's delegations its chat session has not taken yet,
@@ -315,6 +316,9 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	if err := writeJSON(s.delegationPath(d.ID), d, 0o644); err != nil {
 		return err
 	}
+	s.noteWrite("delegations/" + d.ID + ".json")
+	c := *d
+	s.dlgs.put(d.ID, &c)
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID
 	if ev.Change == "conversation" {
 		ev.ConversationID = ev.To

@@ -34,6 +34,10 @@ type Store struct {
 	journal journal
 	tasks   *dirCache[Task]
 	tix     taskIndex
+	convs   *dirCache[Conversation]
+	cix     convIndex
+	dlgs    *dirCache[Delegation]
+	dix     dlgIndex
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
@@ -83,6 +87,8 @@ func newStore(root string, opts Options) *Store {
 	}
 	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
 	s.tasks = newTaskCache(s)
+	s.convs = newConvCache(s)
+	s.dlgs = newDlgCache(s)
 	return s
 }
 
