@@ -1,7 +1,13 @@
 package filestore
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"sync"
 	"time"
 )
 
@@ -44,8 +50,13 @@ func (s *Store) appendEvent(e Event) error {
 }
 
 // Events returns history events for one entity id (all events if id is empty), oldest
-// first. Undecodable lines are skipped; `aipm doctor` reports them.
+// first. Undecodable lines are skipped; `aipm doctor` reports them. For one id it reads
+// only that entity's lines, found through the history index.
 func (s *Store) Events(id string) ([]Event, error) {
+	if id != "" {
+		evs, _, err := s.EventsTail(id, -1)
+		return evs, err
+	}
 	lines, err := readLines(s.path("events.jsonl"), 0)
 	if err != nil {
 		return nil, err
@@ -56,9 +67,133 @@ func (s *Store) Events(id string) ([]Event, error) {
 		if json.Unmarshal(l.Data, &e) != nil {
 			continue
 		}
-		if id == "" || e.ID == id {
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
 	return out, nil
+}
+
+// EventsTail returns the last n history events of one entity (all of them if n < 0),
+// oldest first, and how many it has in all.
+func (s *Store) EventsTail(id string, n int) ([]Event, int, error) {
+	offs, err := s.history.offsets(s.path("events.jsonl"), id)
+	if err != nil || len(offs) == 0 {
+		return nil, 0, err
+	}
+	total := len(offs)
+	if n >= 0 && n < len(offs) {
+		offs = offs[len(offs)-n:]
+	}
+	f, err := os.Open(s.path("events.jsonl"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	defer f.Close()
+	var out []Event
+	for _, off := range offs {
+		line, err := lineAtOffset(f, off)
+		if err != nil {
+			return nil, 0, err
+		}
+		var e Event
+		if json.Unmarshal(line, &e) != nil || e.ID != id {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out, total, nil
+}
+
+// lineAtOffset reads the line that starts at off, without its newline.
+func lineAtOffset(f *os.File, off int64) ([]byte, error) {
+	buf := make([]byte, 0, 512)
+	chunk := make([]byte, 512)
+	for {
+		n, err := f.ReadAt(chunk, off+int64(len(buf)))
+		if i := bytes.IndexByte(chunk[:n], '\n'); i >= 0 {
+			return append(buf, chunk[:i]...), nil
+		}
+		buf = append(buf, chunk[:n]...)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return buf, nil
+			}
+			return nil, err
+		}
+	}
+}
+
+// historyIndex maps entity ids to the offsets of their lines in events.jsonl, so showing a
+// task's history reads its lines, not the project's whole history. It reads only what was
+// appended since it last looked; a history rewritten by git (another file, or a shorter
+// one) is indexed again from the top.
+type historyIndex struct {
+	mu   sync.Mutex
+	ino  uint64
+	off  int64
+	byID map[string][]int64
+}
+
+func (h *historyIndex) offsets(path, id string) ([]int64, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			h.byID, h.off, h.ino = nil, 0, 0
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
+		h.byID, h.off, h.ino = map[string][]int64{}, 0, ino
+	}
+	if fi.Size() > h.off {
+		buf := make([]byte, fi.Size()-h.off)
+		n, err := f.ReadAt(buf, h.off)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, err
+		}
+		buf = buf[:n]
+		pos := h.off
+		for {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				break // a torn or unfinished last line: next time
+			}
+			if eid := eventID(buf[:i]); eid != "" {
+				h.byID[eid] = append(h.byID[eid], pos)
+			}
+			pos += int64(i) + 1
+			buf = buf[i+1:]
+		}
+		h.off = pos
+	}
+	return slices.Clone(h.byID[id]), nil
+}
+
+// eventID is the "id" of one history line: found by its key as aipm writes it, else by
+// decoding the line (a hand-written one).
+func eventID(line []byte) string {
+	const key = `,"id":"`
+	if i := bytes.Index(line, []byte(key)); i >= 0 {
+		rest := line[i+len(key):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j])
+		}
+	}
+	var e struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(line, &e) != nil {
+		return ""
+	}
+	return e.ID
 }

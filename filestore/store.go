@@ -38,6 +38,7 @@ type Store struct {
 	cix     convIndex
 	dlgs    *dirCache[Delegation]
 	dix     dlgIndex
+	history historyIndex
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.

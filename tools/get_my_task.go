@@ -8,26 +8,25 @@ import (
 )
 
 type myTaskResult struct {
-	Task        taskView   `json:"task"`
-	Subtasks    []taskView `json:"subtasks"`
-	ExecutionID string     `json:"execution_id"`
-	Instruction string     `json:"instruction"`
+	Task taskView `json:"task"`
+	subtaskPage
+	ExecutionID string `json:"execution_id"`
+	Instruction string `json:"instruction"`
 }
 
 func getMyTaskTool() *tool {
 	return &tool{
 		perm: TaskOnly,
-		def: mcp.NewTool("get_my_task", opts(writes(),
-			mcp.WithDescription("Your session's task with its sub-tasks. Opens the execution record of this session (once)."),
-			sessionParam(),
-		)...),
+		def: mcp.NewTool("get_my_task", opts(writes(), append([]mcp.ToolOption{
+			mcp.WithDescription("Your session's task with a page of its direct sub-tasks and counts of its sub-tree. Opens the execution record of this session (once)."),
+		}, append(subtaskParams(), sessionParam())...)...)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
 			st := c.srv.store
 			t, err := st.Task(c.session.TaskID)
 			if err != nil {
 				return nil, err
 			}
-			subs, err := st.Subtree(t.ID)
+			page, err := c.subtasks(t.ID)
 			if err != nil {
 				return nil, err
 			}
@@ -40,7 +39,7 @@ func getMyTaskTool() *tool {
 					return nil, err
 				}
 			}
-			return myTaskResult{Task: viewTask(t), Subtasks: viewTasks(subs), ExecutionID: ex.ID,
+			return myTaskResult{Task: viewTask(t), subtaskPage: page, ExecutionID: ex.ID,
 				Instruction: c.text("get_my_task.done")}, nil
 		},
 	}

@@ -8,22 +8,19 @@ import (
 )
 
 type getTaskResult struct {
-	Task     taskView          `json:"task"`
-	Subtasks []taskView        `json:"subtasks"`
-	History  []filestore.Event `json:"history"`
+	Task taskView `json:"task"`
+	subtaskPage
+	History      []filestore.Event `json:"history"`
+	HistoryTotal int               `json:"history_total"`
 }
-
-// historyTail bounds the history a task read returns: recent changes, not the whole log.
-const historyTail = 20
 
 func getTaskTool() *tool {
 	return &tool{
 		perm: Authenticated,
-		def: mcp.NewTool("get_task", opts(readOnly(),
-			mcp.WithDescription("One task with its sub-tasks and its recent history."),
+		def: mcp.NewTool("get_task", opts(readOnly(), append([]mcp.ToolOption{
+			mcp.WithDescription("One task: its fields, a page of its direct sub-tasks (get_task on a sub-task descends), counts of its whole sub-tree by status, and its last 10 history events."),
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task")),
-			sessionParam(),
-		)...),
+		}, append(subtaskParams(), sessionParam())...)...)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
 			id, err := c.reqString("task_id")
 			if err != nil {
@@ -34,21 +31,18 @@ func getTaskTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			subs, err := st.Subtree(t.ID)
+			page, err := c.subtasks(t.ID)
 			if err != nil {
 				return nil, err
 			}
-			hist, err := st.Events(t.ID)
+			hist, total, err := st.EventsTail(t.ID, historyTail)
 			if err != nil {
 				return nil, err
-			}
-			if len(hist) > historyTail {
-				hist = hist[len(hist)-historyTail:]
 			}
 			if hist == nil {
 				hist = []filestore.Event{}
 			}
-			return getTaskResult{Task: viewTask(t), Subtasks: viewTasks(subs), History: hist}, nil
+			return getTaskResult{Task: viewTask(t), subtaskPage: page, History: hist, HistoryTotal: total}, nil
 		},
 	}
 }

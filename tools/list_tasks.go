@@ -13,6 +13,8 @@ type taskListResult struct {
 	Tasks    []taskView `json:"tasks"`
 	Total    int        `json:"total"`
 	Returned int        `json:"returned"`
+	// Next, when set, is the after value of the next page.
+	Next string `json:"next,omitempty"`
 }
 
 func statusParam() mcp.ToolOption {
@@ -28,6 +30,7 @@ func listTasksTool() *tool {
 			mcp.WithString("assignee_id", mcp.Description("Only tasks assigned to this agent")),
 			mcp.WithString("parent_task_id", mcp.Description("Only direct sub-tasks of this task")),
 			mcp.WithNumber("limit", mcp.Description("At most this many (default 50, max 200)")),
+			mcp.WithString("after", mcp.Description("Page on: the next of the previous answer")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -46,11 +49,15 @@ func listTasksTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			tasks, err := c.srv.store.Tasks(f)
+			after, err := c.optString("after")
 			if err != nil {
 				return nil, err
 			}
-			return listResult(tasks, limit), nil
+			page, err := c.srv.store.TaskPage(f, after, limit)
+			if err != nil {
+				return nil, err
+			}
+			return taskListResult{Tasks: viewTasks(page.Tasks), Total: page.Total, Returned: len(page.Tasks), Next: page.Next}, nil
 		},
 	}
 }

@@ -53,17 +53,11 @@ func updateTaskStatusTool() *tool {
 				out.Cascaded = append(out.Cascaded, t.ID)
 			}
 			if id != c.session.TaskID && filestore.Finished(ch.Task.Status) {
-				subs, err := st.Subtree(c.session.TaskID)
+				counts, err := st.SubtreeSummary(c.session.TaskID)
 				if err != nil {
 					return nil, err
 				}
-				open := 0
-				for _, t := range subs {
-					if !filestore.Finished(t.Status) {
-						open++
-					}
-				}
-				if open == 0 {
+				if counts.Total() == counts[filestore.StatusDone]+counts[filestore.StatusCancelled] {
 					out.Instruction = c.text("update_task_status.all_finished")
 				}
 			}
