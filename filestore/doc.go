@@ -17,7 +17,10 @@
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union
 //	  runtime/                      git-ignored machine-local state:
-//	    sessions/<ses-id>.json        live and ended sessions (token stored hashed)
+//	    sessions/<ses-id>.json        live sessions (token stored hashed)
+//	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
+//	    sessions/latest/<agent-id>.json  when the agent's latest chat session started
+//	    changes.log                   the change journal: paths written through aipm (below)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
@@ -128,6 +131,19 @@
 // Entity writes are atomic: temp file in the same directory, fsync, rename, fsync of the
 // directory. Readers take no lock: they see the old file or the new one, never a mix. Temp
 // files older than a minute, left by killed writers, are removed when a store is opened.
+//
+// # Caches
+//
+// The files are the truth. A Store keeps in memory, as a cache only, the parsed files of
+// tasks/, conversations/ and delegations/ with the sets hot paths look up, and the byte
+// offsets of each entity's lines in events.jsonl and of each key in a notification inbox.
+// runtime/changes.log is its change journal: every entity write through aipm appends the
+// path it replaced ("tasks/tsk_….json"), one line, under the store lock after the rename;
+// a reader re-checks exactly the paths appended since it last looked. A journal over 4 MiB
+// is started anew (a new file), and a reader that sees a new file re-checks every cached
+// file by identity (inode, size, modification time). Changes that bypass the journal —
+// editors, git — reach a process through its watcher (Store.Changed); a process without
+// one compares every file by identity on each query.
 //
 // # Rules
 //

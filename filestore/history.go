@@ -125,18 +125,25 @@ func lineAtOffset(f *os.File, off int64) ([]byte, error) {
 	}
 }
 
-// historyIndex maps entity ids to the offsets of their lines in events.jsonl, so showing a
-// task's history reads its lines, not the project's whole history. It reads only what was
-// appended since it last looked; a history rewritten by git (another file, or a shorter
-// one) is indexed again from the top.
-type historyIndex struct {
+// lineIndex maps a key of each line of an append-only JSONL file (an entity id in
+// events.jsonl, a notification key in an inbox) to the offsets of the lines that carry
+// it, so finding them reads those lines, not the whole file. It reads only what was
+// appended since it last looked; a file rewritten by git (another inode, or a shorter
+// file) is indexed again from the top.
+type lineIndex struct {
 	mu   sync.Mutex
+	key  func(line []byte) string
 	ino  uint64
 	off  int64
 	byID map[string][]int64
 }
 
-func (h *historyIndex) offsets(path, id string) ([]int64, error) {
+// historyIndex indexes events.jsonl by entity id.
+type historyIndex = lineIndex
+
+func newHistoryIndex() *lineIndex { return &lineIndex{key: eventID} }
+
+func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	f, err := os.Open(path)
@@ -168,7 +175,7 @@ func (h *historyIndex) offsets(path, id string) ([]int64, error) {
 			if i < 0 {
 				break // a torn or unfinished last line: next time
 			}
-			if eid := eventID(buf[:i]); eid != "" {
+			if eid := h.key(buf[:i]); eid != "" {
 				h.byID[eid] = append(h.byID[eid], pos)
 			}
 			pos += int64(i) + 1
@@ -177,6 +184,27 @@ func (h *historyIndex) offsets(path, id string) ([]int64, error) {
 		h.off = pos
 	}
 	return slices.Clone(h.byID[id]), nil
+}
+
+// jsonField is the string value of a top-level key of a line as aipm writes it (compact,
+// in struct order), else found by decoding the line (a hand-written one).
+func jsonField(line []byte, name string) string {
+	key := `"` + name + `":"`
+	if i := bytes.Index(line, []byte(key)); i > 0 && (line[i-1] == ',' || line[i-1] == '{') {
+		rest := line[i+len(key):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return string(rest[:j])
+		}
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return ""
+	}
+	var v string
+	if json.Unmarshal(m[name], &v) != nil {
+		return ""
+	}
+	return v
 }
 
 // eventID is the "id" of one history line: found by its key as aipm writes it, else by

@@ -505,16 +505,14 @@ func scanBack(path string, fn func(line []byte) bool) error {
 // ChatState is runtime/chat/<agent>.json: whether a human has a chat with the AI agent
 // open (`aipm chat open|close`). Git-ignored: it is about live sessions on this machine.
 type ChatState struct {
-	AgentID  string     `json:"agent_id"`
-	Open     bool       `json:"open"`
-	OpenedBy string     `json:"opened_by"`
-	OpenedAt *time.Time `json:"opened_at"`
-	ClosedBy string     `json:"closed_by"`
-	ClosedAt *time.Time `json:"closed_at"`
-	// LastSessionAt is when the agent's latest chat session started.
-	LastSessionAt *time.Time `json:"last_session_at,omitempty"`
-	UpdatedAt     time.Time  `json:"updated_at"`
-	Version       int        `json:"version"`
+	AgentID   string     `json:"agent_id"`
+	Open      bool       `json:"open"`
+	OpenedBy  string     `json:"opened_by"`
+	OpenedAt  *time.Time `json:"opened_at"`
+	ClosedBy  string     `json:"closed_by"`
+	ClosedAt  *time.Time `json:"closed_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
+	Version   int        `json:"version"`
 }
 
 func (s *Store) chatStatePath(agentID string) string {
@@ -599,22 +597,6 @@ func (s *Store) setChat(actor Actor, agentID string, open bool) (*ChatState, err
 		return nil, err
 	}
 	return st, nil
-}
-
-// noteChatSessionLocked records the start of a chat session in the agent's chat state. The
-// caller holds the lock.
-func (s *Store) noteChatSessionLocked(agentID string, at time.Time) error {
-	st, err := s.Chat(agentID)
-	if err != nil {
-		return err
-	}
-	st.LastSessionAt = &at
-	st.UpdatedAt = at
-	st.Version++
-	if err := os.MkdirAll(filepath.Dir(s.chatStatePath(agentID)), 0o755); err != nil {
-		return err
-	}
-	return writeJSON(s.chatStatePath(agentID), st, 0o644)
 }
 
 // ChatClosed reports whether a human closed the agent's chat at or after since (the start

@@ -1,7 +1,6 @@
 package filestore
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -279,22 +278,30 @@ func (s *Store) addNotificationLocked(actor Actor, n Notification) (*Notificatio
 
 // notificationByKey returns the notification of the agent's inbox with the key, or nil.
 func (s *Store) notificationByKey(agentID, key string) (*Notification, error) {
-	lines, err := readLines(s.inboxPath(agentID), 0)
+	s.inboxMu.Lock()
+	idx := s.inboxKeys[agentID]
+	if idx == nil {
+		idx = &lineIndex{key: func(line []byte) string { return jsonField(line, "key") }}
+		s.inboxKeys[agentID] = idx
+	}
+	s.inboxMu.Unlock()
+	path := s.inboxPath(agentID)
+	offs, err := idx.offsets(path, key)
+	if err != nil || len(offs) == 0 {
+		return nil, err
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	// Decode only lines that can hold the key, encoded as appendLine encodes it.
-	enc, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
-	}
-	needle := append([]byte(`"key":`), enc...)
-	for _, l := range lines {
-		if !bytes.Contains(l.Data, needle) {
-			continue
+	defer f.Close()
+	for _, off := range offs {
+		line, err := lineAtOffset(f, off)
+		if err != nil {
+			return nil, err
 		}
 		var n Notification
-		if json.Unmarshal(l.Data, &n) == nil && n.Key == key {
+		if json.Unmarshal(line, &n) == nil && n.Key == key {
 			n.ReadAt = nil
 			return &n, nil
 		}

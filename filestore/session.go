@@ -67,6 +67,28 @@ func (s *Store) endedSessionPath(id string) string {
 	return s.path("runtime", "sessions", "ended", id+".json")
 }
 
+// latestChat is runtime/sessions/latest/<agent-id>.json: when the agent's latest chat
+// session started, which work detection needs (a chat a human opened before it has been
+// served) and would otherwise have to find among the ended sessions.
+type latestChat struct {
+	AgentID   string    `json:"agent_id"`
+	StartedAt time.Time `json:"chat_session_started_at"`
+}
+
+func (s *Store) latestChatPath(agentID string) string {
+	return s.path("runtime", "sessions", "latest", agentID+".json")
+}
+
+// latestChatStart returns when the agent's latest chat session started (zero if never, or
+// if the record is unreadable: then only live sessions count).
+func (s *Store) latestChatStart(agentID string) time.Time {
+	var l latestChat
+	if s.readJSON(s.latestChatPath(agentID), &l) != nil {
+		return time.Time{}
+	}
+	return l.StartedAt
+}
+
 // readSession reads a session record, live or ended.
 func (s *Store) readSession(id string) (*Session, error) {
 	var se Session
@@ -210,9 +232,13 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 			return err
 		}
 		if purpose == PurposeChat {
-			// Ended sessions are not listed by work detection: the chat state keeps when
-			// the latest chat session started (an open chat before it is served).
-			if err := s.noteChatSessionLocked(a.ID, now); err != nil {
+			// Ended sessions are not listed by work detection: remember when the latest
+			// chat session started (an open chat before it is served).
+			p := s.latestChatPath(a.ID)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return err
+			}
+			if err := writeJSON(p, latestChat{AgentID: a.ID, StartedAt: now}, 0o600); err != nil {
 				return err
 			}
 		}
@@ -286,14 +312,8 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 		return w, err
 	}
 	now := s.Now()
-	st, err := s.Chat(a.ID)
-	if err != nil {
-		return w, err
-	}
-	var lastChat time.Time // start of the agent's latest chat session, live or not
-	if st.LastSessionAt != nil {
-		lastChat = *st.LastSessionAt
-	}
+	// Start of the agent's latest chat session, live or not.
+	lastChat := s.latestChatStart(a.ID)
 	for _, se := range all {
 		if se.Purpose == PurposeChat && se.CreatedAt.After(lastChat) {
 			lastChat = se.CreatedAt
@@ -319,7 +339,7 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 			w.TaskID = tasks[0].ID
 		}
 	}
-	if err := s.detectChatWork(a, st, lastChat, &w); err != nil {
+	if err := s.detectChatWork(a, lastChat, &w); err != nil {
 		return w, err
 	}
 	w.Chat = !w.LiveChat && w.chatWork()
@@ -327,7 +347,7 @@ func (s *Store) detectWork(a *Agent) (Work, error) {
 }
 
 // detectChatWork fills in the chat counts of w.
-func (s *Store) detectChatWork(a *Agent, st *ChatState, lastChat time.Time, w *Work) error {
+func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
 	var err error
 	if w.Unread, err = s.UnreadCount(a.ID); err != nil {
 		return err
@@ -352,6 +372,10 @@ func (s *Store) detectChatWork(a *Agent, st *ChatState, lastChat time.Time, w *W
 		if c.needsNotice(a.ID) {
 			w.Notices++
 		}
+	}
+	st, err := s.Chat(a.ID)
+	if err != nil {
+		return err
 	}
 	w.ChatOpened = st.chatOpenedUnserved(lastChat)
 	return nil

@@ -38,7 +38,10 @@ type Store struct {
 	cix     convIndex
 	dlgs    *dirCache[Delegation]
 	dix     dlgIndex
-	history historyIndex
+	history *historyIndex
+	// inboxKeys indexes each agent's notifications.jsonl by notification key.
+	inboxMu   sync.Mutex
+	inboxKeys map[string]*lineIndex
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
@@ -87,6 +90,8 @@ func newStore(root string, opts Options) *Store {
 		now = time.Now
 	}
 	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
+	s.history = newHistoryIndex()
+	s.inboxKeys = map[string]*lineIndex{}
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)
 	s.dlgs = newDlgCache(s)

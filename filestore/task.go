@@ -249,6 +249,35 @@ func (s *Store) Subtree(id string) ([]*Task, error) {
 	return out, err
 }
 
+// SubtreeWhere returns the task's descendants for which keep is true, breadth first,
+// copying only those.
+func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) {
+	var out []*Task
+	err := s.tasks.with(func() {
+		seen := map[string]bool{id: true}
+		queue := []string{id}
+		for len(queue) > 0 {
+			cur := queue[0]
+			queue = queue[1:]
+			var level []string
+			for k := range s.tix.kids[cur] {
+				if !seen[k] && s.tasks.get(k) != nil {
+					seen[k] = true
+					level = append(level, k)
+				}
+			}
+			sort.Strings(level)
+			for _, k := range level {
+				if t := s.tasks.get(k); keep(t) {
+					out = append(out, cloneTask(t))
+				}
+				queue = append(queue, k)
+			}
+		}
+	})
+	return out, err
+}
+
 // SubtreeSummary counts a task's descendants by status without copying them.
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}

@@ -51,14 +51,12 @@ func (s *Server) watchedTasks(se *filestore.Session) (map[string]*filestore.Task
 		return nil, err
 	}
 	out := map[string]*filestore.Task{root.ID: root}
-	subs, err := s.store.Subtree(root.ID)
+	subs, err := s.store.SubtreeWhere(root.ID, func(t *filestore.Task) bool { return t.AssigneeID == se.AgentID })
 	if err != nil {
 		return nil, err
 	}
 	for _, t := range subs {
-		if t.AssigneeID == se.AgentID {
-			out[t.ID] = t
-		}
+		out[t.ID] = t
 	}
 	return out, nil
 }
