@@ -65,6 +65,10 @@ func (s *Store) Agent(id string) (*Agent, error) {
 	if err := ValidateAgentID(id); err != nil {
 		return nil, err
 	}
+	return s.readAgent(id)
+}
+
+func (s *Store) readAgent(id string) (*Agent, error) {
 	var a Agent
 	if err := s.readJSON(s.agentPath(id), &a); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -92,23 +96,14 @@ func (s *Store) Member(id string) (*Agent, error) {
 // Agents lists all agents sorted by id. Unreadable agent files are skipped (doctor reports
 // them).
 func (s *Store) Agents() ([]*Agent, error) {
-	entries, err := os.ReadDir(s.path("agents"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
 	var out []*Agent
-	for _, e := range entries {
-		if !e.IsDir() || ValidateAgentID(e.Name()) != nil {
-			continue
+	err := s.agents.with(func() {
+		for _, id := range pick(s.agents, nil, false) {
+			c := *s.agents.get(id)
+			out = append(out, &c)
 		}
-		if a, err := s.Agent(e.Name()); err == nil {
-			out = append(out, a)
-		}
-	}
-	return out, nil
+	})
+	return out, err
 }
 
 // IsAncestor reports whether anc is on desc's parent chain (not desc itself). The walk stops
@@ -225,6 +220,7 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 		if err := writeJSON(s.agentPath(a.ID), a, 0o644); err != nil {
 			return err
 		}
+		s.noteWrite("agents/" + a.ID + "/agent.json")
 		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "agent", ID: a.ID, Change: "created", To: a.Hierarchy})
 	})
 	if err != nil {

@@ -55,8 +55,10 @@ type cacheEntry[T any] struct {
 type dirCache[T any] struct {
 	s      *Store
 	dir    string // relative to .ai-pm, e.g. "tasks"
-	prefix string // id prefix, e.g. "tsk_"
-	read   func(id string) (*T, error)
+	prefix string // id prefix, e.g. "tsk_"; "" for agent ids
+	// nested: each entity is dir/<id>/<leaf> (agents/<id>/agent.json), not dir/<id>.json.
+	leaf string
+	read func(id string) (*T, error)
 	// index keeps secondary indexes in step: called under mu with the old value (nil if
 	// none) and the new one (nil when removed or unreadable).
 	index func(id string, old, cur *T)
@@ -131,8 +133,8 @@ func (c *dirCache[T]) validateLocked() error {
 	}
 	seen := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if !ok || e.IsDir() || ValidateEntityID(c.prefix, id) != nil {
+		id, ok := c.idOf(e)
+		if !ok {
 			continue
 		}
 		seen[id] = struct{}{}
@@ -148,13 +150,37 @@ func (c *dirCache[T]) validateLocked() error {
 	return nil
 }
 
+// idOf is the entity id of a directory entry, if it names one.
+func (c *dirCache[T]) idOf(e os.DirEntry) (string, bool) {
+	if c.leaf != "" {
+		return e.Name(), e.IsDir() && ValidateAgentID(e.Name()) == nil
+	}
+	id, ok := strings.CutSuffix(e.Name(), ".json")
+	return id, ok && !e.IsDir() && c.validID(id)
+}
+
+func (c *dirCache[T]) validID(id string) bool {
+	if c.leaf != "" {
+		return ValidateAgentID(id) == nil
+	}
+	return ValidateEntityID(c.prefix, id) == nil
+}
+
+// file is the path of id's file.
+func (c *dirCache[T]) file(id string) string {
+	if c.leaf != "" {
+		return c.s.path(c.dir, id, c.leaf)
+	}
+	return c.s.path(c.dir, id+".json")
+}
+
 // refreshLocked re-reads one file if its identity changed since it was cached.
 func (c *dirCache[T]) refreshLocked(id string) {
-	if ValidateEntityID(c.prefix, id) != nil {
+	if !c.validID(id) {
 		return
 	}
 	old := c.ents[id]
-	fi, err := os.Lstat(c.s.path(c.dir, id+".json"))
+	fi, err := os.Lstat(c.file(id))
 	if err != nil || !fi.Mode().IsRegular() {
 		if old != nil {
 			delete(c.ents, id)
@@ -181,7 +207,7 @@ func (c *dirCache[T]) refreshLocked(id string) {
 // put records a value this process has just written (under the store lock), so the next
 // query need not read it back.
 func (c *dirCache[T]) put(id string, v *T) {
-	fi, err := os.Lstat(c.s.path(c.dir, id+".json"))
+	fi, err := os.Lstat(c.file(id))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.loaded {
@@ -330,16 +356,20 @@ func (s *Store) Changed(paths ...string) {
 // markPath routes one changed path to the cache of its directory. A whole directory (a
 // checkout that replaced it, a rename) is a rescan of that cache.
 func (s *Store) markPath(rel string) {
-	dir, name := path.Split(rel)
-	dir = strings.TrimSuffix(dir, "/")
+	parts := strings.Split(rel, "/")
 	for _, c := range s.caches() {
+		if parts[0] != c.dirName() {
+			continue
+		}
 		switch {
-		case dir == c.dirName():
-			if id, ok := strings.CutSuffix(name, ".json"); ok {
+		case len(parts) == 1: // the whole directory
+			c.markAll()
+		case c.nested():
+			c.mark(parts[1]) // agents/<id> or anything in it
+		case len(parts) == 2:
+			if id, ok := strings.CutSuffix(parts[1], ".json"); ok {
 				c.mark(id)
 			}
-		case rel == c.dirName() || dir == "" && name == c.dirName():
-			c.markAll()
 		}
 	}
 }
@@ -353,12 +383,14 @@ func (s *Store) markAll() {
 // anyCache is what the journal and the watcher need of a dirCache.
 type anyCache interface {
 	dirName() string
+	nested() bool
 	mark(id string)
 	markAll()
 }
 
 func (c *dirCache[T]) dirName() string { return c.dir }
+func (c *dirCache[T]) nested() bool    { return c.leaf != "" }
 
 func (s *Store) caches() []anyCache {
-	return []anyCache{s.tasks, s.convs, s.dlgs}
+	return []anyCache{s.tasks, s.convs, s.dlgs, s.agents}
 }

@@ -259,3 +259,35 @@ func TestEventsTail(t *testing.T) {
 		t.Errorf("after a rewrite: %+v", evs)
 	}
 }
+
+func TestAgentsCache(t *testing.T) {
+	s := newTestStore(t)
+	s.Watched()
+	if all, _ := s.Agents(); len(all) != 4 {
+		t.Fatalf("agents = %d, want 4", len(all))
+	}
+	o := reopen(t, s)
+	if _, _, err := o.AddAgent(human, NewAgent{ID: "w3", ParentID: "mgr", Passkey: "w3-passkey"}); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := s.Agents()
+	if len(all) != 5 || all[4].ID != "w3" {
+		t.Fatalf("after another process added w3: %v", len(all))
+	}
+	// A hand edit of agent.json, reported by the watcher as its path.
+	a, _ := s.Agent("w3")
+	a.Role = "tester"
+	data, _ := encodeJSON(a)
+	os.WriteFile(s.agentPath("w3"), data, 0o644)
+	s.Changed("agents/w3/agent.json")
+	all, _ = s.Agents()
+	if all[4].Role != "tester" {
+		t.Errorf("hand edit not seen: role %q", all[4].Role)
+	}
+	// The agent's directory removed.
+	os.RemoveAll(s.path("agents", "w3"))
+	s.Changed("agents/w3")
+	if all, _ := s.Agents(); len(all) != 4 {
+		t.Errorf("removed agent still listed: %d", len(all))
+	}
+}

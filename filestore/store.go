@@ -38,6 +38,7 @@ type Store struct {
 	cix     convIndex
 	dlgs    *dirCache[Delegation]
 	dix     dlgIndex
+	agents  *dirCache[Agent]
 	history *historyIndex
 	// inboxKeys indexes each agent's notifications.jsonl by notification key.
 	inboxMu   sync.Mutex
@@ -95,6 +96,8 @@ func newStore(root string, opts Options) *Store {
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)
 	s.dlgs = newDlgCache(s)
+	s.agents = newDirCache(s, "agents", "", s.readAgent)
+	s.agents.leaf = "agent.json"
 	return s
 }
 
