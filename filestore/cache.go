@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"runtime"
 	"strings"
 	"sync"
 )
@@ -127,16 +128,19 @@ func (c *dirCache[T]) validateLocked() error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if !c.loaded {
-		c.ents = make(map[string]*cacheEntry[T], len(entries))
-		c.reset()
-	}
-	seen := make(map[string]struct{}, len(entries))
+	var ids []string
 	for _, e := range entries {
-		id, ok := c.idOf(e)
-		if !ok {
-			continue
+		if id, ok := c.idOf(e); ok {
+			ids = append(ids, id)
 		}
+	}
+	if !c.loaded {
+		c.ents = make(map[string]*cacheEntry[T], len(ids))
+		c.reset()
+		c.loadLocked(ids)
+	}
+	seen := make(map[string]struct{}, len(ids))
+	for _, id := range ids {
 		seen[id] = struct{}{}
 		c.refreshLocked(id)
 	}
@@ -148,6 +152,52 @@ func (c *dirCache[T]) validateLocked() error {
 	}
 	c.loaded = true
 	return nil
+}
+
+// loadLocked reads the files of ids into an empty cache, on every core: the first query
+// of a process at thousands of tasks is mostly JSON decoding.
+func (c *dirCache[T]) loadLocked(ids []string) {
+	type loaded struct {
+		v  *T
+		st stamp
+		ok bool
+	}
+	out := make([]loaded, len(ids))
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(ids); i += workers {
+				fi, err := os.Lstat(c.file(ids[i]))
+				if err != nil || !fi.Mode().IsRegular() {
+					continue
+				}
+				v, err := c.read(ids[i])
+				if err != nil {
+					v = nil
+				}
+				out[i] = loaded{v, stampOf(fi), true}
+			}
+		}()
+	}
+	wg.Wait()
+	for i, l := range out {
+		if l.ok {
+			c.ents[ids[i]] = &cacheEntry[T]{v: l.v, st: l.st}
+			c.index(ids[i], nil, l.v)
+		}
+	}
+}
+
+// Warm loads every cache now, so that the first call a server answers does not pay for
+// reading the store. The coordinator and `aipm mcp` start it in the background.
+func (s *Store) Warm() {
+	s.tasks.with(func() {})
+	s.agents.with(func() {})
+	s.convs.with(func() {})
+	s.dlgs.with(func() {})
 }
 
 // idOf is the entity id of a directory entry, if it names one.

@@ -81,8 +81,23 @@ func Open(root string, opts Options) (*Store, error) {
 		}
 		return nil, err
 	}
-	cleanTemp(s.dir, s.Now())
+	s.sweepTemp()
 	return s, nil
+}
+
+// sweepTemp runs cleanTemp at most once a minute across processes: it walks the whole
+// store, which at thousands of tasks costs more than a command or a server start should.
+// A temp file is only removed once a minute old anyway. The time of the last sweep is the
+// modification time of runtime/locks/temp-swept.lock.
+func (s *Store) sweepTemp() {
+	marker := s.path("runtime", "locks", "temp-swept.lock")
+	if fi, err := os.Stat(marker); err == nil && s.Now().Sub(fi.ModTime()) < time.Minute {
+		return
+	}
+	cleanTemp(s.dir, s.Now())
+	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
+		os.WriteFile(marker, nil, 0o644)
+	}
 }
 
 func newStore(root string, opts Options) *Store {

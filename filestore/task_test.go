@@ -439,3 +439,29 @@ func TestCleanTemp(t *testing.T) {
 		t.Error("a fresh temp file (a writer in progress) was removed")
 	}
 }
+
+func TestCleanTempAtMostOnceAMinute(t *testing.T) {
+	s := newTestStore(t)
+	if _, err := Open(s.Root(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	stale := filepath.Join(s.Dir(), "tasks", ".tsk_x.json.123.tmp")
+	os.WriteFile(stale, []byte("{"), 0o644)
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(stale, old, old)
+	// Swept a moment ago: opening again does not walk the store.
+	if _, err := Open(s.Root(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err != nil {
+		t.Fatal("swept twice within a minute")
+	}
+	marker := filepath.Join(s.Dir(), "runtime", "locks", "temp-swept.lock")
+	os.Chtimes(marker, old, old)
+	if _, err := Open(s.Root(), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Error("stale temp file survived the next sweep")
+	}
+}

@@ -33,6 +33,7 @@ func (a *app) cmdMCP(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
+	go s.Warm() // read the store into the caches while the client initializes
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
 	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
 	ss := server.NewStdioServer(srv.MCP())
