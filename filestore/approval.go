@@ -55,6 +55,7 @@ func (s *Store) RequestTask(actor Actor, requesterID string, r TaskRequest) (*Re
 		return nil, err
 	}
 	var res *RequestResult
+	s.warmTasks()
 	err := s.locked(func() error {
 		if _, err := s.Member(requesterID); err != nil {
 			return err

@@ -20,6 +20,7 @@ func (s *Store) CreateTasks(actor Actor, parentID string, items []BatchItem) ([]
 	if len(items) == 0 {
 		return nil, nil, newErr(ErrInvalid, "invalid_argument", "pass at least one task", "the batch is empty")
 	}
+	s.warmTasks()
 	var out []*Task
 	var ids map[string]string
 	err := s.locked(func() error {

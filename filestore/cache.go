@@ -97,22 +97,29 @@ func (c *dirCache[T]) markAll() {
 // with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
 // not keep or hand out the cached values, only copies.
 func (c *dirCache[T]) with(fn func()) error {
+	return c.sync(!c.s.watched() && !c.s.inLock.Load(), fn)
+}
+
+// sync brings the cache up to date and runs fn on it. full compares every file with the
+// cache (a process without a watcher does that on each query); otherwise only what the
+// journal and the watcher named is re-checked.
+func (c *dirCache[T]) sync(full bool, fn func()) error {
 	c.s.pullJournal()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.syncLocked(); err != nil {
+	if err := c.syncLocked(full); err != nil {
 		return err
 	}
 	fn()
 	return nil
 }
 
-func (c *dirCache[T]) syncLocked() error {
+func (c *dirCache[T]) syncLocked(full bool) error {
 	c.dmu.Lock()
 	dirty, rescan := c.dirty, c.rescan
 	c.dirty, c.rescan = map[string]struct{}{}, false
 	c.dmu.Unlock()
-	if !c.loaded || rescan || !c.s.watched() {
+	if !c.loaded || rescan || full {
 		return c.validateLocked()
 	}
 	for id := range dirty {

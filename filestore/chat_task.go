@@ -40,6 +40,7 @@ func (s *Store) StartTaskFromChat(actor Actor, taskID, requesterID, conversation
 		return nil, err
 	}
 	var ch *StatusChange
+	s.warmTasks()
 	err := s.locked(func() error {
 		if err := s.checkRequesterLocked(actor, requesterID); err != nil {
 			return err
@@ -112,6 +113,7 @@ func (s *Store) UpdateTaskFromChat(actor Actor, r ChatTaskUpdate) (*ChatTaskResu
 		return nil, err
 	}
 	var res *ChatTaskResult
+	s.warmTasks()
 	err := s.locked(func() error {
 		if err := s.checkRequesterLocked(actor, r.RequesterID); err != nil {
 			return err

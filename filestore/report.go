@@ -48,6 +48,7 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 		return nil, err
 	}
 	var out *Completion
+	s.warmTasks()
 	err := s.locked(func() error {
 		se, err := s.readSession(sessionID)
 		if err != nil {

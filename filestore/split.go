@@ -25,6 +25,7 @@ func (s *Store) SplitTask(actor Actor, id string, items []BatchItem) (*Split, er
 	if err := ValidateEntityID(PrefixTask, id); err != nil {
 		return nil, err
 	}
+	s.warmTasks()
 	var out *Split
 	err := s.locked(func() error {
 		all, err := s.taskSetLocked()

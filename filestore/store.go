@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofrs/flock"
@@ -29,6 +30,9 @@ type Store struct {
 	dir  string // the .ai-pm directory
 	now  func() time.Time
 	mu   sync.Mutex // flock does not exclude goroutines sharing a process (libs.md §3.2)
+	// inLock is set while the store lock is held: caches then read only the journal, so no
+	// scan holds up the writers of other processes.
+	inLock atomic.Bool
 
 	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
 	journal journal
@@ -153,5 +157,7 @@ func (s *Store) locked(fn func() error) error {
 		return fmt.Errorf("lock %s: %w", s.Rel(lockPath), err)
 	}
 	defer lk.Unlock()
+	s.inLock.Store(true)
+	defer s.inLock.Store(false)
 	return fn()
 }

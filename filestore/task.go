@@ -317,6 +317,7 @@ type NewTask struct {
 // CreateTask creates a task under the rules of SPEC §4.3: the parent, the assignee and every
 // dependency must exist; the creator is the real actor.
 func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
+	s.warmTasks()
 	var t *Task
 	err := s.locked(func() error {
 		all, err := s.taskSetLocked()
@@ -470,6 +471,7 @@ type StatusChange struct {
 // the reason and blocks the unfinished descendants; → cancelled cancels them. The actor is
 // recorded as status_changed_by and in the history.
 func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange, error) {
+	s.warmTasks()
 	var ch *StatusChange
 	err := s.locked(func() error {
 		all, err := s.taskSetLocked()
@@ -675,6 +677,7 @@ func (s *Store) AssignTask(actor Actor, id, assignee string) (*Task, error) {
 // SetDependencies replaces a task's dependencies, refusing unknown tasks, self-references
 // and cycles.
 func (s *Store) SetDependencies(actor Actor, id string, deps []string) (*Task, error) {
+	s.warmTasks()
 	var t *Task
 	err := s.locked(func() error {
 		all, err := s.taskSetLocked()

@@ -90,12 +90,19 @@ type taskSet interface {
 type cachedTasks struct{ s *Store }
 
 // taskSetLocked is the fresh view of the tasks a write checks its rules against. The
-// caller holds the store lock.
+// caller holds the store lock, and called warmTasks before taking it: under the lock only
+// the journal is read (every write through aipm is in it), so no scan holds up the
+// writers of other processes.
 func (s *Store) taskSetLocked() (taskSet, error) {
-	if err := s.tasks.with(func() {}); err != nil {
+	if err := s.tasks.sync(false, func() {}); err != nil {
 		return nil, err
 	}
 	return cachedTasks{s}, nil
+}
+
+// warmTasks brings the task cache up to date before a task write takes the store lock.
+func (s *Store) warmTasks() {
+	s.tasks.with(func() {})
 }
 
 func (v cachedTasks) task(id string) *Task {
