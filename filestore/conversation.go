@@ -717,8 +717,10 @@ func (s *Store) routeLocked(from, to *Agent, explicit string) (*Conversation, er
 		}
 		break
 	}
-	return nil, newErr(ErrConflict, "conversation_required_for_ai_to_ai", hint,
+	e := newErr(ErrConflict, "conversation_required_for_ai_to_ai", hint,
 		"AI agents %s and %s need an active conversation to exchange messages: %s", from.ID, to.ID, why)
+	e.Fields = map[string]any{"from_agent_id": from.ID, "to_agent_id": to.ID}
+	return nil, e
 }
 
 // countTurnLocked records a message of the conversation: one more turn and the time of the

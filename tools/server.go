@@ -331,7 +331,7 @@ func asToolError(err error) *toolError {
 	case errors.As(err, &te):
 		return te
 	case errors.As(err, &fe):
-		return &toolError{Code: fe.Code, Message: fe.Message, Hint: fe.Hint}
+		return &toolError{Code: fe.Code, Message: fe.Message, Hint: fe.Hint, Extra: fe.Fields}
 	case errors.As(err, &ce):
 		return &toolError{Code: "corrupt_file", Message: ce.Error(),
 			Hint: "a file under .ai-pm is broken (perhaps a hand edit); ask the owner to run `aipm doctor` and fix it"}
