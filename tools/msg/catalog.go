@@ -247,9 +247,12 @@ var texts = map[string]text{
 	"get_my_execution_history.done": {
 		"Call get_execution_log with an execution_id to read its output.",
 		"ログ内容を確認するには get_execution_log(execution_id) を呼び出してください。"}, // seed 000
-	"get_my_task.done":       {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
-	"get_notifications.none": {"Nothing to do about notifications.", "通知について対応することはありません。"},
-	"get_notifications.some": {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_my_tasks.done":              {"These are the tasks assigned to you.", "上記があなたに割り当てられたタスクです。"}, // seed 000
+	"get_my_tasks.none":              {"No task assigned to you matches.", "該当する、あなたに割り当てられたタスクはありません。"},
+	"get_conversation_messages.done": {"Read the messages above and act on them as needed.", "上記のメッセージを確認し、必要に応じて対応してください。"}, // seed 000
+	"get_my_task.done":               {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
+	"get_notifications.none":         {"Nothing to do about notifications.", "通知について対応することはありません。"},
+	"get_notifications.some":         {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
 	"get_pending_messages.some": {
 		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
 			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",
