@@ -31,6 +31,7 @@ func sigOf(t *filestore.Task) taskSig {
 // Run derives notifications from changes of tasks and of the project until ctx ends. It
 // sleeps on the hub, so it costs nothing while nothing changes.
 func (s *Server) Run(ctx context.Context) {
+	go s.runMessages(ctx)
 	sub := s.hub.Subscribe("tasks/", "project.json")
 	defer sub.Close()
 	for {

@@ -57,6 +57,9 @@ func getPendingMessagesTool() *tool {
 			if err != nil {
 				return nil, err
 			}
+			if err := c.readMessageNotices(); err != nil {
+				return nil, err
+			}
 			recent, err := st.RecentMessages(me, len(msgs)+contextMessages)
 			if err != nil {
 				return nil, err

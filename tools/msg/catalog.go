@@ -194,6 +194,8 @@ var texts = map[string]text{
 
 	// Notifications of task changes (tools/changes.go).
 	"change.by_hand":          {"a hand edit of .ai-pm/tasks/%s.json", ".ai-pm/tasks/%s.json の手作業での編集"},
+	"message.new":             {"New message from %s: %s", "%s から新しいメッセージ: %s"},
+	"message.read":            {"Call get_pending_messages to read it, then answer it.", "get_pending_messages で読んでから応答してください。"},
 	"change.manager":          {"your manager", "あなたのマネージャー"},
 	"change.someone":          {"another agent", "別のエージェント"},
 	"change.own_chat":         {"your own chat session at the request of %s", "%s の依頼を受けたあなた自身のチャットセッション"},
