@@ -248,6 +248,7 @@ var texts = map[string]text{
 	"end_conversation.delegation": {"If it carried out a delegation, call report_delegation_completed with the result. ", "委譲を実行するための会話だった場合は、report_delegation_completed で結果を報告してください。"},
 	"end_conversation.then":       {"Then call get_next_action.", "その後 get_next_action を呼び出してください。"},
 	"get_execution_log.whole":     {"This is the whole log.", "これがログの全体です。"},
+	"get_execution_log.end":       {"This is the end of the log; nothing follows.", "ログの末尾まで取得しました。続きはありません。"},
 	"get_execution_log.truncated": {"The log is truncated. Pass offset (and limit) to read another part.", "ログが切り詰められています。offset を指定して続きを取得できます。"}, // seed 000
 	"get_my_execution_history.done": {
 		"Call get_execution_log with an execution_id to read its output.",
