@@ -60,7 +60,12 @@
 // conversation_pending_timeout_seconds, default 300), it is expired, and its initiator is
 // told once. Timeouts need no daemon: every reader applies the ones that are due, dating
 // the change at the deadline, and records it in the history as actor "system", via
-// "timeout". An unordered pair of agents has at most one pending or active conversation.
+// "timeout"; every running `aipm mcp` and `aipm run` also applies them within a second of
+// the deadline, so the files are true with nobody reading, and each is written once. An
+// active conversation one of whose sides has had no live chat session for
+// CONVERSATION_SESSION_GRACE_SECONDS (setting conversation_session_grace_seconds, default
+// 60) becomes terminating with end_reason session_expired, dated at the end of that grace,
+// the same way. An unordered pair of agents has at most one pending or active conversation.
 //
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
 // (processing), and completed or failed when that session reports the outcome;
@@ -91,6 +96,10 @@
 // rebuilt, and the read log keeps what was read read. Reading for one session never marks
 // anything read for another. Notifications are not history events: the inbox is their
 // record.
+//
+// The process serving an agent's live chat session adds a message notification (action
+// new_message, key message:<msg-id>:<ses-id>) for a message that arrives while that session
+// is not waiting in get_next_action; get_pending_messages marks them read.
 //
 // Pausing the project (project.json status paused, by a human owner or manager) stops new
 // sessions and sends every agent with a live session an interrupt (action pause);
