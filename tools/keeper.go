@@ -24,11 +24,17 @@ func KeepConversations(ctx context.Context, st *filestore.Store, hub *watch.Hub,
 	defer sub.Close()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	last := "" // the last error logged: a broken file is reported once, not every second
 	for {
 		_, open, err := st.ApplyConversationDeadlines()
 		if err != nil {
-			logf("conversation deadlines: %v", err)
+			if err.Error() != last {
+				logf("conversation deadlines: %v", err)
+			}
+			last = err.Error()
 			open = true // look again later
+		} else {
+			last = ""
 		}
 		var tick <-chan time.Time
 		if open {
