@@ -103,6 +103,7 @@ func TestSessionExpiredNoticedByTheLiveSide(t *testing.T) {
 // between two of its sessions ends it, dated at the gap.
 func TestSessionExpiredGapBetweenSessions(t *testing.T) {
 	s, clk := clockedStore(t)
+	setSettings(t, s, func(st *Settings) { st.ConversationActiveTimeoutSeconds = 86400 })
 	chatSession(t, s, "w1")
 	c := mustStart(t, s, "w1", "w2", ConversationRequest{})
 	w2 := chatSession(t, s, "w2")
@@ -115,7 +116,7 @@ func TestSessionExpiredGapBetweenSessions(t *testing.T) {
 	clk.Advance(30 * time.Second)
 	back := chatSession(t, s, "w2")
 	clk.Advance(time.Hour - time.Minute)
-	// The active timeout aside (600 s of silence ends it as timeout), the return kept it.
+	// The return kept it (the active timeout is a day here).
 	if p, err := s.newChatPresence(); err != nil {
 		t.Fatal(err)
 	} else if _, ok, _ := p.expiry(mustRaw(t, s, c.ID)); ok {
@@ -144,4 +145,23 @@ func mustRaw(t *testing.T, s *Store, id string) *Conversation {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// The partner's authenticate, which finds the expired request is no work, writes the
+// expiry it noticed: the file does not wait for the initiator's next step.
+func TestAuthenticateWritesPassedDeadline(t *testing.T) {
+	s, clk := clockedStore(t)
+	chatSession(t, s, "w1")
+	c := mustStart(t, s, "w1", "w2", ConversationRequest{})
+	clk.Advance(301 * time.Second)
+	if raw := mustRaw(t, s, c.ID); raw.State != ConvPending {
+		t.Fatalf("before anyone looked: %s", raw.State)
+	}
+	_, err := s.Authenticate(AuthRequest{AgentID: "w2", Passkey: "w2-passkey", Purpose: PurposeChat, PID: os.Getpid()})
+	if code(err) != "no_work" {
+		t.Fatalf("w2's authenticate: %v", err)
+	}
+	if raw := mustRaw(t, s, c.ID); raw.State != ConvExpired || raw.EndReason != EndTimeout {
+		t.Errorf("after w2's authenticate: %s (%s)", raw.State, raw.EndReason)
+	}
 }

@@ -187,6 +187,10 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		if _, err := s.endOrphansLocked(a.ID); err != nil {
 			return err
 		}
+		// Likewise a conversation deadline that passed: the file says so from now on.
+		if _, err := s.conversationsLocked(ConversationFilter{AgentID: a.ID}); err != nil {
+			return err
+		}
 		w, err := s.detectWork(a)
 		if err != nil {
 			return err
