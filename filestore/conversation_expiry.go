@@ -64,6 +64,11 @@ func (p *chatPresence) sessions(agentID string) ([]*Session, error) {
 			ss = append(ss, se)
 		}
 	}
+	// Ended sessions are not listed; the latest-chat record keeps when the latest one
+	// ended, which stands for them all.
+	if l := p.s.latestChatRecord(agentID); l.EndedAt != nil {
+		ss = append(ss, &Session{AgentID: agentID, Purpose: PurposeChat, State: SessionEnded, EndedAt: l.EndedAt})
+	}
 	sort.SliceStable(ss, func(i, j int) bool { return ss[i].CreatedAt.Before(ss[j].CreatedAt) })
 	p.byID[agentID] = ss
 	return ss, nil

@@ -85,9 +85,9 @@ func (s *Server) deriveMessagesFor(se *filestore.Session) error {
 	waiting := s.waiting[se.ID] > 0
 	last := s.msgSeen[se.ID]
 	s.mu.Unlock()
-	var lang string
+	lang, limit := "", 0
 	if p, err := s.store.Project(); err == nil {
-		lang = p.Settings.Language
+		lang, limit = p.Settings.Language, p.Settings.MaxMessageChars()
 	}
 	for _, m := range msgs {
 		if m.ID <= last || m.CreatedAt.Before(se.CreatedAt) {
@@ -97,14 +97,12 @@ func (s *Server) deriveMessagesFor(se *filestore.Session) error {
 		if waiting {
 			continue
 		}
-		content := m.Content
-		if utf8.RuneCountInString(content) > messageExcerpt {
-			content = string([]rune(content)[:messageExcerpt]) + "…"
-		}
+		// Texts are bounded like messages (message_max_chars), however small the setting.
 		n := filestore.Notification{TargetAgentID: se.AgentID, TargetPurpose: filestore.PurposeChat, TargetSessionID: se.ID,
 			Type: filestore.NotifyMessage, Action: "new_message", FromAgentID: m.SenderID, ConversationID: m.ConversationID,
-			Message: msg.Text(lang, "message.new", m.SenderID, content), Instruction: msg.Text(lang, "message.read"),
-			Key: "message:" + m.ID + ":" + se.ID}
+			Message:     clipRunes(msg.Text(lang, "message.new", m.SenderID, clipRunes(m.Content, messageExcerpt)), limit),
+			Instruction: clipRunes(msg.Text(lang, "message.read"), limit),
+			Key:         "message:" + m.ID + ":" + se.ID}
 		if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, n); err != nil {
 			return err
 		}
@@ -136,4 +134,13 @@ func (c *call) readMessageNotices() error {
 	}
 	c.sum = nil
 	return c.srv.store.MarkNotificationsRead(c.session, ids)
+}
+
+// clipRunes cuts s to at most n characters, the last of them "…" when it cuts (n <= 0: no
+// bound).
+func clipRunes(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
