@@ -33,18 +33,32 @@ func (s *Server) runMessages(ctx context.Context) {
 	}
 }
 
-// waitFor marks the session as waiting in get_next_action until the returned func is called.
-func (s *Server) waitFor(sessionID string) func() {
+// waitFor marks the session as waiting in get_next_action until the returned func is
+// called. The messages unread when the wait ends were the wait's to report (it answers
+// get_pending_messages for them), so no notification follows for them even if the
+// watcher reports them late.
+func (s *Server) waitFor(se *filestore.Session) func() {
 	s.mu.Lock()
-	s.waiting[sessionID]++
+	s.waiting[se.ID]++
 	s.mu.Unlock()
 	return func() {
-		s.mu.Lock()
-		s.waiting[sessionID]--
-		if s.waiting[sessionID] <= 0 {
-			delete(s.waiting, sessionID)
+		s.msgMu.Lock()
+		defer s.msgMu.Unlock()
+		msgs, _, err := s.store.Unread(se.AgentID)
+		if err != nil {
+			s.log("messages of %s: %v", se.AgentID, err)
 		}
-		s.mu.Unlock()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, m := range msgs {
+			if m.ID > s.msgSeen[se.ID] {
+				s.msgSeen[se.ID] = m.ID
+			}
+		}
+		s.waiting[se.ID]--
+		if s.waiting[se.ID] <= 0 {
+			delete(s.waiting, se.ID)
+		}
 	}
 }
 
