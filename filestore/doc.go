@@ -19,7 +19,8 @@
 //	  runtime/                      git-ignored machine-local state:
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
-//	    sessions/latest/<agent-id>.json  when the agent's latest chat session started
+//	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
+//	                                  the latest one to end ended (dates a session_expired)
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets
