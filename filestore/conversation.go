@@ -31,6 +31,9 @@ const (
 	EndParticipant = "participant_ended"
 	EndTimeout     = "timeout" // active and silent too long, or pending and never picked up
 	EndMaxTurns    = "max_turns"
+	// EndSessionExpired: a side of an active conversation has had no live chat session for
+	// the session grace (SessionGrace).
+	EndSessionExpired = "session_expired"
 )
 
 // Turn limits of a conversation: max_turns defaults to 20 (ten round trips) and is clamped
@@ -433,23 +436,10 @@ func (s *Store) Conversations(f ConversationFilter) ([]*Conversation, error) {
 	return list, err
 }
 
-// RefreshConversations applies every due timeout now and returns how many conversations
-// changed: the proactive half of the timeouts, for watchers and the coordinator (readers
-// apply them lazily anyway).
+// RefreshConversations applies every due timeout and session expiry now and returns how
+// many conversations changed (see ApplyConversationDeadlines).
 func (s *Store) RefreshConversations() (int, error) {
-	n := 0
-	err := s.locked(func() error {
-		k, err := s.convClock()
-		if err != nil {
-			return err
-		}
-		due, err := s.dueConversations(k)
-		if err != nil {
-			return err
-		}
-		n = len(due)
-		return s.persistTimeoutsLocked(due)
-	})
+	n, _, err := s.ApplyConversationDeadlines()
 	return n, err
 }
 
@@ -717,8 +707,10 @@ func (s *Store) routeLocked(from, to *Agent, explicit string) (*Conversation, er
 		}
 		break
 	}
-	return nil, newErr(ErrConflict, "conversation_required_for_ai_to_ai", hint,
+	e := newErr(ErrConflict, "conversation_required_for_ai_to_ai", hint,
 		"AI agents %s and %s need an active conversation to exchange messages: %s", from.ID, to.ID, why)
+	e.Fields = map[string]any{"from_agent_id": from.ID, "to_agent_id": to.ID}
+	return nil, e
 }
 
 // countTurnLocked records a message of the conversation: one more turn and the time of the
@@ -787,12 +779,21 @@ func (s *Store) takeConversation(actor Actor, states []string, pick func(*Conver
 	}
 	var out *Conversation
 	err := s.locked(func() error {
-		list, err := s.conversationsLocked(ConversationFilter{AgentID: actor.ID, States: states})
+		// Active ones too: one whose partner is gone ends here (session_expired), so the
+		// actor hears of it at once.
+		list, err := s.conversationsLocked(ConversationFilter{AgentID: actor.ID, States: slices.Concat(states, []string{ConvActive})})
 		if err != nil {
 			return err
 		}
+		p, err := s.newChatPresence()
+		if err != nil {
+			return err
+		}
+		if _, err := s.expireAbsentLocked(p, list); err != nil {
+			return err
+		}
 		for _, c := range list {
-			if pick(c) {
+			if slices.Contains(states, c.State) && pick(c) {
 				ev := change(c, s.Now())
 				out = c
 				return s.saveConversationLocked(actor, c, ev)

@@ -19,7 +19,8 @@
 //	  runtime/                      git-ignored machine-local state:
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
-//	    sessions/latest/<agent-id>.json  when the agent's latest chat session started
+//	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
+//	                                  the latest one to end ended (dates a session_expired)
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets
@@ -60,7 +61,12 @@
 // conversation_pending_timeout_seconds, default 300), it is expired, and its initiator is
 // told once. Timeouts need no daemon: every reader applies the ones that are due, dating
 // the change at the deadline, and records it in the history as actor "system", via
-// "timeout". An unordered pair of agents has at most one pending or active conversation.
+// "timeout"; every running `aipm mcp` and `aipm run` also applies them within a second of
+// the deadline, so the files are true with nobody reading, and each is written once. An
+// active conversation one of whose sides has had no live chat session for
+// CONVERSATION_SESSION_GRACE_SECONDS (setting conversation_session_grace_seconds, default
+// 60) becomes terminating with end_reason session_expired, dated at the end of that grace,
+// the same way. An unordered pair of agents has at most one pending or active conversation.
 //
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
 // (processing), and completed or failed when that session reports the outcome;
@@ -91,6 +97,10 @@
 // rebuilt, and the read log keeps what was read read. Reading for one session never marks
 // anything read for another. Notifications are not history events: the inbox is their
 // record.
+//
+// The process serving an agent's live chat session adds a message notification (action
+// new_message, key message:<msg-id>:<ses-id>) for a message that arrives while that session
+// is not waiting in get_next_action; get_pending_messages marks them read.
 //
 // Pausing the project (project.json status paused, by a human owner or manager) stops new
 // sessions and sends every agent with a live session an interrupt (action pause);

@@ -24,6 +24,10 @@ type Error struct {
 	Message string
 	Hint    string
 	Kind    error
+	// Fields are facts the seeds put beside the code in the error response (e.g. from_agent_id
+	// and to_agent_id of conversation_required_for_ai_to_ai); the MCP layer adds them to
+	// the error object.
+	Fields map[string]any
 }
 
 func (e *Error) Error() string { return e.Message }

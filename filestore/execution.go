@@ -136,7 +136,10 @@ type LogPage struct {
 	Lines      []string // the returned lines
 	TotalLines int
 	Offset     int // index of the first returned line
-	Truncated  bool
+	// Truncated says there is more to read in the direction of reading: lines after the page
+	// for a read from offset (false once a page reaches the end of the log), lines before
+	// it for a tail (seed 000's example: the last 100 of 250 lines are truncated).
+	Truncated bool
 }
 
 // ExecutionLog reads the captured output of an execution, executions/<id>.log: the last
@@ -168,6 +171,10 @@ func (s *Store) ExecutionLog(id string, tail, offset, limit int) (*LogPage, erro
 	}
 	page.Offset = start
 	page.Lines = append(page.Lines, lines[start:end]...)
-	page.Truncated = len(page.Lines) < len(lines)
+	if offset >= 0 {
+		page.Truncated = end < len(lines)
+	} else {
+		page.Truncated = start > 0
+	}
 	return page, nil
 }

@@ -225,3 +225,29 @@ func eventID(line []byte) string {
 	}
 	return e.ID
 }
+
+// lastEventScan bounds how many of an entity's latest events LastEvent looks through: the
+// event of a change just noticed is among them.
+const lastEventScan = 20
+
+// LastEvent returns the newest history event about the entity id for which match is true
+// (nil if none is among its last lastEventScan events). It takes the store lock, so the
+// event of a change whose file a caller has just read — written under the same lock right
+// after the file — is already there.
+func (s *Store) LastEvent(id string, match func(*Event) bool) (*Event, error) {
+	var out *Event
+	err := s.locked(func() error {
+		evs, _, err := s.EventsTail(id, lastEventScan)
+		if err != nil {
+			return err
+		}
+		for i := len(evs) - 1; i >= 0; i-- {
+			if match(&evs[i]) {
+				out = &evs[i]
+				return nil
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -47,6 +47,9 @@ type Settings struct {
 	ConversationActiveTimeoutSeconds int `json:"conversation_active_timeout_seconds"`
 	// ChatIdleTimeoutSeconds: an idle chat session is told to log out (default 600).
 	ChatIdleTimeoutSeconds int `json:"chat_idle_timeout_seconds"`
+	// ConversationSessionGraceSeconds: an active conversation one of whose sides has had no
+	// live chat session this long ends with session_expired (default 60).
+	ConversationSessionGraceSeconds int `json:"conversation_session_grace_seconds"`
 	// MaxAgentProcesses bounds the agent processes `aipm run` keeps at once (default 4).
 	MaxAgentProcesses int `json:"max_agent_processes"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
@@ -163,7 +166,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		p := &Project{ID: NewID(PrefixProject, now), Name: o.Name, Description: o.Description, Status: ProjectActive,
 			OwnerID: o.OwnerID, CreatedAt: now, UpdatedAt: now, Version: 1,
 			Settings: Settings{Language: "en", MessageMaxChars: 4000, SessionLeaseSeconds: 3600,
-				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600,
+				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600, ConversationSessionGraceSeconds: 60,
 				MaxAgentProcesses: 4, AgentCommands: o.AgentCommands}}
 		// project.json last: its presence is what marks a complete store.
 		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {

@@ -73,6 +73,9 @@ func (s *Store) endedSessionPath(id string) string {
 type latestChat struct {
 	AgentID   string    `json:"agent_id"`
 	StartedAt time.Time `json:"chat_session_started_at"`
+	// EndedAt is when the agent's latest chat session to end ended: with the sessions not
+	// ended yet, it dates an absence that may end a conversation (session_expired).
+	EndedAt *time.Time `json:"chat_session_ended_at,omitempty"`
 }
 
 func (s *Store) latestChatPath(agentID string) string {
@@ -87,6 +90,25 @@ func (s *Store) latestChatStart(agentID string) time.Time {
 		return time.Time{}
 	}
 	return l.StartedAt
+}
+
+// latestChatRecord returns the agent's latest-chat record (empty if it has none or it is
+// unreadable).
+func (s *Store) latestChatRecord(agentID string) latestChat {
+	l := latestChat{AgentID: agentID}
+	if s.readJSON(s.latestChatPath(agentID), &l) != nil {
+		l = latestChat{AgentID: agentID}
+	}
+	return l
+}
+
+// writeLatestChatLocked writes the agent's latest-chat record. The caller holds the lock.
+func (s *Store) writeLatestChatLocked(l latestChat) error {
+	p := s.latestChatPath(l.AgentID)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	return writeJSON(p, l, 0o600)
 }
 
 // readSession reads a session record, live or ended.
@@ -187,6 +209,10 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		if _, err := s.endOrphansLocked(a.ID); err != nil {
 			return err
 		}
+		// Likewise a conversation deadline that passed: the file says so from now on.
+		if _, err := s.conversationsLocked(ConversationFilter{AgentID: a.ID}); err != nil {
+			return err
+		}
 		w, err := s.detectWork(a)
 		if err != nil {
 			return err
@@ -234,11 +260,9 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		if purpose == PurposeChat {
 			// Ended sessions are not listed by work detection: remember when the latest
 			// chat session started (an open chat before it is served).
-			p := s.latestChatPath(a.ID)
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				return err
-			}
-			if err := writeJSON(p, latestChat{AgentID: a.ID, StartedAt: now}, 0o600); err != nil {
+			l := s.latestChatRecord(a.ID)
+			l.StartedAt = now
+			if err := s.writeLatestChatLocked(l); err != nil {
 				return err
 			}
 		}
@@ -480,6 +504,13 @@ func (s *Store) endSession(se *Session, reason string) error {
 	se.State = SessionEnded
 	se.EndedAt = &now
 	se.EndReason = reason
+	if se.Purpose == PurposeChat {
+		l := s.latestChatRecord(se.AgentID)
+		l.EndedAt = &now
+		if err := s.writeLatestChatLocked(l); err != nil {
+			return err
+		}
+	}
 	if se.ExecutionID != "" {
 		if err := s.finishExecution(se.ExecutionID, ExecFailed, "session ended before report_completed: "+reason); err != nil {
 			return err

@@ -31,6 +31,7 @@ func sigOf(t *filestore.Task) taskSig {
 // Run derives notifications from changes of tasks and of the project until ctx ends. It
 // sleeps on the hub, so it costs nothing while nothing changes.
 func (s *Server) Run(ctx context.Context) {
+	go s.runMessages(ctx)
 	sub := s.hub.Subscribe("tasks/", "project.json")
 	defer sub.Close()
 	for {
@@ -152,7 +153,11 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 			}
 			langRead = true
 		}
-		if n := changeNotice(lang, se, t, old, cur); n != nil {
+		ev, err := s.changeEvent(se, t, old, cur)
+		if err != nil {
+			return err
+		}
+		if n := changeNotice(lang, se, t, old, cur, ev); n != nil {
 			if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, *n); err != nil {
 				return err
 			}
@@ -161,27 +166,61 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 	return nil
 }
 
+// changeEvent returns the history event of a change made through aipm when the notice
+// needs what only the history says (nil otherwise): who edited title, description or
+// priority, whether a status change by the session's own agent came from its chat session
+// at a superior's request (update_task_from_chat) rather than from the session itself, and
+// the reason given for a cancel.
+func (s *Server) changeEvent(se *filestore.Session, t *filestore.Task, old, cur taskSig) (*filestore.Event, error) {
+	if cur.version == old.version {
+		return nil, nil // a hand edit: the history has nothing on it
+	}
+	statusMoved := cur.status != old.status
+	edited := cur.title != old.title || cur.description != old.description || cur.priority != old.priority
+	if !(statusMoved && (cur.status == filestore.StatusCancelled || cur.changedBy == se.AgentID)) && !(!statusMoved && cur.assignee == old.assignee && edited) {
+		return nil, nil
+	}
+	return s.store.LastEvent(t.ID, func(e *filestore.Event) bool { return e.Change == "status" || e.Change == "updated" })
+}
+
 // changeNotice is the notification for a change of task t from old to cur, or nil when
-// there is nothing to tell: the session's own change, or a change of other fields through
-// aipm (the task file does not say who made those; the history does). Its sentences are in
-// lang.
-func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cur taskSig) *filestore.Notification {
+// there is nothing to tell: the session's own change, or a change through aipm of fields
+// a session does not act on. ev is the change's history event, if changeEvent found one.
+// Its sentences are in lang.
+func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cur taskSig, ev *filestore.Event) *filestore.Notification {
 	byHand := cur.version == old.version // a writer through aipm always bumps the version
 	moved := cur.status != old.status || cur.assignee != old.assignee
-	who := cur.changedBy
+	edited := cur.title != old.title || cur.description != old.description || cur.priority != old.priority
+	// The session's own agent, but from its chat session at a superior's request.
+	fromChat := ev != nil && ev.RequesterID != "" && ev.Actor == se.AgentID
+	who, from := cur.changedBy, ""
 	switch {
 	case byHand:
 		who = msg.Text(lang, "change.by_hand", t.ID)
-	case !moved:
+	case !moved && !edited:
 		return nil
-	case cur.status != old.status && who == se.AgentID:
+	case !moved:
+		// title, description or priority, through aipm (update_task_from_chat)
+		who = msg.Text(lang, "change.someone")
+		if ev != nil {
+			who, from = ev.Actor, ev.Actor
+		}
+		if fromChat {
+			who, from = msg.Text(lang, "change.own_chat", ev.RequesterID), ev.RequesterID
+		}
+	case cur.status != old.status && who == se.AgentID && !fromChat:
 		return nil // its own change
-	case cur.status == old.status:
+	case cur.status != old.status:
+		from = who
+		if fromChat {
+			who, from = msg.Text(lang, "change.own_chat", ev.RequesterID), ev.RequesterID
+		}
+	default:
 		who = msg.Text(lang, "change.manager") // an assignment: only a superior reassigns
 	}
-	from := ""
-	if !byHand && cur.status != old.status {
-		from = who
+	reason := ""
+	if ev != nil && ev.Change == "status" && ev.To == filestore.StatusCancelled {
+		reason = ev.Reason
 	}
 	main := t.ID == se.TaskID
 	what := msg.Text(lang, "change.task")
@@ -206,6 +245,9 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 	case cur.status == filestore.StatusCancelled && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
 		n.Message = msg.Text(lang, "change.cancelled", what, t.ID, t.Title, who)
+		if reason != "" {
+			n.Message = msg.Text(lang, "change.cancelled_reason", what, t.ID, t.Title, who, reason)
+		}
 		n.Instruction = stopInstruction(lang, main, "failed", "cancelled")
 	case cur.status != old.status:
 		n.Message = msg.Text(lang, "change.status", what, t.ID, t.Title, old.status, cur.status, who)

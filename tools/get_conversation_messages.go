@@ -15,7 +15,10 @@ type conversationMessagesResult struct {
 	State          string        `json:"state,omitempty"`
 	Messages       []messageView `json:"messages"`
 	Count          int           `json:"count"`
-	Truncated      bool          `json:"truncated"`
+	// TotalCount is seed 000's name for count: the messages returned.
+	TotalCount  int    `json:"total_count"`
+	Truncated   bool   `json:"truncated"`
+	Instruction string `json:"instruction"`
 }
 
 // messageView is a message as get_conversation_messages shows it (seed 000).
@@ -79,13 +82,15 @@ func getConversationMessagesTool() *tool {
 					return nil, err
 				}
 				return conversationMessagesResult{Success: true, ConversationID: cv.ID, PartnerAgentID: cv.Partner(c.agent.ID), State: cv.State,
-					Messages: c.viewMessages(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+					Messages: c.viewMessages(page.Messages), Count: len(page.Messages), TotalCount: len(page.Messages), Truncated: page.Truncated,
+					Instruction: c.text("get_conversation_messages.done")}, nil
 			case partner != "":
 				page, err := st.MessagesWith(c.agent.ID, partner, limit)
 				if err != nil {
 					return nil, err
 				}
-				return conversationMessagesResult{Success: true, PartnerAgentID: partner, Messages: c.viewMessages(page.Messages), Count: len(page.Messages), Truncated: page.Truncated}, nil
+				return conversationMessagesResult{Success: true, PartnerAgentID: partner, Messages: c.viewMessages(page.Messages), Count: len(page.Messages),
+					TotalCount: len(page.Messages), Truncated: page.Truncated, Instruction: c.text("get_conversation_messages.done")}, nil
 			}
 			return nil, badArg("conversation_id", "give conversation_id or partner_agent_id")
 		},

@@ -71,6 +71,9 @@ func getExecutionLogTool() *tool {
 			out := executionLogResult{Success: true, ExecutionID: ex.ID, TaskID: ex.TaskID, Status: ex.Status, LogFilePath: page.Path,
 				LogContent: page.Lines, Offset: page.Offset, TotalLines: page.TotalLines, ReturnedLines: len(page.Lines),
 				Truncated: page.Truncated, Instruction: c.text("get_execution_log.whole")}
+			if !page.Truncated && len(page.Lines) < page.TotalLines {
+				out.Instruction = c.text("get_execution_log.end")
+			}
 			if page.Truncated {
 				out.Instruction = c.text("get_execution_log.truncated")
 			}

@@ -2,10 +2,48 @@ package tools
 
 import (
 	"context"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
 )
+
+// myTasksResult is get_my_tasks' answer in seed 000's shape: each task named by task_id
+// (list_tasks says id), total_count the number of matching tasks and returned how many of
+// them the limit let through.
+type myTasksResult struct {
+	Success     bool         `json:"success"`
+	AgentID     string       `json:"agent_id"`
+	Tasks       []myTaskView `json:"tasks"`
+	TotalCount  int          `json:"total_count"`
+	Returned    int          `json:"returned"`
+	Instruction string       `json:"instruction"`
+}
+
+// myTaskView is a task as get_my_tasks lists it: seed 000's task_id, title, status,
+// priority and created_at, then the other fields list_tasks shows (whose id is task_id here).
+type myTaskView struct {
+	TaskID        string     `json:"task_id"`
+	Title         string     `json:"title"`
+	Status        string     `json:"status"`
+	Priority      string     `json:"priority"`
+	CreatedAt     time.Time  `json:"created_at"`
+	Description   string     `json:"description,omitempty"`
+	ParentID      string     `json:"parent_id,omitempty"`
+	Dependencies  []string   `json:"dependencies,omitempty"`
+	BlockedReason string     `json:"blocked_reason,omitempty"`
+	Approval      string     `json:"approval,omitempty"`
+	CreatedBy     string     `json:"created_by,omitempty"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	CompletedAt   *time.Time `json:"completed_at,omitempty"`
+}
+
+func viewMyTask(t *filestore.Task) myTaskView {
+	v := viewTask(t)
+	return myTaskView{TaskID: v.ID, Title: v.Title, Status: v.Status, Priority: v.Priority, CreatedAt: t.CreatedAt,
+		Description: v.Description, ParentID: v.ParentID, Dependencies: v.Dependencies, BlockedReason: v.BlockedReason,
+		Approval: v.Approval, CreatedBy: v.CreatedBy, UpdatedAt: v.UpdatedAt, CompletedAt: v.CompletedAt}
+}
 
 func getMyTasksTool() *tool {
 	return &tool{
@@ -29,7 +67,16 @@ func getMyTasksTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			return listResult(tasks, limit), nil
+			out := myTasksResult{Success: true, AgentID: c.agent.ID, Tasks: []myTaskView{}, TotalCount: len(tasks)}
+			for _, t := range tasks[:min(limit, len(tasks))] {
+				out.Tasks = append(out.Tasks, viewMyTask(t))
+			}
+			out.Returned = len(out.Tasks)
+			out.Instruction = c.text("get_my_tasks.done")
+			if len(tasks) == 0 {
+				out.Instruction = c.text("get_my_tasks.none")
+			}
+			return out, nil
 		},
 	}
 }

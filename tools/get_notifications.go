@@ -26,6 +26,12 @@ func getNotificationsTool() *tool {
 			if err != nil {
 				return nil, err
 			}
+			// Changes the watcher has not turned into notifications yet are listed too.
+			if c.session.Purpose == filestore.PurposeTask {
+				if err := c.srv.deriveFor(c.session); err != nil {
+					c.srv.log("notifications for %s: %v", c.session.ID, err)
+				}
+			}
 			st := c.srv.store
 			var ns []filestore.Notification
 			if mark {

@@ -9,19 +9,24 @@ import (
 
 // delegationView is a delegation as the chat session sees it (seed 003).
 type delegationView struct {
-	DelegationID   string `json:"delegation_id"`
-	TaskID         string `json:"task_id,omitempty"`
-	TargetAgentID  string `json:"target_agent_id"`
-	Purpose        string `json:"purpose"`
-	Context        string `json:"context"`
-	Status         string `json:"status"`
-	ConversationID string `json:"conversation_id,omitempty"`
-	Result         string `json:"result,omitempty"`
+	DelegationID  string `json:"delegation_id"`
+	TaskID        string `json:"task_id,omitempty"`
+	TargetAgentID string `json:"target_agent_id"`
+	Purpose       string `json:"purpose"`
+	// Context is null when the delegation was made without one, as in seed 003.
+	Context        *string `json:"context"`
+	Status         string  `json:"status"`
+	ConversationID string  `json:"conversation_id,omitempty"`
+	Result         string  `json:"result,omitempty"`
 }
 
 func viewDelegation(d *filestore.Delegation) delegationView {
-	return delegationView{DelegationID: d.ID, TaskID: d.TaskID, TargetAgentID: d.TargetAgentID, Purpose: d.Purpose, Context: d.Context,
+	v := delegationView{DelegationID: d.ID, TaskID: d.TaskID, TargetAgentID: d.TargetAgentID, Purpose: d.Purpose,
 		Status: d.Status, ConversationID: d.ConversationID, Result: d.Result}
+	if d.Context != "" {
+		v.Context = &d.Context
+	}
+	return v
 }
 
 type pendingMessagesResult struct {
@@ -50,6 +55,9 @@ func getPendingMessagesTool() *tool {
 			me := c.agent.ID
 			msgs, err := st.TakeUnread(me)
 			if err != nil {
+				return nil, err
+			}
+			if err := c.readMessageNotices(); err != nil {
 				return nil, err
 			}
 			recent, err := st.RecentMessages(me, len(msgs)+contextMessages)

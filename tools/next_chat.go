@@ -42,6 +42,8 @@ func (c *call) chatNextAction(ctx context.Context, timeout time.Duration) (any, 
 	if err != nil {
 		return nil, err
 	}
+	// While it waits, a message wakes it; a message that arrives otherwise is a notification.
+	defer c.srv.waitFor(c.session)()
 	prefixes := []string{"agents/" + me + "/chat.jsonl", "conversations/", "delegations/", "runtime/chat/" + me + ".json",
 		"runtime/sessions/" + c.session.ID + ".json", "agents/" + me + "/agent.json", "project.json"}
 	return c.longPoll(ctx, timeout, prefixes, func(wakeAt *time.Time) (any, bool, error) {

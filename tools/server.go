@@ -68,8 +68,11 @@ type Server struct {
 	current string                        // token of the connection's current session
 	owned   []string                      // session ids opened by this process
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
+	waiting map[string]int                // sessions waiting in get_next_action (a message wakes them)
+	msgSeen map[string]string             // per owned chat session: the newest message it was told of
 
 	deriveMu sync.Mutex // serializes deriveFor
+	msgMu    sync.Mutex // serializes deriveMessagesFor
 }
 
 // Options configure a Server.
@@ -96,7 +99,8 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}}
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
+		waiting: map[string]int{}, msgSeen: map[string]string{}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
@@ -240,6 +244,14 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return res, nil
 			}
 		}
+		// A busy chat session hears of new messages in this response, whatever the timing of
+		// the watcher; the tools that read messages need no notice of them.
+		if c.session != nil && c.session.Purpose == filestore.PurposeChat && t.def.Name != "get_next_action" && t.def.Name != "get_pending_messages" {
+			if err := s.deriveMessagesFor(c.session); err != nil {
+				s.log("message notifications for %s: %v", c.session.ID, err)
+			}
+			c.sum = nil
+		}
 		out, err := t.handle(ctx, c)
 		if err != nil {
 			return c.errorResult(err), nil
@@ -331,7 +343,7 @@ func asToolError(err error) *toolError {
 	case errors.As(err, &te):
 		return te
 	case errors.As(err, &fe):
-		return &toolError{Code: fe.Code, Message: fe.Message, Hint: fe.Hint}
+		return &toolError{Code: fe.Code, Message: fe.Message, Hint: fe.Hint, Extra: fe.Fields}
 	case errors.As(err, &ce):
 		return &toolError{Code: "corrupt_file", Message: ce.Error(),
 			Hint: "a file under .ai-pm is broken (perhaps a hand edit); ask the owner to run `aipm doctor` and fix it"}

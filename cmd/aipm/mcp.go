@@ -36,6 +36,7 @@ func (a *app) cmdMCP(args []string) error {
 	go s.Warm() // read the store into the caches while the client initializes
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
 	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
+	go tools.KeepConversations(ctx, s, hub, logf)
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))
 	err = ss.Listen(ctx, a.stdin, a.stdout)

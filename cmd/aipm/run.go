@@ -140,6 +140,8 @@ func (c *coordinator) run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// Conversation deadlines are written when they pass, not when someone next reads.
+	go tools.KeepConversations(ctx, c.s, hub, func(format string, args ...any) { fmt.Fprintf(c.a.stderr, "aipm run: "+format+"\n", args...) })
 	// The files that can create or end work; not runtime/spawns/, where the agents' output
 	// is captured line by line.
 	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")

@@ -1170,8 +1170,11 @@ func simAsksStatus(text string) bool {
 
 func (s *simAgent) statusReport() (string, error) {
 	var r struct {
-		Tasks []simTask `json:"tasks"`
-		Total int       `json:"total"`
+		Tasks []struct {
+			simTask
+			TaskID string `json:"task_id"`
+		} `json:"tasks"`
+		Total int `json:"total_count"`
 	}
 	if err := s.call("get_my_tasks", nil, &r); err != nil {
 		return "", err
@@ -1181,7 +1184,7 @@ func (s *simAgent) statusReport() (string, error) {
 	}
 	var parts []string
 	for _, t := range r.Tasks {
-		parts = append(parts, fmt.Sprintf("%s %s: %s", t.ID, t.Title, t.Status))
+		parts = append(parts, fmt.Sprintf("%s %s: %s", t.TaskID, t.Title, t.Status))
 	}
 	out := fmt.Sprintf("%s here: my tasks: %s", s.name, strings.Join(parts, "; "))
 	if r.Total > len(r.Tasks) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/aipm/aipm/filestore"
@@ -12,6 +13,10 @@ type statusView struct {
 	Agents       []agentStatus        `json:"agents"`
 	TaskCounts   map[string]int       `json:"task_counts"`
 	LiveSessions []*filestore.Session `json:"live_sessions"`
+	// Conversations are the open ones (pending, active, or ended but not yet told to both
+	// sides); Delegations those not finished (pending or processing).
+	Conversations []*filestore.Conversation `json:"conversations"`
+	Delegations   []*filestore.Delegation   `json:"delegations"`
 }
 
 type agentStatus struct {
@@ -50,7 +55,22 @@ func (a *app) cmdStatus(args []string) error {
 	if err != nil {
 		return err
 	}
-	v := statusView{Project: p, TaskCounts: map[string]int{}, LiveSessions: live}
+	convs, err := s.Conversations(filestore.ConversationFilter{States: []string{filestore.ConvPending, filestore.ConvActive, filestore.ConvTerminating}})
+	if err != nil {
+		return err
+	}
+	dels, err := s.Delegations(filestore.DelegationFilter{})
+	if err != nil {
+		return err
+	}
+	v := statusView{Project: p, TaskCounts: map[string]int{}, LiveSessions: live,
+		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}}
+	v.Conversations = append(v.Conversations, convs...)
+	for _, d := range dels {
+		if !d.Finished() {
+			v.Delegations = append(v.Delegations, d)
+		}
+	}
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
@@ -94,5 +114,41 @@ func (a *app) cmdStatus(args []string) error {
 	for _, as := range v.Agents {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%s\n", as.ID, as.Type, as.Hierarchy, as.Status, as.InProg, as.Unread, as.Notices, orDash(as.Sessions))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(v.Conversations) > 0 {
+		a.printf("\nOpen conversations:\n")
+		tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CONVERSATION\tFROM\tTO\tSTATE\tTURNS\tTASK\tPURPOSE")
+		for _, c := range v.Conversations {
+			state := c.State
+			if c.EndReason != "" {
+				state += " (" + c.EndReason + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", c.ID, c.InitiatorID, c.ParticipantID, state, c.Turns, c.MaxTurns, orDash(c.TaskID), orDash(oneLine(c.Purpose)))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(v.Delegations) > 0 {
+		a.printf("\nOpen delegations:\n")
+		tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "DELEGATION\tAGENT\tTARGET\tSTATUS\tTASK\tCONVERSATION\tPURPOSE")
+		for _, d := range v.Delegations {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.AgentID, d.TargetAgentID, d.Status, orDash(d.TaskID), orDash(d.ConversationID), oneLine(d.Purpose))
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+// oneLine fits free text in a table cell: one line, at most 60 characters.
+func oneLine(s string) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	if len(r) > 60 {
+		return string(r[:59]) + "…"
+	}
+	return string(r)
 }

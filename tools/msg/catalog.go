@@ -193,19 +193,24 @@ var texts = map[string]text{
 		"会話が終了しました。get_next_actionで次の指示を確認してください。（会話 %[1]s、相手 %[2]s、理由 %[3]s。未読のメッセージがあれば、先に get_pending_messages で確認してください。）"},
 
 	// Notifications of task changes (tools/changes.go).
-	"change.by_hand":      {"a hand edit of .ai-pm/tasks/%s.json", ".ai-pm/tasks/%s.json の手作業での編集"},
-	"change.manager":      {"your manager", "あなたのマネージャー"},
-	"change.task":         {"Your task", "あなたのタスク"},
-	"change.subtask":      {"Your sub-task", "あなたのサブタスク"},
-	"change.reassigned":   {"%s %s (%s) was reassigned to %s by %s.", "%[1]s %[2]s（%[3]s）は %[5]s によって %[4]s に割り当て直されました。"},
-	"change.blocked":      {"%s %s (%s) was blocked by %s: %s", "%[1]s %[2]s（%[3]s）は %[4]s によってブロックされました: %[5]s"},
-	"change.cancelled":    {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
-	"change.status":       {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
-	"change.edited":       {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
-	"change.go_on":        {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
-	"change.reread":       {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
-	"change.stop":         {"Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", "直ちに作業を中止してください。report_completed(result=%[1]q, summary=\"%[2]s; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
-	"change.stop_subtask": {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.by_hand":          {"a hand edit of .ai-pm/tasks/%s.json", ".ai-pm/tasks/%s.json の手作業での編集"},
+	"message.new":             {"New message from %s: %s", "%s から新しいメッセージ: %s"},
+	"message.read":            {"Call get_pending_messages to read it, then answer it.", "get_pending_messages で読んでから応答してください。"},
+	"change.manager":          {"your manager", "あなたのマネージャー"},
+	"change.someone":          {"another agent", "別のエージェント"},
+	"change.own_chat":         {"your own chat session at the request of %s", "%s の依頼を受けたあなた自身のチャットセッション"},
+	"change.cancelled_reason": {"%s %s (%s) was cancelled by %s: %s", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました: %[5]s"},
+	"change.task":             {"Your task", "あなたのタスク"},
+	"change.subtask":          {"Your sub-task", "あなたのサブタスク"},
+	"change.reassigned":       {"%s %s (%s) was reassigned to %s by %s.", "%[1]s %[2]s（%[3]s）は %[5]s によって %[4]s に割り当て直されました。"},
+	"change.blocked":          {"%s %s (%s) was blocked by %s: %s", "%[1]s %[2]s（%[3]s）は %[4]s によってブロックされました: %[5]s"},
+	"change.cancelled":        {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
+	"change.status":           {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
+	"change.edited":           {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
+	"change.go_on":            {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.reread":           {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
+	"change.stop":             {"Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", "直ちに作業を中止してください。report_completed(result=%[1]q, summary=\"%[2]s; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"change.stop_subtask":     {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
 
 	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
 	"self_notice.message": {"Your chat session asks you to check the chat.", "チャットセッションからチャット確認の依頼があります。"},
@@ -243,13 +248,17 @@ var texts = map[string]text{
 	"end_conversation.delegation": {"If it carried out a delegation, call report_delegation_completed with the result. ", "委譲を実行するための会話だった場合は、report_delegation_completed で結果を報告してください。"},
 	"end_conversation.then":       {"Then call get_next_action.", "その後 get_next_action を呼び出してください。"},
 	"get_execution_log.whole":     {"This is the whole log.", "これがログの全体です。"},
+	"get_execution_log.end":       {"This is the end of the log; nothing follows.", "ログの末尾まで取得しました。続きはありません。"},
 	"get_execution_log.truncated": {"The log is truncated. Pass offset (and limit) to read another part.", "ログが切り詰められています。offset を指定して続きを取得できます。"}, // seed 000
 	"get_my_execution_history.done": {
 		"Call get_execution_log with an execution_id to read its output.",
 		"ログ内容を確認するには get_execution_log(execution_id) を呼び出してください。"}, // seed 000
-	"get_my_task.done":       {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
-	"get_notifications.none": {"Nothing to do about notifications.", "通知について対応することはありません。"},
-	"get_notifications.some": {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_my_tasks.done":              {"These are the tasks assigned to you.", "上記があなたに割り当てられたタスクです。"}, // seed 000
+	"get_my_tasks.none":              {"No task assigned to you matches.", "該当する、あなたに割り当てられたタスクはありません。"},
+	"get_conversation_messages.done": {"Read the messages above and act on them as needed.", "上記のメッセージを確認し、必要に応じて対応してください。"}, // seed 000
+	"get_my_task.done":               {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
+	"get_notifications.none":         {"Nothing to do about notifications.", "通知について対応することはありません。"},
+	"get_notifications.some":         {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
 	"get_pending_messages.some": {
 		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
 			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",
