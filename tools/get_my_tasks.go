@@ -12,12 +12,14 @@ import (
 // (list_tasks says id), total_count the number of matching tasks and returned how many of
 // them the limit let through.
 type myTasksResult struct {
-	Success     bool         `json:"success"`
-	AgentID     string       `json:"agent_id"`
-	Tasks       []myTaskView `json:"tasks"`
-	TotalCount  int          `json:"total_count"`
-	Returned    int          `json:"returned"`
-	Instruction string       `json:"instruction"`
+	Success    bool         `json:"success"`
+	AgentID    string       `json:"agent_id"`
+	Tasks      []myTaskView `json:"tasks"`
+	TotalCount int          `json:"total_count"`
+	Returned   int          `json:"returned"`
+	// Next, when set, is the after value of the next page.
+	Next        string `json:"next,omitempty"`
+	Instruction string `json:"instruction"`
 }
 
 // myTaskView is a task as get_my_tasks lists it: seed 000's task_id, title, status,
@@ -52,6 +54,7 @@ func getMyTasksTool() *tool {
 			mcp.WithDescription("Tasks assigned to you, oldest first."),
 			statusParam(),
 			mcp.WithNumber("limit", mcp.Description("At most this many (default 20, max 200)")),
+			mcp.WithString("after", mcp.Description("Page on: the next of the previous answer")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -63,17 +66,21 @@ func getMyTasksTool() *tool {
 			if err != nil {
 				return nil, err
 			}
-			tasks, err := c.srv.store.Tasks(filestore.TaskFilter{Status: status, AssigneeID: c.agent.ID})
+			after, err := c.optString("after")
 			if err != nil {
 				return nil, err
 			}
-			out := myTasksResult{Success: true, AgentID: c.agent.ID, Tasks: []myTaskView{}, TotalCount: len(tasks)}
-			for _, t := range tasks[:min(limit, len(tasks))] {
+			page, err := c.srv.store.TaskPage(filestore.TaskFilter{Status: status, AssigneeID: c.agent.ID}, after, limit)
+			if err != nil {
+				return nil, err
+			}
+			out := myTasksResult{Success: true, AgentID: c.agent.ID, Tasks: []myTaskView{}, TotalCount: page.Total, Next: page.Next}
+			for _, t := range page.Tasks {
 				out.Tasks = append(out.Tasks, viewMyTask(t))
 			}
 			out.Returned = len(out.Tasks)
 			out.Instruction = c.text("get_my_tasks.done")
-			if len(tasks) == 0 {
+			if page.Total == 0 {
 				out.Instruction = c.text("get_my_tasks.none")
 			}
 			return out, nil

@@ -62,13 +62,6 @@ func listTasksTool() *tool {
 	}
 }
 
-func listResult(tasks []*filestore.Task, limit int) taskListResult {
-	out := taskListResult{Total: len(tasks)}
-	out.Tasks = viewTasks(tasks[:min(limit, len(tasks))])
-	out.Returned = len(out.Tasks)
-	return out
-}
-
 // statusArg reads a task status argument, naming the valid values when it is wrong.
 func (c *call) statusArg(name string, required bool) (string, error) {
 	s, err := c.optString(name)
