@@ -111,6 +111,15 @@ func (s *Store) writeLatestChatLocked(l latestChat) error {
 	return writeJSON(p, l, 0o600)
 }
 
+// SessionByID reads a session record, live or ended, by its id (not a bearer token: for
+// the process that opened it).
+func (s *Store) SessionByID(id string) (*Session, error) {
+	if err := ValidateEntityID(PrefixSession, id); err != nil {
+		return nil, err
+	}
+	return s.readSession(id)
+}
+
 // readSession reads a session record, live or ended.
 func (s *Store) readSession(id string) (*Session, error) {
 	var se Session

@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/tools/msg"
@@ -81,14 +80,14 @@ func (s *Server) deriveNotifications() {
 		return
 	}
 	s.notePause()
-	all, err := s.store.Sessions("")
-	if err != nil {
-		s.log("sessions: %v", err)
-		return
-	}
 	now := s.store.Now()
-	for _, se := range all {
-		if se.Purpose != filestore.PurposeTask || !slices.Contains(owned, se.ID) || !se.Live(now) {
+	for _, id := range owned {
+		se, err := s.store.SessionByID(id)
+		if err != nil {
+			s.log("session %s: %v", id, err)
+			continue
+		}
+		if se.Purpose != filestore.PurposeTask || !se.Live(now) {
 			continue
 		}
 		if err := s.deriveFor(se); err != nil {
