@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite golden sections of testdata/scr
 // TestMain makes the test binary a multi-call binary: scripts `exec aipm ...` run the real
 // command in a subprocess, and the `mcp` command drives real `aipm mcp` servers.
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){"aipm": aipmTestMain})
+	testscript.Main(m, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain})
 }
 
 // aipmTestMain is main with the test clock: AIPM_TEST_CLOCK=<RFC 3339 time> freezes the

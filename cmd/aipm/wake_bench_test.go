@@ -115,82 +115,10 @@ func BenchmarkWakeAcrossProcesses(b *testing.B) {
 	sa.call(b, "authenticate", map[string]any{"agent_id": "a", "passkey": "a-passkey"}, "purpose", "chat")
 	sb.call(b, "authenticate", map[string]any{"agent_id": "b", "passkey": "b-passkey"}, "purpose", "chat")
 
-	// How long B's server takes to answer get_next_action without waiting.
-	var slowest time.Duration
-	for range 20 {
-		t0 := time.Now()
-		sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 0}, "action", "wait_for_messages")
-		slowest = max(slowest, time.Since(t0))
-	}
-	settle := max(wakeSettle, 3*slowest)
-	b.Logf("get_next_action(timeout_seconds=0) on B: slowest of 20 took %v; settle delay %v", slowest, settle)
-
-	conv, turns := "", 0
-	// rotate ends the current conversation (if any) and starts the next one.
-	rotate := func() {
-		if conv != "" {
-			sa.call(b, "end_conversation", map[string]any{"conversation_id": conv}, "status", "terminating")
-			r := sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 5}, "action", "conversation_ended")
-			if r["conversation_id"] != conv {
-				b.Fatalf("B: conversation_ended for %v, want %s", r["conversation_id"], conv)
-			}
-		}
-		r := sa.call(b, "start_conversation", map[string]any{"target_agent_id": "b", "purpose": "wake benchmark", "max_turns": wakeMaxTurns},
-			"status", "pending")
-		conv, _ = r["conversation_id"].(string)
-		r = sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 5}, "action", "conversation_request")
-		if r["conversation_id"] != conv {
-			b.Fatalf("B: conversation_request for %v, want %s", r["conversation_id"], conv)
-		}
-		turns = 0
-	}
-
-	type wake struct {
-		at  time.Time
-		res map[string]any
-		err error
-	}
-	// round sends message i from a to b while B waits, and returns the wake
-	// latency and the round trip of send_message.
-	round := func(i int) (lat, send time.Duration) {
-		if conv == "" || turns == wakeTurnsPerConversation {
-			rotate()
-		}
-		done := make(chan wake, 1)
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), wakeDeadline+time.Second)
-			defer cancel()
-			res, err := sb.raw(ctx, "get_next_action", map[string]any{"timeout_seconds": wakePollSeconds})
-			done <- wake{time.Now(), res, err}
-		}()
-		time.Sleep(settle)
-		content := fmt.Sprintf("wake %d", i)
-		t0 := time.Now()
-		r := sa.call(b, "send_message", map[string]any{"target_agent_id": "b", "content": content}, "conversation_state", "active")
-		tSent := time.Now()
-		turns++
-		var w wake
-		select {
-		case w = <-done:
-		case <-time.After(wakeDeadline - time.Since(tSent)):
-			b.Fatalf("message %d (%v): B's get_next_action did not wake within %v of send_message returning%s", i, r["message_id"], wakeDeadline, sb.stderrNote())
-		}
-		if w.err != nil {
-			b.Fatalf("message %d: B's get_next_action: %v%s", i, w.err, sb.stderrNote())
-		}
-		if w.res["action"] != "get_pending_messages" || w.res["unread_count"] != 1.0 {
-			b.Fatalf("message %d: B's get_next_action answered %v, want action get_pending_messages with unread_count 1", i, w.res)
-		}
-		p := sb.call(b, "get_pending_messages", nil, "count", 1.0)
-		msgs, _ := p["pending_messages"].([]any)
-		if m, _ := msgs[0].(map[string]any); m["content"] != content || m["id"] != r["message_id"] || m["senderId"] != "a" {
-			b.Fatalf("message %d: B read %v, want %s %q from a", i, msgs[0], r["message_id"], content)
-		}
-		return w.at.Sub(tSent), tSent.Sub(t0)
-	}
+	p := newWakePair(b, sa, sb, "a", "b")
 
 	for i := range wakeWarmup {
-		round(-1 - i)
+		p.round(b, -1-i)
 	}
 	n := max(b.N, wakeMinMessages)
 	lats := make([]time.Duration, 0, n)
@@ -201,7 +129,7 @@ func BenchmarkWakeAcrossProcesses(b *testing.B) {
 	fromStart := make([]time.Duration, 0, n)
 	b.ResetTimer()
 	for i := range n {
-		lat, send := round(i)
+		lat, send := p.round(b, i)
 		lats = append(lats, lat)
 		sends = append(sends, send)
 		fromStart = append(fromStart, send+lat)
@@ -226,6 +154,97 @@ func BenchmarkWakeAcrossProcesses(b *testing.B) {
 func wakePercentile(ds []time.Duration, q int) time.Duration {
 	slices.Sort(ds)
 	return ds[min(len(ds)*q/100, len(ds)-1)]
+}
+
+// wakePair measures wake-ups between two agents' servers, both holding
+// chat sessions: agent aID's server sa sends, agent bID's server sb waits.
+// It keeps the conversation the messages need (see
+// BenchmarkWakeAcrossProcesses).
+type wakePair struct {
+	sa, sb   *wakeServer
+	aID, bID string
+	settle   time.Duration
+	conv     string
+	turns    int
+}
+
+// newWakePair measures how long sb takes to answer get_next_action without
+// waiting and sets the settle delay from it.
+func newWakePair(b *testing.B, sa, sb *wakeServer, aID, bID string) *wakePair {
+	var slowest time.Duration
+	for range 20 {
+		t0 := time.Now()
+		sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 0}, "action", "wait_for_messages")
+		slowest = max(slowest, time.Since(t0))
+	}
+	p := &wakePair{sa: sa, sb: sb, aID: aID, bID: bID, settle: max(wakeSettle, 3*slowest)}
+	b.Logf("get_next_action(timeout_seconds=0) on %s: slowest of 20 took %v; settle delay %v", sb.name, slowest, p.settle)
+	return p
+}
+
+// rotate ends the current conversation (if any) and starts the next one.
+func (p *wakePair) rotate(b *testing.B) {
+	sa, sb := p.sa, p.sb
+	if p.conv != "" {
+		sa.call(b, "end_conversation", map[string]any{"conversation_id": p.conv}, "status", "terminating")
+		r := sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 5}, "action", "conversation_ended")
+		if r["conversation_id"] != p.conv {
+			b.Fatalf("%s: conversation_ended for %v, want %s", sb.name, r["conversation_id"], p.conv)
+		}
+	}
+	r := sa.call(b, "start_conversation", map[string]any{"target_agent_id": p.bID, "purpose": "wake benchmark", "max_turns": wakeMaxTurns},
+		"status", "pending")
+	p.conv, _ = r["conversation_id"].(string)
+	r = sb.call(b, "get_next_action", map[string]any{"timeout_seconds": 5}, "action", "conversation_request")
+	if r["conversation_id"] != p.conv {
+		b.Fatalf("%s: conversation_request for %v, want %s", sb.name, r["conversation_id"], p.conv)
+	}
+	p.turns = 0
+}
+
+// round sends message i from a to b while b waits, and returns the wake
+// latency and the round trip of send_message.
+func (p *wakePair) round(b *testing.B, i int) (lat, send time.Duration) {
+	type wake struct {
+		at  time.Time
+		res map[string]any
+		err error
+	}
+	sa, sb := p.sa, p.sb
+	if p.conv == "" || p.turns == wakeTurnsPerConversation {
+		p.rotate(b)
+	}
+	done := make(chan wake, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), wakeDeadline+time.Second)
+		defer cancel()
+		res, err := sb.raw(ctx, "get_next_action", map[string]any{"timeout_seconds": wakePollSeconds})
+		done <- wake{time.Now(), res, err}
+	}()
+	time.Sleep(p.settle)
+	content := fmt.Sprintf("wake %d", i)
+	t0 := time.Now()
+	r := sa.call(b, "send_message", map[string]any{"target_agent_id": p.bID, "content": content}, "conversation_state", "active")
+	tSent := time.Now()
+	p.turns++
+	var w wake
+	select {
+	case w = <-done:
+	case <-time.After(wakeDeadline - time.Since(tSent)):
+		b.Fatalf("message %d (%v): %s's get_next_action did not wake within %v of send_message returning%s", i, r["message_id"], sb.name, wakeDeadline, sb.stderrNote())
+	}
+	if w.err != nil {
+		b.Fatalf("message %d: %s's get_next_action: %v%s", i, sb.name, w.err, sb.stderrNote())
+	}
+	if w.res["action"] != "get_pending_messages" || w.res["unread_count"] != 1.0 {
+		b.Fatalf("message %d: %s's get_next_action answered %v, want action get_pending_messages with unread_count 1", i, sb.name, w.res)
+	}
+	pm := sb.call(b, "get_pending_messages", nil, "count", 1.0)
+	msgs, _ := pm["pending_messages"].([]any)
+	if m, _ := msgs[0].(map[string]any); m["content"] != content || m["id"] != r["message_id"] || m["senderId"] != p.aID {
+		b.Fatalf("message %d: %s read %v, want %s %q from %s", i, sb.name, msgs[0], r["message_id"], content, p.aID)
+	}
+	return w.at.Sub(tSent), tSent.Sub(t0)
 }
 
 // wakeEnv is the servers' and CLI's environment: this process's, without the

@@ -1,0 +1,709 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// noopMCPCommand is the hidden command (argv[0]) under which the test binary
+// serves the floor of BenchmarkScale: an mcp-go stdio server with one tool
+// that does nothing, served the way `aipm mcp` serves.
+const noopMCPCommand = "aipm-noop-mcp"
+
+// noopMCPMain serves the no-op tool on stdin/stdout until stdin closes.
+func noopMCPMain() {
+	s := server.NewMCPServer("noop", "0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("noop", mcp.WithDescription("Does nothing")),
+		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText(`{"ok":true}`), nil
+		})
+	if err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout); err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+}
+
+// scaleEnvInt reads a size override from the environment.
+func scaleEnvInt(b *testing.B, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		b.Fatalf("%s=%q: want a whole number ≥ 0", name, v)
+	}
+	return n
+}
+
+// scaleServer is one server process (aipm mcp, or the no-op floor) driven
+// by an mcp-go client, with its process for /proc readings.
+type scaleServer struct {
+	*wakeServer
+	cmd     *exec.Cmd
+	startup time.Duration // spawn → initialize response
+}
+
+// startScaleServer starts the test binary as argv0 (aipm with args "mcp",
+// or the no-op floor) in dir and initializes it, timing both.
+func startScaleServer(b *testing.B, exe, dir, name, argv0 string, args ...string) *scaleServer {
+	s := &scaleServer{wakeServer: &wakeServer{name: name, stderr: &mcpSyncBuffer{}}}
+	tr := transport.NewStdioWithOptions(exe, nil, args,
+		transport.WithCommandStderrWriter(s.stderr),
+		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Args[0] = argv0
+			cmd.Dir = dir
+			cmd.Env = wakeEnv()
+			s.cmd = cmd
+			return cmd, nil
+		}))
+	s.c = client.NewClient(tr)
+	t0 := time.Now()
+	// The connection must outlive every call, so no deadline here (libs.md §1.10).
+	if err := s.c.Start(context.Background()); err != nil {
+		b.Fatalf("start server %s: %v", name, err)
+	}
+	b.Cleanup(func() { s.c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), wakeCallTimeout)
+	defer cancel()
+	var req mcp.InitializeRequest
+	req.Params.ClientInfo = mcp.Implementation{Name: "aipm-scale-bench", Version: "0"}
+	if _, err := s.c.Initialize(ctx, req); err != nil {
+		b.Fatalf("server %s: initialize: %v%s", name, err, s.stderrNote())
+	}
+	s.startup = time.Since(t0)
+	return s
+}
+
+// timed calls tool once and returns how long it took and the size of its
+// text result; any error fails the benchmark.
+func (s *scaleServer) timed(b *testing.B, tool string, args map[string]any) (time.Duration, int) {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wakeCallTimeout)
+	defer cancel()
+	var req mcp.CallToolRequest
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	if args == nil {
+		req.Params.Arguments = map[string]any{}
+	}
+	t0 := time.Now()
+	res, err := s.c.CallTool(ctx, req)
+	d := time.Since(t0)
+	if err != nil {
+		b.Fatalf("server %s: %s: %v%s", s.name, tool, err, s.stderrNote())
+	}
+	text, _ := mcpText(res.Content[0])
+	if res.IsError {
+		b.Fatalf("server %s: %s %v: %s", s.name, tool, args, text)
+	}
+	return d, len(text)
+}
+
+// latencies calls tool warm times unmeasured, then n times measured.
+func (s *scaleServer) latencies(b *testing.B, warm, n int, tool string, args map[string]any) []time.Duration {
+	for range warm {
+		s.timed(b, tool, args)
+	}
+	out := make([]time.Duration, n)
+	for i := range out {
+		out[i], _ = s.timed(b, tool, args)
+	}
+	return out
+}
+
+// procStatusKB reads a "VmXXX:   123 kB" line of /proc/<pid>/status.
+func procStatusKB(b *testing.B, pid int, key string) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			n, _ := strconv.Atoi(strings.Fields(v)[0])
+			return n
+		}
+	}
+	b.Fatalf("/proc/%d/status: no %s", pid, key)
+	return 0
+}
+
+// procCPU is the user+system time of a process so far (/proc/<pid>/stat,
+// in clock ticks of 10 ms, the Linux USER_HZ).
+func procCPU(b *testing.B, pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name may hold spaces; the fields after its ')' are fixed.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14 of stat
+	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// scaleTable collects the figures, one row per measurement, one column per
+// store (and the floor).
+type scaleTable struct {
+	cols  []string
+	rows  []string
+	cells map[string]map[string]string
+}
+
+func (t *scaleTable) set(row, col, format string, args ...any) {
+	if t.cells == nil {
+		t.cells = map[string]map[string]string{}
+	}
+	if t.cells[row] == nil {
+		t.cells[row] = map[string]string{}
+		if !slices.Contains(t.rows, row) {
+			t.rows = append(t.rows, row)
+		}
+	}
+	t.cells[row][col] = fmt.Sprintf(format, args...)
+}
+
+func (t *scaleTable) lines() []string {
+	w0 := 0
+	for _, r := range t.rows {
+		w0 = max(w0, len([]rune(r)))
+	}
+	widths := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		widths[i] = len([]rune(c))
+		for _, r := range t.rows {
+			widths[i] = max(widths[i], len([]rune(t.cells[r][c])))
+		}
+	}
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", w-len([]rune(s))) }
+	var out []string
+	line := "| " + pad("", w0)
+	sep := "|-" + strings.Repeat("-", w0)
+	for i, c := range t.cols {
+		line += " | " + pad(c, widths[i])
+		sep += "-|-" + strings.Repeat("-", widths[i])
+	}
+	out = append(out, line+" |", sep+"-|")
+	for _, r := range t.rows {
+		if t.cells[r] == nil {
+			continue
+		}
+		line := "| " + pad(r, w0)
+		for i, c := range t.cols {
+			v := t.cells[r][c]
+			if v == "" {
+				v = "—"
+			}
+			line += " | " + pad(v, widths[i])
+		}
+		out = append(out, line+" |")
+	}
+	return out
+}
+
+func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// pcts formats p50/p99 (and p95 if asked) of ds in milliseconds.
+func pcts(ds []time.Duration, p95 bool) string {
+	if p95 {
+		return fmt.Sprintf("%.2f / %.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 95)), msf(wakePercentile(ds, 99)))
+	}
+	return fmt.Sprintf("%.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 99)))
+}
+
+func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
+
+// BenchmarkScale measures aipm on a store of user scale against a store of
+// ten tasks and against the floor of mcp-go itself (a no-op tool served by
+// the same stdio machinery), in one run, and prints a table.
+//
+// Each store is made by buildScaleStore: the CLI sets the project and 30
+// agents up, the rest is generated in the on-disk format. The default big
+// store has 10,000 tasks, 100,000 messages in 2,500 ended conversations and
+// with the owner, and 40,000 history events; the small one the same
+// fixtures and 10 background tasks, 100 messages, 5 conversations.
+// Overrides (for quick runs): AIPM_BENCH_TASKS (total tasks of the big
+// store), AIPM_BENCH_MESSAGES, AIPM_BENCH_CONVERSATIONS, AIPM_BENCH_EVENTS,
+// AIPM_BENCH_BIG_SUBTASKS (400), AIPM_BENCH_CALLS (200 measured calls per
+// tool, after 20 unmeasured), AIPM_BENCH_WAKE (200 wake-ups),
+// AIPM_BENCH_WRITES (20 CLI writes for CPU per write), AIPM_BENCH_MIXED_OPS
+// (1,000 operations per process, big store only; 0 skips),
+// AIPM_BENCH_MIXED_SECONDS (90: the mixed run stops there and says so).
+//
+// Per store, real `aipm mcp` processes are driven over stdio by mcp-go
+// clients in this process:
+//   - authenticate as w1 (a task session) in 5 fresh processes: spawn →
+//     initialize response, and the first call; then logout + authenticate 5
+//     times in one of them (warm).
+//   - w1's task session (20 sub-tasks, some done), m1's (20 sub-tasks
+//     dispatched to workers) and m3's chat session: p50/p99 of the read
+//     tools and of get_next_action with timeout_seconds 0; list_tasks with
+//     status done (p95 too); the size of get_task on the task with 400
+//     sub-tasks; VmHWM and VmRSS of the three servers afterwards.
+//   - wake: w20's chat session sends, w21's waits in get_next_action (as in
+//     BenchmarkWakeAcrossProcesses).
+//   - CPU per write: w10..w19 each hold a task session in its own server;
+//     the servers' utime+stime over N `aipm task add` writes (and half a
+//     second to settle), minus the same over an idle window of equal
+//     length, divided by N.
+//   - mixed: the same 10 servers, each also in a chat session, run their
+//     operations concurrently (get_my_task, list_tasks, create_task,
+//     update_task_status of their own sub-tasks, send_message to the
+//     owner); every acknowledged write is then checked in the files.
+//
+// Run it with `make bench`, or alone:
+//
+//	go test -run='^$' -bench=Scale -benchtime=1x ./cmd/aipm
+func BenchmarkScale(b *testing.B) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	calls := scaleEnvInt(b, "AIPM_BENCH_CALLS", 200)
+	small := scaleSize{Name: "small", Background: 10, Messages: 100, Conversations: 5, Events: 0}
+	big := scaleSize{Name: "big", BigSubtasks: scaleEnvInt(b, "AIPM_BENCH_BIG_SUBTASKS", 400),
+		Messages: scaleEnvInt(b, "AIPM_BENCH_MESSAGES", 100_000), Conversations: scaleEnvInt(b, "AIPM_BENCH_CONVERSATIONS", 2_500),
+		Events: scaleEnvInt(b, "AIPM_BENCH_EVENTS", 40_000)}
+	// Fixtures: w1 1+20, m1 1+20, w10..w19 10×(1+5), the big task 1+N.
+	fixtures := 21 + 21 + len(scaleCPUWorkers)*6
+	if big.BigSubtasks > 0 {
+		fixtures += 1 + big.BigSubtasks
+	}
+	big.Background = max(scaleEnvInt(b, "AIPM_BENCH_TASKS", 10_000)-fixtures, 0)
+
+	tab := &scaleTable{cols: []string{"no-op floor", "", "", "target (big)"}, rows: []string{
+		"store: messages / conversations / events",
+		"get_my_profile (w1 task) p50/p99 ms",
+		"get_my_task (w1 task) p50/p99 ms",
+		"get_task 20 sub-tasks (w1) p50/p99 ms",
+		"get_next_action t=0 worker p50/p99 ms",
+		"get_my_task (m1 task) p50/p99 ms",
+		"get_next_action t=0 manager p50/p99 ms",
+		"get_next_action t=0 chat p50/p99 ms",
+		"get_pending_messages (chat) p50/p99 ms",
+		"list_tasks status=done p50/p95/p99 ms",
+		"authenticate first call, median of 5 ms",
+		"authenticate warm (logout+again), median of 5 ms",
+		"start → initialized, median of 5 ms",
+		"RSS VmHWM / VmRSS MB (max of w1, m1, m3)",
+		"get_task 20 sub-tasks: result bytes",
+		"get_task on 400 sub-tasks: result bytes",
+		"wake send → waiting get_next_action p50/p99 ms",
+		"CPU per write across 10 task servers ms",
+		"aipm task add (CLI) wall p50 ms",
+		"mixed 10 processes: ops/s, lost",
+		"mixed: op latency p50/p99 ms",
+	}}
+	scaleFloor(b, exe, tab, calls)
+	for i, sz := range []scaleSize{small, big} {
+		st := buildScaleStore(b, exe, b.TempDir(), sz)
+		col := fmt.Sprintf("%s: %d tasks", sz.Name, st.tasks)
+		tab.cols[1+i] = col
+		b.Logf("%s store: %d tasks, %d messages, %d conversations, %d history events, 31 agents; generated in %v",
+			sz.Name, st.tasks, st.messages, st.conversations, st.events, st.genTime.Round(time.Millisecond))
+		tab.set("store: messages / conversations / events", col, "%d / %d / %d", st.messages, st.conversations, st.events)
+		mixed := 0
+		if sz.Name == "big" {
+			mixed = scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000)
+		}
+		scaleRun(b, exe, st, tab, col, calls, mixed, sz.Name == "big")
+	}
+	targets := map[string]string{
+		"get_my_profile (w1 task) p50/p99 ms":            "≤ 1 p50, ≤ 3× small",
+		"get_my_task (w1 task) p50/p99 ms":               "≤ 1 p50, ≤ 3× small",
+		"get_task 20 sub-tasks (w1) p50/p99 ms":          "≤ 1 p50, ≤ 3× small",
+		"get_next_action t=0 worker p50/p99 ms":          "≤ 1 p50, ≤ 3× small",
+		"get_next_action t=0 manager p50/p99 ms":         "≤ 1 p50, ≤ 3× small",
+		"get_next_action t=0 chat p50/p99 ms":            "≤ 1 p50, ≤ 3× small",
+		"get_pending_messages (chat) p50/p99 ms":         "≤ 1 p50, ≤ 3× small",
+		"list_tasks status=done p50/p95/p99 ms":          "p95 ≤ 50",
+		"authenticate first call, median of 5 ms":        "≤ 5",
+		"start → initialized, median of 5 ms":            "≤ 50",
+		"RSS VmHWM / VmRSS MB (max of w1, m1, m3)":       "≤ 40",
+		"get_task on 400 sub-tasks: result bytes":        "≤ 8 KB",
+		"wake send → waiting get_next_action p50/p99 ms": "p50 ≤ 2",
+		"CPU per write across 10 task servers ms":        "≤ 30 (goal ≤ 5)",
+		"mixed 10 processes: ops/s, lost":                "≥ 500, 0 lost",
+	}
+	for row, t := range targets {
+		if tab.cells[row] != nil {
+			tab.set(row, tab.cols[3], "%s", t)
+		}
+	}
+	// To stdout: go test keeps only the first lines of a benchmark's log.
+	fmt.Println("BenchmarkScale figures (ms unless named otherwise):")
+	for _, l := range tab.lines() {
+		fmt.Println(l)
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// scaleFloor measures the no-op server: start-up, calls and RSS.
+func scaleFloor(b *testing.B, exe string, tab *scaleTable, calls int) {
+	col := tab.cols[0]
+	dir := b.TempDir()
+	var starts []time.Duration
+	var first []time.Duration
+	for i := range 5 {
+		s := startScaleServer(b, exe, dir, fmt.Sprintf("noop%d", i), noopMCPCommand)
+		starts = append(starts, s.startup)
+		d, _ := s.timed(b, "noop", nil)
+		first = append(first, d)
+		s.c.Close()
+	}
+	s := startScaleServer(b, exe, dir, "noop", noopMCPCommand)
+	lat := s.latencies(b, 20, calls, "noop", nil)
+	for _, row := range []string{"get_my_profile (w1 task) p50/p99 ms", "get_my_task (w1 task) p50/p99 ms", "get_task 20 sub-tasks (w1) p50/p99 ms",
+		"get_next_action t=0 worker p50/p99 ms", "get_my_task (m1 task) p50/p99 ms", "get_next_action t=0 manager p50/p99 ms",
+		"get_next_action t=0 chat p50/p99 ms", "get_pending_messages (chat) p50/p99 ms"} {
+		tab.set(row, col, "%s", pcts(lat, false))
+	}
+	tab.set("list_tasks status=done p50/p95/p99 ms", col, "%s", pcts(lat, true))
+	tab.set("authenticate first call, median of 5 ms", col, "%.2f", msf(median(first)))
+	tab.set("start → initialized, median of 5 ms", col, "%.1f", msf(median(starts)))
+	tab.set("RSS VmHWM / VmRSS MB (max of w1, m1, m3)", col, "%.1f / %.1f",
+		float64(procStatusKB(b, s.cmd.Process.Pid, "VmHWM"))/1024, float64(procStatusKB(b, s.cmd.Process.Pid, "VmRSS"))/1024)
+	b.ReportMetric(msf(wakePercentile(lat, 50)), "floor-p50-ms")
+	s.c.Close()
+}
+
+// scaleRun measures one store (see BenchmarkScale).
+func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, calls, mixedOps int, report bool) {
+	dir := st.dir
+	var servers []*scaleServer
+	start := func(name string) *scaleServer {
+		s := startScaleServer(b, exe, dir, name, "aipm", "mcp")
+		servers = append(servers, s)
+		return s
+	}
+	defer func() {
+		for _, s := range servers {
+			s.c.Close()
+		}
+	}()
+	auth := func(s *scaleServer, agent, purpose string) map[string]any {
+		args := map[string]any{"agent_id": agent, "passkey": scalePasskey(agent)}
+		if purpose != "" {
+			args["purpose"] = purpose
+		}
+		return s.call(b, "authenticate", args, "success", true)
+	}
+
+	// authenticate in fresh processes.
+	var starts, first, warm []time.Duration
+	for i := range 5 {
+		s := startScaleServer(b, exe, dir, fmt.Sprintf("fresh%d", i), "aipm", "mcp")
+		starts = append(starts, s.startup)
+		d, _ := s.timed(b, "authenticate", map[string]any{"agent_id": "w1", "passkey": scalePasskey("w1")})
+		first = append(first, d)
+		if i == 0 {
+			for range 5 {
+				s.call(b, "logout", nil, "success", true)
+				d, _ := s.timed(b, "authenticate", map[string]any{"agent_id": "w1", "passkey": scalePasskey("w1")})
+				warm = append(warm, d)
+			}
+		}
+		s.c.Close()
+	}
+	tab.set("authenticate first call, median of 5 ms", col, "%.2f (first %.2f)", msf(median(first)), msf(first[0]))
+	tab.set("authenticate warm (logout+again), median of 5 ms", col, "%.2f", msf(median(warm)))
+	tab.set("start → initialized, median of 5 ms", col, "%.1f", msf(median(starts)))
+
+	// The three sessions of the per-call figures.
+	w := start("w1")
+	if r := auth(w, "w1", ""); r["purpose"] != "task" || r["task_id"] != st.w1Task {
+		b.Fatalf("w1: authenticate gave %v %v, want a task session on %s", r["purpose"], r["task_id"], st.w1Task)
+	}
+	m := start("m1")
+	if r := auth(m, "m1", ""); r["purpose"] != "task" || r["task_id"] != st.m1Task {
+		b.Fatalf("m1: authenticate gave %v %v, want a task session on %s", r["purpose"], r["task_id"], st.m1Task)
+	}
+	c := start(scaleChatAgent)
+	auth(c, scaleChatAgent, "chat")
+	lat := func(s *scaleServer, tool string, args map[string]any) []time.Duration {
+		return s.latencies(b, 20, calls, tool, args)
+	}
+	rows := []struct {
+		row  string
+		s    *scaleServer
+		tool string
+		args map[string]any
+	}{
+		{"get_my_profile (w1 task) p50/p99 ms", w, "get_my_profile", nil},
+		{"get_my_task (w1 task) p50/p99 ms", w, "get_my_task", nil},
+		{"get_task 20 sub-tasks (w1) p50/p99 ms", w, "get_task", map[string]any{"task_id": st.w1Task}},
+		{"get_next_action t=0 worker p50/p99 ms", w, "get_next_action", map[string]any{"timeout_seconds": 0}},
+		{"get_my_task (m1 task) p50/p99 ms", m, "get_my_task", nil},
+		{"get_next_action t=0 manager p50/p99 ms", m, "get_next_action", map[string]any{"timeout_seconds": 0}},
+		{"get_next_action t=0 chat p50/p99 ms", c, "get_next_action", map[string]any{"timeout_seconds": 0}},
+		{"get_pending_messages (chat) p50/p99 ms", c, "get_pending_messages", nil},
+	}
+	for _, r := range rows {
+		ds := lat(r.s, r.tool, r.args)
+		tab.set(r.row, col, "%s", pcts(ds, false))
+		if report {
+			b.ReportMetric(msf(wakePercentile(ds, 50)), r.tool+"-"+r.s.name+"-p50-ms")
+		}
+	}
+	ds := lat(w, "list_tasks", map[string]any{"status": "done"})
+	tab.set("list_tasks status=done p50/p95/p99 ms", col, "%s", pcts(ds, true))
+	_, size := w.timed(b, "get_task", map[string]any{"task_id": st.w1Task})
+	tab.set("get_task 20 sub-tasks: result bytes", col, "%d", size)
+	if st.bigTask != "" {
+		_, size := w.timed(b, "get_task", map[string]any{"task_id": st.bigTask})
+		tab.set("get_task on 400 sub-tasks: result bytes", col, "%d", size)
+		if report {
+			b.ReportMetric(float64(size), "get_task-400-bytes")
+		}
+	}
+	var hwm, rss int
+	for _, s := range []*scaleServer{w, m, c} {
+		hwm = max(hwm, procStatusKB(b, s.cmd.Process.Pid, "VmHWM"))
+		rss = max(rss, procStatusKB(b, s.cmd.Process.Pid, "VmRSS"))
+	}
+	tab.set("RSS VmHWM / VmRSS MB (max of w1, m1, m3)", col, "%.1f / %.1f", float64(hwm)/1024, float64(rss)/1024)
+	if report {
+		b.ReportMetric(float64(hwm)/1024, "VmHWM-MB")
+		b.ReportMetric(msf(median(first)), "authenticate-ms")
+		b.ReportMetric(msf(median(starts)), "start-ms")
+	}
+
+	// Wake latency between two chat sessions.
+	sa, sb := start(scaleWakeSender), start(scaleWakeReciver)
+	auth(sa, scaleWakeSender, "chat")
+	auth(sb, scaleWakeReciver, "chat")
+	pair := newWakePair(b, sa.wakeServer, sb.wakeServer, scaleWakeSender, scaleWakeReciver)
+	for i := range wakeWarmup {
+		pair.round(b, -1-i)
+	}
+	var wakes []time.Duration
+	for i := range scaleEnvInt(b, "AIPM_BENCH_WAKE", wakeMinMessages) {
+		d, _ := pair.round(b, i)
+		wakes = append(wakes, d)
+	}
+	tab.set("wake send → waiting get_next_action p50/p99 ms", col, "%s", pcts(wakes, false))
+	if report {
+		b.ReportMetric(msf(wakePercentile(wakes, 50)), "wake-p50-ms")
+	}
+	for _, s := range []*scaleServer{sa, sb} {
+		s.c.Close()
+	}
+
+	// CPU per write across 10 task-session servers.
+	cpu := make([]*scaleServer, len(scaleCPUWorkers))
+	taskToks := make([]string, len(scaleCPUWorkers))
+	for i, a := range scaleCPUWorkers {
+		cpu[i] = start(a)
+		r := auth(cpu[i], a, "task")
+		if r["task_id"] != st.cpuTasks[a] {
+			b.Fatalf("%s: task session on %v, want %s", a, r["task_id"], st.cpuTasks[a])
+		}
+		taskToks[i], _ = r["session_token"].(string)
+	}
+	sum := func() time.Duration {
+		var t time.Duration
+		for _, s := range cpu {
+			t += procCPU(b, s.cmd.Process.Pid)
+		}
+		return t
+	}
+	time.Sleep(time.Second) // let start-up work settle
+	writes := scaleEnvInt(b, "AIPM_BENCH_WRITES", 20)
+	t0, c0 := time.Now(), sum()
+	var cliLat []time.Duration
+	for i := range max(writes, 1) {
+		t := time.Now()
+		scaleCLI(b, exe, dir, "task", "add", fmt.Sprintf("cpu probe %d", i))
+		cliLat = append(cliLat, time.Since(t))
+	}
+	time.Sleep(500 * time.Millisecond)
+	busy, window := sum()-c0, time.Since(t0)
+	c1 := sum()
+	time.Sleep(window)
+	idle := sum() - c1
+	per := (busy - idle) / time.Duration(max(writes, 1))
+	tab.set("CPU per write across 10 task servers ms", col, "%.1f (busy %.0f, idle %.0f over %.1fs)", msf(per), msf(busy), msf(idle), window.Seconds())
+	tab.set("aipm task add (CLI) wall p50 ms", col, "%.1f", msf(median(cliLat)))
+	if report {
+		b.ReportMetric(msf(per), "cpu-per-write-ms")
+	}
+
+	if mixedOps > 0 {
+		ops, lost, elapsed, opLat := scaleMixed(b, st, cpu, taskToks, mixedOps)
+		cut := ""
+		if ops < mixedOps*len(cpu) {
+			cut = fmt.Sprintf(", stopped at the time limit: %d of %d", ops, mixedOps*len(cpu))
+		}
+		tab.set("mixed 10 processes: ops/s, lost", col, "%.0f ops/s, %d lost (%d ops in %.1fs%s)", float64(ops)/elapsed.Seconds(), lost, ops, elapsed.Seconds(), cut)
+		tab.set("mixed: op latency p50/p99 ms", col, "%s", pcts(opLat, false))
+		if report {
+			b.ReportMetric(float64(ops)/elapsed.Seconds(), "mixed-ops/s")
+			b.ReportMetric(float64(lost), "mixed-lost")
+		}
+	}
+}
+
+// scaleMixed runs n operations in each of the servers at once: each is a
+// worker in a task session (its in_progress task, token in taskToks) that
+// also opens a chat session; every call names its session by token. It returns the operations done, the acknowledged writes missing
+// from the files afterwards, the wall time and every operation's latency.
+func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, taskToks []string, n int) (int, int, time.Duration, []time.Duration) {
+	type acked struct {
+		tasks  map[string]string // task id → status last acknowledged
+		titles map[string]string
+		msgs   []string
+		lat    []time.Duration
+		err    error
+	}
+	results := make([]*acked, len(servers))
+	chatToks := make([]string, len(servers))
+	for i, s := range servers {
+		a := scaleCPUWorkers[i]
+		r := s.call(b, "authenticate", map[string]any{"agent_id": a, "passkey": scalePasskey(a), "purpose": "chat"}, "purpose", "chat")
+		chatToks[i], _ = r["session_token"].(string)
+	}
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	deadline := t0.Add(time.Duration(scaleEnvInt(b, "AIPM_BENCH_MIXED_SECONDS", 90)) * time.Second)
+	for i, s := range servers {
+		res := &acked{tasks: map[string]string{}, titles: map[string]string{}}
+		results[i] = res
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res.err = scaleMixedWorker(s, scaleCPUWorkers[i], taskToks[i], chatToks[i], n, deadline, res.tasks, res.titles, &res.msgs, &res.lat)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	ops := 0
+	var lat []time.Duration
+	for i, r := range results {
+		if r.err != nil {
+			b.Fatalf("mixed, %s: %v%s", scaleCPUWorkers[i], r.err, servers[i].stderrNote())
+		}
+		ops += len(r.lat)
+		lat = append(lat, r.lat...)
+	}
+	// Every acknowledged write must be in the files.
+	lost := 0
+	root := filepath.Join(st.dir, ".ai-pm")
+	mailIDs := func(agent string) map[string]bool {
+		ids := map[string]bool{}
+		f, err := os.Open(filepath.Join(root, "agents", agent, "chat.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var m filestore.Message
+			if json.Unmarshal(sc.Bytes(), &m) == nil {
+				ids[m.ID] = true
+			}
+		}
+		return ids
+	}
+	owner := mailIDs("owner")
+	for i, r := range results {
+		for id, status := range r.tasks {
+			var t filestore.Task
+			data, err := os.ReadFile(filepath.Join(root, "tasks", id+".json"))
+			if err != nil || json.Unmarshal(data, &t) != nil || t.Status != status || t.Title != r.titles[id] {
+				b.Logf("mixed: lost task write %s (want %s %q; file: %s %q, %v)", id, status, r.titles[id], t.Status, t.Title, err)
+				lost++
+			}
+		}
+		mine := mailIDs(scaleCPUWorkers[i])
+		for _, id := range r.msgs {
+			if !owner[id] || !mine[id] {
+				b.Logf("mixed: lost message %s (owner's mailbox %v, sender's %v)", id, owner[id], mine[id])
+				lost++
+			}
+		}
+	}
+	return ops, lost, elapsed, lat
+}
+
+// scaleMixedWorker runs n operations of one worker: reads, sub-tasks created
+// and moved todo → in_progress → done, and messages to the owner.
+func scaleMixedWorker(s *scaleServer, agent, taskTok, chatTok string, n int, deadline time.Time, tasks, titles map[string]string, msgs *[]string, lat *[]time.Duration) error {
+	rng := rand.New(rand.NewPCG(uint64(len(agent)), uint64(agent[len(agent)-1])))
+	var todo, started []string
+	call := func(tool string, args map[string]any) (map[string]any, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		t := time.Now()
+		r, err := s.raw(ctx, tool, args)
+		*lat = append(*lat, time.Since(t))
+		return r, err
+	}
+	for i := range n {
+		if time.Now().After(deadline) {
+			break
+		}
+		var err error
+		switch r := rng.IntN(100); {
+		case r < 25:
+			_, err = call("get_my_task", map[string]any{"session_token": taskTok})
+		case r < 45:
+			_, err = call("list_tasks", map[string]any{"status": "todo", "limit": 20, "session_token": taskTok})
+		case r < 65 || (r < 85 && len(todo) == 0 && len(started) == 0):
+			title := fmt.Sprintf("%s mixed %d", agent, i)
+			var res map[string]any
+			if res, err = call("create_task", map[string]any{"title": title, "session_token": taskTok}); err == nil {
+				t, _ := res["task"].(map[string]any)
+				id, _ := t["id"].(string)
+				if id == "" {
+					return fmt.Errorf("create_task answered no task id: %v", res)
+				}
+				tasks[id], titles[id] = filestore.StatusTodo, title
+				todo = append(todo, id)
+			}
+		case r < 85:
+			var id, to string
+			if len(started) > 0 && (len(todo) == 0 || rng.IntN(2) == 0) {
+				id, started, to = started[0], started[1:], filestore.StatusDone
+			} else {
+				id, todo, to = todo[0], todo[1:], filestore.StatusInProgress
+			}
+			if _, err = call("update_task_status", map[string]any{"task_id": id, "status": to, "session_token": taskTok}); err == nil {
+				tasks[id] = to
+				if to == filestore.StatusInProgress {
+					started = append(started, id)
+				}
+			}
+		default:
+			var res map[string]any
+			if res, err = call("send_message", map[string]any{"target_agent_id": "owner", "content": fmt.Sprintf("%s: progress note %d", agent, i),
+				"session_token": chatTok}); err == nil {
+				id, _ := res["message_id"].(string)
+				*msgs = append(*msgs, id)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
