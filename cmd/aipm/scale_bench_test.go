@@ -119,16 +119,27 @@ func (s *scaleServer) timed(b *testing.B, tool string, args map[string]any) (tim
 	return d, len(text)
 }
 
-// latencies calls tool warm times unmeasured, then n times measured.
-func (s *scaleServer) latencies(b *testing.B, warm, n int, tool string, args map[string]any) []time.Duration {
+// latencies calls tool warm times unmeasured, then n times measured, or as
+// many as fit in limit.
+func (s *scaleServer) latencies(b *testing.B, warm, n int, limit time.Duration, tool string, args map[string]any) []time.Duration {
 	for range warm {
 		s.timed(b, tool, args)
 	}
-	out := make([]time.Duration, n)
-	for i := range out {
-		out[i], _ = s.timed(b, tool, args)
+	out := make([]time.Duration, 0, n)
+	end := time.Now().Add(limit)
+	for range n {
+		d, _ := s.timed(b, tool, args)
+		out = append(out, d)
+		if time.Now().After(end) {
+			break
+		}
 	}
 	return out
+}
+
+// scaleProgress tells the person waiting where the run is (stderr, at once).
+func scaleProgress(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s scale: %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 }
 
 // procStatusKB reads a "VmXXX:   123 kB" line of /proc/<pid>/status.
@@ -223,12 +234,20 @@ func (t *scaleTable) lines() []string {
 func msf(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // pcts formats p50/p99 (and p95 if asked) of ds in milliseconds.
+// A count below scaleWant is shown (a time limit cut the series short).
 func pcts(ds []time.Duration, p95 bool) string {
+	out := fmt.Sprintf("%.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 99)))
 	if p95 {
-		return fmt.Sprintf("%.2f / %.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 95)), msf(wakePercentile(ds, 99)))
+		out = fmt.Sprintf("%.2f / %.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 95)), msf(wakePercentile(ds, 99)))
 	}
-	return fmt.Sprintf("%.2f / %.2f", msf(wakePercentile(ds, 50)), msf(wakePercentile(ds, 99)))
+	if len(ds) < scaleWant {
+		out += fmt.Sprintf(" (n=%d)", len(ds))
+	}
+	return out
 }
+
+// scaleWant is the number of measured calls asked for (AIPM_BENCH_CALLS).
+var scaleWant int
 
 func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 
@@ -247,7 +266,10 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 // tool, after 20 unmeasured), AIPM_BENCH_WAKE (200 wake-ups),
 // AIPM_BENCH_WRITES (20 CLI writes for CPU per write), AIPM_BENCH_MIXED_OPS
 // (1,000 operations per process, big store only; 0 skips),
-// AIPM_BENCH_MIXED_SECONDS (90: the mixed run stops there and says so).
+// AIPM_BENCH_MIXED_SECONDS (90: the mixed run stops there and says so),
+// AIPM_BENCH_TOOL_SECONDS (15) and AIPM_BENCH_WAKE_SECONDS (45), the time
+// limits of one tool's series and of the wake series (a series cut short
+// shows its n). Progress goes to stderr.
 //
 // Per store, real `aipm mcp` processes are driven over stdio by mcp-go
 // clients in this process:
@@ -279,6 +301,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Fatal(err)
 	}
 	calls := scaleEnvInt(b, "AIPM_BENCH_CALLS", 200)
+	scaleWant = calls
 	small := scaleSize{Name: "small", Background: 10, Messages: 100, Conversations: 5, Events: 0}
 	big := scaleSize{Name: "big", BigSubtasks: scaleEnvInt(b, "AIPM_BENCH_BIG_SUBTASKS", 400),
 		Messages: scaleEnvInt(b, "AIPM_BENCH_MESSAGES", 100_000), Conversations: scaleEnvInt(b, "AIPM_BENCH_CONVERSATIONS", 2_500),
@@ -315,6 +338,7 @@ func BenchmarkScale(b *testing.B) {
 	}}
 	scaleFloor(b, exe, tab, calls)
 	for i, sz := range []scaleSize{small, big} {
+		scaleProgress("%s store: generating", sz.Name)
 		st := buildScaleStore(b, exe, b.TempDir(), sz)
 		col := fmt.Sprintf("%s: %d tasks", sz.Name, st.tasks)
 		tab.cols[1+i] = col
@@ -371,7 +395,7 @@ func scaleFloor(b *testing.B, exe string, tab *scaleTable, calls int) {
 		s.c.Close()
 	}
 	s := startScaleServer(b, exe, dir, "noop", noopMCPCommand)
-	lat := s.latencies(b, 20, calls, "noop", nil)
+	lat := s.latencies(b, 20, calls, time.Minute, "noop", nil)
 	for _, row := range []string{"get_my_profile (w1 task) p50/p99 ms", "get_my_task (w1 task) p50/p99 ms", "get_task 20 sub-tasks (w1) p50/p99 ms",
 		"get_next_action t=0 worker p50/p99 ms", "get_my_task (m1 task) p50/p99 ms", "get_next_action t=0 manager p50/p99 ms",
 		"get_next_action t=0 chat p50/p99 ms", "get_pending_messages (chat) p50/p99 ms"} {
@@ -409,6 +433,7 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	}
 
 	// authenticate in fresh processes.
+	scaleProgress("%s: authenticate in fresh processes", col)
 	var starts, first, warm []time.Duration
 	for i := range 5 {
 		s := startScaleServer(b, exe, dir, fmt.Sprintf("fresh%d", i), "aipm", "mcp")
@@ -439,8 +464,10 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	}
 	c := start(scaleChatAgent)
 	auth(c, scaleChatAgent, "chat")
+	limit := time.Duration(scaleEnvInt(b, "AIPM_BENCH_TOOL_SECONDS", 15)) * time.Second
 	lat := func(s *scaleServer, tool string, args map[string]any) []time.Duration {
-		return s.latencies(b, 20, calls, tool, args)
+		scaleProgress("%s: %s", s.name, tool)
+		return s.latencies(b, 20, calls, limit, tool, args)
 	}
 	rows := []struct {
 		row  string
@@ -481,6 +508,10 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 		rss = max(rss, procStatusKB(b, s.cmd.Process.Pid, "VmRSS"))
 	}
 	tab.set("RSS VmHWM / VmRSS MB (max of w1, m1, m3)", col, "%.1f / %.1f", float64(hwm)/1024, float64(rss)/1024)
+	// Idle servers still react to every write; each phase runs alone.
+	for _, s := range []*scaleServer{w, m, c} {
+		s.c.Close()
+	}
 	if report {
 		b.ReportMetric(float64(hwm)/1024, "VmHWM-MB")
 		b.ReportMetric(msf(median(first)), "authenticate-ms")
@@ -495,12 +526,19 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	for i := range wakeWarmup {
 		pair.round(b, -1-i)
 	}
+	scaleProgress("wake")
 	var wakes []time.Duration
-	for i := range scaleEnvInt(b, "AIPM_BENCH_WAKE", wakeMinMessages) {
+	wantWakes := scaleEnvInt(b, "AIPM_BENCH_WAKE", wakeMinMessages)
+	wakeEnd := time.Now().Add(time.Duration(scaleEnvInt(b, "AIPM_BENCH_WAKE_SECONDS", 45)) * time.Second)
+	for i := range wantWakes {
 		d, _ := pair.round(b, i)
 		wakes = append(wakes, d)
+		if time.Now().After(wakeEnd) {
+			break
+		}
 	}
-	tab.set("wake send → waiting get_next_action p50/p99 ms", col, "%s", pcts(wakes, false))
+	tab.set("wake send → waiting get_next_action p50/p99 ms", col, "%.2f / %.2f (n=%d, settle %.0f ms)",
+		msf(wakePercentile(wakes, 50)), msf(wakePercentile(wakes, 99)), len(wakes), msf(pair.settle))
 	if report {
 		b.ReportMetric(msf(wakePercentile(wakes, 50)), "wake-p50-ms")
 	}
@@ -509,6 +547,7 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	}
 
 	// CPU per write across 10 task-session servers.
+	scaleProgress("CPU per write")
 	cpu := make([]*scaleServer, len(scaleCPUWorkers))
 	taskToks := make([]string, len(scaleCPUWorkers))
 	for i, a := range scaleCPUWorkers {
@@ -548,6 +587,7 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	}
 
 	if mixedOps > 0 {
+		scaleProgress("mixed operations")
 		ops, lost, elapsed, opLat := scaleMixed(b, st, cpu, taskToks, mixedOps)
 		cut := ""
 		if ops < mixedOps*len(cpu) {
