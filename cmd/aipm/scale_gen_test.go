@@ -344,15 +344,32 @@ func pick(rng *rand.Rand, pct int, a, b string) string {
 // send order.
 func (g *scaleGen) chat(n, convs int) {
 	g.mail = map[string]*bytes.Buffer{}
-	aiMsgs := 0
+	// Turns per conversation: an even share of three quarters of n, within
+	// 2..40, varied in pairs (+d, −d) so that the total stays exact.
+	turns := make([]int, convs)
+	ai := 0
 	if convs > 0 {
-		aiMsgs = n * 3 / 4
+		share := n * 3 / 4
+		for i := range turns {
+			turns[i] = min(max(share/convs, filestore.MinMaxTurns), filestore.MaxMaxTurns)
+			if i < share%convs && turns[i] < filestore.MaxMaxTurns {
+				turns[i]++
+			}
+		}
+		for i := 0; i+1 < convs; i += 2 {
+			d := g.rng.IntN(9)
+			d = min(d, filestore.MaxMaxTurns-turns[i], turns[i+1]-filestore.MinMaxTurns)
+			turns[i] += d
+			turns[i+1] -= d
+		}
+		for _, t := range turns {
+			ai += t
+		}
 	}
-	human := n - aiMsgs
+	human := max(n-ai, 0)
 	start := g.now.Add(-90 * 24 * time.Hour)
 	slots := max(convs, 1)
 	step := 89 * 24 * time.Hour / time.Duration(slots)
-	left := aiMsgs
 	for i := range slots {
 		at := start.Add(time.Duration(i) * step)
 		// The owner's messages of this slot come first.
@@ -371,10 +388,6 @@ func (g *scaleGen) chat(n, convs int) {
 		if i >= convs {
 			continue
 		}
-		// This conversation's turns: an even share of what is left, ±8, within 2..40.
-		turns := left / (convs - i)
-		turns = min(max(turns+g.rng.IntN(17)-8, filestore.MinMaxTurns), filestore.MaxMaxTurns, max(left, filestore.MinMaxTurns))
-		left -= turns
 		m := 1 + g.rng.IntN(scaleManagers)
 		x := scaleWorker((m-1)*scaleWorkersPer + 1 + g.rng.IntN(scaleWorkersPer))
 		y := scaleManager(m)
@@ -387,7 +400,7 @@ func (g *scaleGen) chat(n, convs int) {
 		if g.rng.IntN(2) == 0 {
 			x, y = y, x
 		}
-		g.conversation(x, y, turns, at.Add(time.Duration(hn+1)*time.Second))
+		g.conversation(x, y, turns[i], at.Add(time.Duration(hn+1)*time.Second))
 	}
 }
 
@@ -535,4 +548,115 @@ func (g *scaleGen) write(tb testing.TB) {
 	}
 	must(w.Flush())
 	must(f.Close())
+}
+
+// TestScaleStoreIsSound checks that the generator of BenchmarkScale writes a
+// store aipm itself could have written: `aipm doctor` finds nothing wrong,
+// entity files re-encode to the same bytes, every mailbox is read up to its
+// end, each conversation's turns are the messages carrying its id in both
+// mailboxes, and work detection finds exactly the fixtures' task work.
+func TestScaleStoreIsSound(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sz := scaleSize{Name: "check", Background: 300, BigSubtasks: 40, Messages: 3000, Conversations: 60, Events: 3000}
+	st := buildScaleStore(t, exe, dir, sz)
+	if out := scaleCLI(t, exe, dir, "doctor"); !strings.HasPrefix(out, "ok:") {
+		t.Fatalf("aipm doctor on the generated store:\n%s", out)
+	}
+	want := 21 + 21 + len(scaleCPUWorkers)*6 + 1 + sz.BigSubtasks + sz.Background
+	if st.tasks != want || st.messages != sz.Messages || st.conversations != sz.Conversations || st.events < sz.Events {
+		t.Fatalf("generated %d tasks, %d messages, %d conversations, %d events; want %d, %d, %d, ≥ %d",
+			st.tasks, st.messages, st.conversations, st.events, want, sz.Messages, sz.Conversations, sz.Events)
+	}
+	s, err := filestore.Open(dir, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, ".ai-pm")
+	tasks, err := s.Tasks(filestore.TaskFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != st.tasks {
+		t.Fatalf("the store lists %d tasks, generated %d", len(tasks), st.tasks)
+	}
+	for _, tk := range tasks[:50] {
+		data, err := os.ReadFile(filepath.Join(root, "tasks", tk.ID+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scaleJSON(tk); !bytes.Equal(got, data) {
+			t.Fatalf("task %s does not re-encode to its file:\n%s\nvs\n%s", tk.ID, got, data)
+		}
+	}
+	convs, err := s.Conversations(filestore.ConversationFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(convs) != sz.Conversations {
+		t.Fatalf("the store lists %d conversations, generated %d", len(convs), sz.Conversations)
+	}
+	// Turns per conversation, counted in each participant's mailbox.
+	turns := map[string]map[string]int{} // conversation → agent → lines
+	for _, a := range append([]string{"owner"}, scaleAgentIDs()...) {
+		if n, err := s.UnreadCount(a); err != nil || n != 0 {
+			t.Fatalf("%s: %d unread messages (%v), want every generated message read", a, n, err)
+		}
+		data, err := os.ReadFile(filepath.Join(root, "agents", a, "chat.jsonl"))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		for line := range bytes.Lines(data) {
+			var m filestore.Message
+			if err := json.Unmarshal(line, &m); err != nil {
+				t.Fatalf("%s's mailbox: %v: %s", a, err, line)
+			}
+			if m.ConversationID != "" {
+				if turns[m.ConversationID] == nil {
+					turns[m.ConversationID] = map[string]int{}
+				}
+				turns[m.ConversationID][a]++
+			}
+		}
+	}
+	for _, c := range convs {
+		data, err := os.ReadFile(filepath.Join(root, "conversations", c.ID+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := scaleJSON(c); !bytes.Equal(got, data) {
+			t.Fatalf("conversation %s does not re-encode to its file:\n%s\nvs\n%s", c.ID, got, data)
+		}
+		if c.State != filestore.ConvEnded || turns[c.ID][c.InitiatorID] != c.Turns || turns[c.ID][c.ParticipantID] != c.Turns {
+			t.Fatalf("conversation %s: %s with %d turns; mailboxes hold %v", c.ID, c.State, c.Turns, turns[c.ID])
+		}
+	}
+	expect := map[string]string{"w1": st.w1Task, "m1": st.m1Task, "m2": st.bigTask, scaleChatAgent: "", scaleWakeSender: ""}
+	for a, task := range st.cpuTasks {
+		expect[a] = task
+	}
+	for a, task := range expect {
+		w, err := s.DetectWork(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.TaskID != task {
+			t.Errorf("%s: task work %q, want %q", a, w.TaskID, task)
+		}
+	}
+}
+
+// scaleAgentIDs lists the AI agents of a generated store.
+func scaleAgentIDs() []string {
+	var out []string
+	for m := 1; m <= scaleManagers; m++ {
+		out = append(out, scaleManager(m))
+	}
+	for w := 1; w <= scaleManagers*scaleWorkersPer; w++ {
+		out = append(out, scaleWorker(w))
+	}
+	return out
 }
