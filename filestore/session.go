@@ -319,6 +319,10 @@ type Work struct {
 	LiveTask, LiveChat bool
 }
 
+// ChatInput reports whether anything waits for a chat session to read it, whether or not
+// one runs.
+func (w Work) ChatInput() bool { return w.chatWork() }
+
 // chatWork reports whether anything waits for a chat session.
 func (w Work) chatWork() bool {
 	return w.Unread > 0 || w.PendingDelegations > 0 || w.ConversationRequests > 0 || w.Notices > 0 || w.ChatOpened
