@@ -48,8 +48,9 @@ package main
 // "<name> here: got “<text>”.".
 //
 // Interrupts: a result saying "interrupted" makes the sim read its notifications. A pause
-// logs out and exits (the task stays in progress); blocked or cancel of the session's task
-// reports it blocked or failed and exits; anything else goes back to get_next_action.
+// logs out and exits (the task stays in progress); a block of the session's task reports
+// it blocked and exits; its cancellation or reassignment logs out and exits (the task is
+// no longer the agent's to change); anything else goes back to get_next_action.
 //
 // Environment: AIPM_AGENT_ID (required), AIPM_PURPOSE (task or chat), AIPM_ROOT (default:
 // the current directory), AIPM_PASSKEY (without it, `aipm mcp` authenticates with the
@@ -339,11 +340,11 @@ func (s *simAgent) onInterrupt(ie *simInterrupt) error {
 			if s.purpose != filestore.PurposeTask || (n.TaskID != "" && n.TaskID != s.taskID) {
 				continue // a sub-task: get_next_action says how to go on
 			}
-			result := filestore.ResultBlocked
 			if n.Action == filestore.ActionCancel {
-				result = filestore.ResultFailed
+				// Cancelled or given to another agent: the task is no longer ours to change.
+				return s.logout()
 			}
-			return s.report(result, "stopped ("+n.Action+")"+s.didSoFar())
+			return s.report(filestore.ResultBlocked, "stopped ("+n.Action+")"+s.didSoFar())
 		}
 	}
 	return nil
