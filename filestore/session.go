@@ -39,7 +39,10 @@ type Session struct {
 	Selected string `json:"selected_action"`
 	// Baseline is the sub-task state a manager's wait started from: the wait ends when it
 	// differs.
-	Baseline       string     `json:"wait_baseline"`
+	Baseline string `json:"wait_baseline"`
+	// Offered are the select_action choices get_next_action offered last (comma-separated):
+	// a choice offered that no longer fits when it is made is answered, not refused.
+	Offered        string     `json:"offered_actions,omitempty"`
 	State          string     `json:"state"`
 	PID            int        `json:"pid"`
 	PIDStart       string     `json:"pid_start"`
@@ -549,6 +552,17 @@ func (s *Store) SetWorkflow(sessionID, phase, selected, baseline string) error {
 			return errNoChange
 		}
 		se.Workflow, se.Selected, se.Baseline = phase, selected, baseline
+		return nil
+	})
+}
+
+// SetOffered records the select_action choices get_next_action offered the session.
+func (s *Store) SetOffered(sessionID, offered string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Offered == offered {
+			return errNoChange
+		}
+		se.Offered = offered
 		return nil
 	})
 }

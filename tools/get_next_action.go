@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
@@ -52,6 +53,11 @@ func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, 
 		d := sit.decide()
 		if d.phase != se.Workflow || d.selected != se.Selected || d.baseline != se.Baseline {
 			if err := st.SetWorkflow(se.ID, d.phase, d.selected, d.baseline); err != nil {
+				return nil, true, err
+			}
+		}
+		if offered := strings.Join(d.next.Options, ","); offered != se.Offered {
+			if err := st.SetOffered(se.ID, offered); err != nil {
 				return nil, true, err
 			}
 		}

@@ -615,8 +615,15 @@ func (s *simAgent) completionSummary(n *simNext) string {
 }
 
 func (s *simAgent) selectAction(action string) error {
-	if err := s.call("select_action", map[string]any{"action": action}, nil); err != nil {
+	var r struct {
+		Moot string `json:"moot"`
+	}
+	if err := s.call("select_action", map[string]any{"action": action}, &r); err != nil {
 		return err
+	}
+	if r.Moot != "" {
+		s.logf("%s no longer fits: %s", action, r.Moot)
+		return nil
 	}
 	s.logf("selected %s", action)
 	return nil

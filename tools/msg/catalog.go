@@ -309,6 +309,7 @@ var texts = map[string]text{
 		"タスク %[1]s をあなたの backlog に追加しました。上位者の承認待ちです" +
 			"（依頼できる人間の上位者はいません。マネージャーが approve_task_request で承認できます）。まだ作業しないでください。"},
 	"select_action.done": {"Call get_next_action.", "get_next_action を呼び出してください。"},
+	"select_action.moot": {"Not selected: the situation changed since get_next_action offered it (see moot). next_action is what to do now; call get_next_action to go on.", "選択されませんでした。get_next_action が提示した後に状況が変わりました（moot を参照）。next_action が現在の指示です。get_next_action を呼び出して続けてください。"},
 	"send_message.done":  {"Sent. Call get_next_action to wait for the answer.", "送信しました。get_next_action を呼び出して返答を待ってください。"},
 	"send_message.last":  {"Sent. That was turn %d of %d: the conversation has ended (max_turns). Call get_next_action.", "送信しました。%[2]d 回中 %[1]d 回目のメッセージだったため、会話は終了しました（max_turns）。get_next_action を呼び出してください。"},
 	"split_task.done":    {"Split done. Call get_next_action.", "分割しました。get_next_action を呼び出してください。"},
