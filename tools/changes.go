@@ -250,7 +250,12 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 	case cur.status == filestore.StatusBlocked && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionBlocked
 		n.Message = msg.Text(lang, "change.blocked", what, t.ID, t.Title, who, orNone(lang, cur.blockedReason))
-		n.Instruction = stopInstruction(lang, main, "blocked", "blocked")
+		n.Instruction = msg.Text(lang, "change.stop_subtask")
+		if main {
+			// get_next_action, not report_completed at once: the block may be lifted before
+			// the agent reacts, and a late report would block the task again.
+			n.Instruction = msg.Text(lang, "change.stop_blocked")
+		}
 	case cur.status == filestore.StatusCancelled && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
 		n.Message = msg.Text(lang, "change.cancelled", what, t.ID, t.Title, who)
@@ -269,13 +274,6 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 		n.Instruction = msg.Text(lang, "change.reread")
 	}
 	return n
-}
-
-func stopInstruction(lang string, main bool, result, why string) string {
-	if main {
-		return msg.Text(lang, "change.stop", result, why)
-	}
-	return msg.Text(lang, "change.stop_subtask")
 }
 
 // assignedBy is who made the latest assignment of a task, from the history ("" if it

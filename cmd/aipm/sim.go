@@ -48,9 +48,10 @@ package main
 // "<name> here: got “<text>”.".
 //
 // Interrupts: a result saying "interrupted" makes the sim read its notifications. A pause
-// logs out and exits (the task stays in progress); a block of the session's task reports
-// it blocked and exits; its cancellation or reassignment logs out and exits (the task is
-// no longer the agent's to change); anything else goes back to get_next_action.
+// logs out and exits (the task stays in progress); cancellation or reassignment of the
+// session's task logs out and exits (the task is no longer the agent's to change); anything
+// else, a block too, goes back to get_next_action, which says to report a block that still
+// holds.
 //
 // Environment: AIPM_AGENT_ID (required), AIPM_PURPOSE (task or chat), AIPM_ROOT (default:
 // the current directory), AIPM_PASSKEY (without it, `aipm mcp` authenticates with the
@@ -344,7 +345,8 @@ func (s *simAgent) onInterrupt(ie *simInterrupt) error {
 				// Cancelled or given to another agent: the task is no longer ours to change.
 				return s.logout()
 			}
-			return s.report(filestore.ResultBlocked, "stopped ("+n.Action+")"+s.didSoFar())
+			// Blocked: get_next_action says to report it, unless it was unblocked meanwhile.
+			return nil
 		}
 	}
 	return nil
