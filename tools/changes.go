@@ -219,7 +219,9 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 			who, from = msg.Text(lang, "change.own_chat", ev.RequesterID), ev.RequesterID
 		}
 	default:
-		who = assignedBy(t.ID) // an assignment: the file does not say who, the history does
+		// an assignment: the file does not say who, the history does
+		who = assignedBy(t.ID)
+		from = who
 		if who == "" {
 			who = msg.Text(lang, "change.manager")
 		}
