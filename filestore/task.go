@@ -554,7 +554,11 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 // own reason, or moved since, stays as it is. The caller holds the lock.
 func (s *Store) liftCascade(actor Actor, all taskSet, t *Task, now time.Time, tmpl Event) ([]*Task, error) {
 	var out []*Task
-	for _, d := range descendants(all, t.ID) {
+	ds := descendants(all, t.ID)
+	// The deepest first: a reader between two writes (the coordinator, an agent starting)
+	// never sees a sub-task running again above children still blocked.
+	slices.Reverse(ds)
+	for _, d := range ds {
 		if d.Status != StatusBlocked || d.CascadeFrom != t.ID {
 			continue
 		}
