@@ -489,7 +489,7 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		if sp != nil {
 			c.s.EndSpawn(sp.ID, -1, "start_failed")
 		}
-		c.backoff(k, "the start failed")
+		c.backoff(k, sp, "the start failed")
 	}
 	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: aiType(ag)})
 	if err != nil {
@@ -626,13 +626,13 @@ func (c *coordinator) exited(ev exitEvent) {
 	switch {
 	case code != 0 || outcome != "exited":
 		c.wasted++
-		c.backoff(pr.key, outcome)
+		c.backoff(pr.key, pr.spawn, outcome)
 	case !authenticated && left:
 		c.wasted++
-		c.backoff(pr.key, "it never authenticated")
+		c.backoff(pr.key, pr.spawn, "it never authenticated")
 	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
 		c.wasted++
-		c.backoff(pr.key, "it left its work unchanged")
+		c.backoff(pr.key, pr.spawn, "it left its work unchanged")
 	default:
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
@@ -640,11 +640,17 @@ func (c *coordinator) exited(ev exitEvent) {
 }
 
 // backoff delays the next start for k: the base delay, doubled per consecutive failure.
-func (c *coordinator) backoff(k workKey, why string) {
+// The spawn that failed (if any) records it, for `aipm status`.
+func (c *coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
 	c.fails[k]++
 	d := c.opt.Backoff << min(c.fails[k]-1, 20)
 	d = min(d, maxBackoff)
 	c.until[k] = time.Now().Add(d)
+	if sp != nil {
+		if err := c.s.SetSpawnBackoff(sp.ID, c.until[k]); err != nil {
+			c.say("%s: recording the backoff: %v", k, err)
+		}
+	}
 	c.say("backoff %s: %s; next start in %s at the earliest", k, why, d)
 }
 
