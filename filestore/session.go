@@ -42,7 +42,11 @@ type Session struct {
 	Baseline string `json:"wait_baseline"`
 	// Offered are the select_action choices get_next_action offered last (comma-separated):
 	// a choice offered that no longer fits when it is made is answered, not refused.
-	Offered        string     `json:"offered_actions,omitempty"`
+	Offered string `json:"offered_actions,omitempty"`
+	// Waiting is the wait get_next_action last answered the task session with (wait,
+	// wait_for_delegation), "" once it answered anything else: the coordinator does not
+	// count a process that only waits against its bound.
+	Waiting        string     `json:"waiting,omitempty"`
 	State          string     `json:"state"`
 	PID            int        `json:"pid"`
 	PIDStart       string     `json:"pid_start"`
@@ -563,6 +567,17 @@ func (s *Store) SetOffered(sessionID, offered string) error {
 			return errNoChange
 		}
 		se.Offered = offered
+		return nil
+	})
+}
+
+// SetWaiting records what the task session was told to wait for ("" for nothing).
+func (s *Store) SetWaiting(sessionID, waiting string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Waiting == waiting {
+			return errNoChange
+		}
+		se.Waiting = waiting
 		return nil
 	})
 }

@@ -61,6 +61,15 @@ func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, 
 				return nil, true, err
 			}
 		}
+		waiting := ""
+		if d.wait {
+			waiting = d.next.Action
+		}
+		if waiting != se.Waiting {
+			if err := st.SetWaiting(se.ID, waiting); err != nil {
+				return nil, true, err
+			}
+		}
 		return d.next, !d.wait, nil
 	})
 }

@@ -84,6 +84,7 @@ type proc struct {
 	log       *os.File
 	mcpConfig string
 	taskID    string
+	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
 }
@@ -270,8 +271,9 @@ func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	idle = true
 	busy := 0
 	open := c.openDelegations()
+	told := c.toldToWait()
 	for k, pr := range c.running {
-		switch c.waiting(pr, works[k.agent], tasks, open) {
+		switch c.waiting(pr, works[k.agent], tasks, open, told) {
 		case "":
 			busy++
 			idle = false
@@ -351,9 +353,27 @@ func (c *coordinator) openDelegations() map[workKey]int {
 	return out
 }
 
+// toldToWait maps each spawn whose live task session get_next_action told to wait to what
+// it waits for.
+func (c *coordinator) toldToWait() map[string]string {
+	out := map[string]string{}
+	all, err := c.s.Sessions("")
+	if err != nil {
+		return out
+	}
+	now := c.s.Now()
+	for _, se := range all {
+		if se.Waiting != "" && se.SpawnID != "" && se.Live(now) {
+			out[se.SpawnID] = se.Waiting
+		}
+	}
+	return out
+}
+
 // waiting says what a running process only waits for, or "" when it works (or may: a
-// process that just started, a task that changed under it). w is its agent's work now.
-func (c *coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Task, open map[workKey]int) string {
+// process that just started, a task that changed under it). w is its agent's work now;
+// told is what get_next_action told the live sessions to wait for, by spawn.
+func (c *coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Task, open map[workKey]int, told map[string]string) string {
 	if pr.key.purpose == filestore.PurposeChat {
 		if w.ChatInput() {
 			return ""
@@ -370,8 +390,11 @@ func (c *coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Tas
 	if open[workKey{pr.key.agent, pr.taskID}] > 0 {
 		return waitDelegated
 	}
-	if managerHold(tasks, pr.taskID) != "" {
+	if pr.manager && managerHold(tasks, pr.taskID) != "" {
 		return waitWorkers
+	}
+	if what := told[pr.spawn.ID]; what != "" {
+		return what // e.g. a worker's wait for a dependency that is someone else's work
 	}
 	return ""
 }
@@ -523,7 +546,7 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		return false
 	}
 	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
-	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
 	c.running[k] = pr
 	c.starts++
 	c.peak = max(c.peak, len(c.running))
