@@ -143,7 +143,8 @@ func (a *app) cmdSimAgent(args []string) error {
 		return fmt.Errorf("sim-agent: initialize: %w", err)
 	}
 	s := &simAgent{id: id, root: root, out: a.stdout, c: c,
-		jobs: map[string]*simJob{}, byHuman: map[string]*simJob{}, partners: map[string]*simPartner{}}
+		jobs: map[string]*simJob{}, byHuman: map[string]*simJob{}, partners: map[string]*simPartner{},
+		early: map[string][]simMessage{}}
 	return s.run(a.getenv("AIPM_PURPOSE"), a.getenv("AIPM_PASSKEY"))
 }
 
@@ -161,6 +162,9 @@ type simAgent struct {
 	byHuman  map[string]*simJob     // jobs talking to a human by plain messages, by human id
 	queued   []*simJob              // jobs waiting for a partner who is busy with us
 	partners map[string]*simPartner // conversations others started with us, by id
+	// early holds messages of conversations read before their request was taken (a
+	// pending conversation cannot be answered yet), by conversation id.
+	early map[string][]simMessage
 }
 
 // errSimDone ends the run normally: the session is over.
@@ -991,6 +995,13 @@ func (s *simAgent) chatRound() error {
 	switch n.Action {
 	case "conversation_request":
 		s.partners[n.ConversationID] = &simPartner{kind: simKind(n.Purpose), used: map[string]bool{}}
+		early := s.early[n.ConversationID]
+		delete(s.early, n.ConversationID)
+		for _, m := range early {
+			if err := s.answerPartner(m); err != nil {
+				return err
+			}
+		}
 		return s.readMessages()
 	case "get_pending_messages":
 		return s.readMessages()
@@ -1106,6 +1117,7 @@ func (s *simAgent) endConversation(id string) error {
 // answerPartner answers a message of a conversation another agent started.
 func (s *simAgent) answerPartner(m simMessage) error {
 	p := s.partners[m.ConversationID]
+	fresh := p == nil
 	if p == nil {
 		kind := "ask"
 		if w := simKanaWord(m.Content); w != "" && !strings.ContainsFunc(w, func(r rune) bool { return !simIsKana(r) && r != 'ー' }) {
@@ -1115,7 +1127,7 @@ func (s *simAgent) answerPartner(m simMessage) error {
 		s.partners[m.ConversationID] = p
 	}
 	if p.kind != "shiritori" {
-		return s.send(m.SenderID, s.answer(m.Content))
+		return s.reply(m, s.answer(m.Content), fresh)
 	}
 	heard := simKanaWord(m.Content)
 	p.used[heard] = true
@@ -1125,7 +1137,29 @@ func (s *simAgent) answerPartner(m simMessage) error {
 		return s.endConversation(m.ConversationID)
 	}
 	p.used[w] = true
-	return s.send(m.SenderID, w)
+	return s.reply(m, w, fresh)
+}
+
+// reply answers a partner's message. A conversation this agent has not taken yet may
+// still be pending (its first message was read with other mail before get_next_action
+// offered the request): the refusal then keeps the message for the conversation_request.
+func (s *simAgent) reply(m simMessage, content string, fresh bool) error {
+	err := s.call("send_message", map[string]any{"target_agent_id": m.SenderID, "content": simClip(content, simMaxReply)}, nil)
+	var te *simToolError
+	if errors.As(err, &te) {
+		if fresh && te.Code == "conversation_required_for_ai_to_ai" {
+			s.logf("%s is not accepted yet: answering once it is", m.ConversationID)
+			delete(s.partners, m.ConversationID)
+			s.early[m.ConversationID] = append(s.early[m.ConversationID], m)
+			return nil
+		}
+		s.logf("could not send to %s: %s", m.SenderID, te.Code)
+		return nil
+	}
+	if err == nil {
+		s.logf("→ %s: %s", m.SenderID, simClip(content, 200))
+	}
+	return err
 }
 
 // answer is the sim's answer to a question: what a file it names starts with.
