@@ -108,10 +108,12 @@ type coordinator struct {
 	exits    chan exitEvent
 	paused   bool
 	stopping bool // shutting down: exits need no backoff
-	starts   int
-	wasted   int // starts that backed off: failed, never authenticated, or changed nothing
-	peak     int // the most agent processes alive at once
-	tl       *timeline
+	// idleSince is when only idle chat sessions were left running (--exit-when-idle).
+	idleSince time.Time
+	starts    int
+	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
+	peak      int // the most agent processes alive at once
+	tl        *timeline
 }
 
 func newCoordinator(a *app, s *filestore.Store, opt coordOptions) (*coordinator, error) {
@@ -137,6 +139,10 @@ func (c *coordinator) say(format string, args ...any) {
 
 const maxBackoff = 5 * time.Minute
 
+// idleGrace is how long --exit-when-idle lets chat sessions with nothing to talk about
+// log out by themselves before it stops them.
+const idleGrace = 2 * time.Second
+
 func (c *coordinator) run(ctx context.Context) error {
 	hub := &watch.Hub{}
 	if err := tools.Watch(ctx, c.s, hub, func(format string, args ...any) {
@@ -159,12 +165,21 @@ func (c *coordinator) run(ctx context.Context) error {
 			c.tl.poll()
 		}
 		idle, next := c.evaluate(time.Now())
-		if idle && c.opt.ExitWhenIdle {
+		if !idle || !c.opt.ExitWhenIdle {
+			c.idleSince = time.Time{}
+		} else if c.idleSince.IsZero() {
+			c.idleSince = time.Now()
+		}
+		// Only chat sessions with nothing to talk about may be left: they are told to log
+		// out, and are stopped if they have not exited after idleGrace (a human holds the
+		// chat open, say): they would only wait for a message nobody is going to send.
+		if idle && c.opt.ExitWhenIdle && (len(c.running) == 0 || time.Since(c.idleSince) >= idleGrace) {
 			if len(c.running) > 0 {
-				// Only chat sessions with nothing to talk about are left: they would only
-				// wait for a message nobody is going to send.
 				c.say("idle: no agent has work; ending %d idle chat session(s)", len(c.running))
 				c.shutdown()
+			}
+			if c.tl != nil {
+				c.tl.poll()
 			}
 			c.say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
 				c.starts, c.wasted, c.peak)
@@ -175,6 +190,9 @@ func (c *coordinator) run(ctx context.Context) error {
 		wait := 2 * time.Second
 		if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+		}
+		if !c.idleSince.IsZero() {
+			wait = min(wait, max(time.Until(c.idleSince.Add(idleGrace)), 10*time.Millisecond))
 		}
 		timer := time.NewTimer(wait)
 		select {
