@@ -656,6 +656,11 @@ func (c *coordinator) exited(ev exitEvent) {
 	if c.stopping {
 		return
 	}
+	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
+		// The pause sent it away (or refused it): no failure, and nothing starts until the
+		// project is resumed anyway.
+		return
+	}
 	sp, _ := c.s.Spawn(pr.spawn.ID)
 	authenticated := sp != nil && sp.TicketUsedAt != nil
 	w, err := c.s.DetectWork(pr.key.agent)
