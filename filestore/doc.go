@@ -34,6 +34,19 @@
 // Ignored: secrets, sessions, read cursors and notification read state, open chats, locks
 // and process state, which mean nothing on another machine.
 //
+// # Blocks and their cascade
+//
+// Blocking a task (→ blocked) blocks its unfinished descendants with it, each with the
+// reason "parent task <id> blocked: …"; such a descendant also records the cascade in two
+// fields written only then: "cascade_from" (the ancestor whose block it was) and
+// "status_before_cascade" (its status before). Any later status change of the descendant
+// clears both. When that ancestor leaves blocked for todo or in_progress — by a tool, the
+// CLI or, noticed by the coordinator (LiftCascades), a hand edit of its file — every
+// descendant still blocked by its cascade returns to the status it had (in_progress only if
+// the ancestor is in_progress again, else todo), deepest first, with a history event whose
+// reason says why. A descendant blocked for its own reason, or by a deeper cascade whose
+// cause still holds, stays blocked.
+//
 // # Chat
 //
 // A message is two lines (SPEC §4.5): one in the sender's chat.jsonl, with "receiverId",

@@ -39,7 +39,14 @@ type Session struct {
 	Selected string `json:"selected_action"`
 	// Baseline is the sub-task state a manager's wait started from: the wait ends when it
 	// differs.
-	Baseline       string     `json:"wait_baseline"`
+	Baseline string `json:"wait_baseline"`
+	// Offered are the select_action choices get_next_action offered last (comma-separated):
+	// a choice offered that no longer fits when it is made is answered, not refused.
+	Offered string `json:"offered_actions,omitempty"`
+	// Waiting is the wait get_next_action last answered the task session with (wait,
+	// wait_for_delegation), "" once it answered anything else: the coordinator does not
+	// count a process that only waits against its bound.
+	Waiting        string     `json:"waiting,omitempty"`
 	State          string     `json:"state"`
 	PID            int        `json:"pid"`
 	PIDStart       string     `json:"pid_start"`
@@ -319,6 +326,10 @@ type Work struct {
 	LiveTask, LiveChat bool
 }
 
+// ChatInput reports whether anything waits for a chat session to read it, whether or not
+// one runs.
+func (w Work) ChatInput() bool { return w.chatWork() }
+
 // chatWork reports whether anything waits for a chat session.
 func (w Work) chatWork() bool {
 	return w.Unread > 0 || w.PendingDelegations > 0 || w.ConversationRequests > 0 || w.Notices > 0 || w.ChatOpened
@@ -545,6 +556,28 @@ func (s *Store) SetWorkflow(sessionID, phase, selected, baseline string) error {
 			return errNoChange
 		}
 		se.Workflow, se.Selected, se.Baseline = phase, selected, baseline
+		return nil
+	})
+}
+
+// SetOffered records the select_action choices get_next_action offered the session.
+func (s *Store) SetOffered(sessionID, offered string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Offered == offered {
+			return errNoChange
+		}
+		se.Offered = offered
+		return nil
+	})
+}
+
+// SetWaiting records what the task session was told to wait for ("" for nothing).
+func (s *Store) SetWaiting(sessionID, waiting string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Waiting == waiting {
+			return errNoChange
+		}
+		se.Waiting = waiting
 		return nil
 	})
 }

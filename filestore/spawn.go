@@ -33,8 +33,11 @@ type Spawn struct {
 	EndedAt         *time.Time `json:"ended_at"`
 	ExitCode        *int       `json:"exit_code"`
 	Outcome         string     `json:"outcome"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	Version         int        `json:"version"`
+	// BackoffUntil is set when the coordinator holds the next start for the same agent and
+	// purpose after this one failed or changed nothing (`aipm status` shows it).
+	BackoffUntil *time.Time `json:"backoff_until,omitempty"`
+	UpdatedAt    time.Time  `json:"updated_at"`
+	Version      int        `json:"version"`
 }
 
 func (s *Store) spawnPath(id string) string { return s.path("runtime", "spawns", id+".json") }
@@ -115,6 +118,15 @@ func (s *Store) Spawns() ([]*Spawn, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// SetSpawnBackoff records that the next start for the spawn's agent and purpose waits
+// until the given moment.
+func (s *Store) SetSpawnBackoff(id string, until time.Time) error {
+	return s.updateSpawn(id, func(sp *Spawn) error {
+		sp.BackoffUntil = &until
+		return nil
+	})
 }
 
 // SetSpawnPID records the started process.

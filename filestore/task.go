@@ -54,29 +54,35 @@ func Finished(status string) bool { return status == StatusDone || status == Sta
 
 // Task is tasks/<id>.json.
 type Task struct {
-	ID                string     `json:"id"`
-	ProjectID         string     `json:"project_id"`
-	Title             string     `json:"title"`
-	Description       string     `json:"description"`
-	Status            string     `json:"status"`
-	Priority          string     `json:"priority"`
-	AssigneeID        string     `json:"assignee_id"`
-	CreatedBy         string     `json:"created_by"`
-	ParentID          string     `json:"parent_id"`
-	Dependencies      []string   `json:"dependencies"`
-	BlockedReason     string     `json:"blocked_reason"`
-	StatusChangedBy   string     `json:"status_changed_by"`
-	StatusChangedAt   *time.Time `json:"status_changed_at"`
-	CompletionResult  string     `json:"completion_result"`
-	CompletionSummary string     `json:"completion_summary"`
-	RequesterID       string     `json:"requester_id"`
-	Approval          string     `json:"approval"`
-	ApprovedBy        string     `json:"approved_by"`
-	RejectedReason    string     `json:"rejected_reason"`
-	CreatedAt         time.Time  `json:"created_at"`
-	UpdatedAt         time.Time  `json:"updated_at"`
-	CompletedAt       *time.Time `json:"completed_at"`
-	Version           int        `json:"version"`
+	ID            string   `json:"id"`
+	ProjectID     string   `json:"project_id"`
+	Title         string   `json:"title"`
+	Description   string   `json:"description"`
+	Status        string   `json:"status"`
+	Priority      string   `json:"priority"`
+	AssigneeID    string   `json:"assignee_id"`
+	CreatedBy     string   `json:"created_by"`
+	ParentID      string   `json:"parent_id"`
+	Dependencies  []string `json:"dependencies"`
+	BlockedReason string   `json:"blocked_reason"`
+	// CascadeFrom is the ancestor whose block blocked this task along with it, and
+	// StatusBeforeCascade the status the task had then; both are set only by that cascade
+	// and cleared by any later status change. Unblocking the ancestor returns the task to
+	// that status (see applyStatusEvent and LiftCascades).
+	CascadeFrom         string     `json:"cascade_from,omitempty"`
+	StatusBeforeCascade string     `json:"status_before_cascade,omitempty"`
+	StatusChangedBy     string     `json:"status_changed_by"`
+	StatusChangedAt     *time.Time `json:"status_changed_at"`
+	CompletionResult    string     `json:"completion_result"`
+	CompletionSummary   string     `json:"completion_summary"`
+	RequesterID         string     `json:"requester_id"`
+	Approval            string     `json:"approval"`
+	ApprovedBy          string     `json:"approved_by"`
+	RejectedReason      string     `json:"rejected_reason"`
+	CreatedAt           time.Time  `json:"created_at"`
+	UpdatedAt           time.Time  `json:"updated_at"`
+	CompletedAt         *time.Time `json:"completed_at"`
+	Version             int        `json:"version"`
 }
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
@@ -509,6 +515,14 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 	if err := s.commitTask(actor, t, now, ev); err != nil {
 		return nil, err
 	}
+	if ch.Previous == StatusBlocked && (to == StatusTodo || to == StatusInProgress) {
+		lifted, err := s.liftCascade(actor, all, t, now, tmpl)
+		if err != nil {
+			return nil, err
+		}
+		ch.Cascaded = lifted
+		return ch, nil
+	}
 	if to != StatusBlocked && to != StatusCancelled {
 		return ch, nil
 	}
@@ -522,6 +536,9 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 			why += ": " + reason
 		}
 		setStatus(d, actor, to, why, now)
+		if to == StatusBlocked {
+			d.CascadeFrom, d.StatusBeforeCascade = t.ID, prev
+		}
 		cev := Event{Change: "status", From: prev, To: to, Reason: why, RequesterID: tmpl.RequesterID, ConversationID: tmpl.ConversationID}
 		if err := s.commitTask(actor, d, now, cev); err != nil {
 			return nil, err
@@ -531,12 +548,88 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 	return ch, nil
 }
 
+// liftCascade undoes the cascade of t's block now that t is unblocked: every descendant
+// still blocked by that cascade (and by nothing since) returns to the status it had, or
+// to todo when it was in progress and t only returns to todo. A descendant blocked for its
+// own reason, or moved since, stays as it is. The caller holds the lock.
+func (s *Store) liftCascade(actor Actor, all taskSet, t *Task, now time.Time, tmpl Event) ([]*Task, error) {
+	var out []*Task
+	ds := descendants(all, t.ID)
+	// The deepest first: a reader between two writes (the coordinator, an agent starting)
+	// never sees a sub-task running again above children still blocked.
+	slices.Reverse(ds)
+	for _, d := range ds {
+		if d.Status != StatusBlocked || d.CascadeFrom != t.ID {
+			continue
+		}
+		back := d.StatusBeforeCascade
+		if back != StatusTodo && back != StatusInProgress {
+			back = StatusTodo
+		}
+		if back == StatusInProgress && t.Status != StatusInProgress {
+			back = StatusTodo
+		}
+		why := fmt.Sprintf("parent task %s %s: its block no longer applies", t.ID, t.Status)
+		setStatus(d, actor, back, "", now)
+		cev := Event{Change: "status", From: StatusBlocked, To: back, Reason: why, RequesterID: tmpl.RequesterID, ConversationID: tmpl.ConversationID}
+		if err := s.commitTask(actor, d, now, cev); err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// LiftCascades lifts the cascaded blocks whose cause is gone although no status change
+// through aipm said so: the ancestor was unblocked by hand in its file (or by a merge).
+// tasks is what the caller last read, to find candidates without another scan; each is
+// checked again under the lock. It returns how many tasks it unblocked.
+func (s *Store) LiftCascades(tasks []*Task) (int, error) {
+	status := map[string]string{}
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	var sources []string
+	for _, t := range tasks {
+		if t.Status == StatusBlocked && t.CascadeFrom != "" && cascadeGone(status[t.CascadeFrom]) && !slices.Contains(sources, t.CascadeFrom) {
+			sources = append(sources, t.CascadeFrom)
+		}
+	}
+	if len(sources) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.locked(func() error {
+		all, err := s.taskSetLocked()
+		if err != nil {
+			return err
+		}
+		for _, id := range sources {
+			src := all.task(id)
+			if src == nil || !cascadeGone(src.Status) {
+				continue
+			}
+			lifted, err := s.liftCascade(Actor{ID: "system", Via: ViaFile}, all, src, s.Now(), Event{})
+			if err != nil {
+				return err
+			}
+			n += len(lifted)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// cascadeGone reports whether an ancestor in this status no longer holds its cascade.
+func cascadeGone(status string) bool { return status == StatusTodo || status == StatusInProgress }
+
 func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
 	t.Status = to
 	t.StatusChangedBy = actor.ID
 	t.StatusChangedAt = &now
 	t.UpdatedAt = now
 	t.BlockedReason = ""
+	t.CascadeFrom, t.StatusBeforeCascade = "", ""
 	if to == StatusBlocked {
 		t.BlockedReason = reason
 		if t.BlockedReason == "" {

@@ -465,3 +465,113 @@ func TestCleanTempAtMostOnceAMinute(t *testing.T) {
 		t.Error("stale temp file survived the next sweep")
 	}
 }
+
+// Unblocking a task lifts the blocks its own block cascaded, back to the status each
+// sub-task had; a sub-task blocked for its own reason, or blocked by a deeper cascade
+// whose cause still holds, stays blocked. The history records the block and the lift.
+func TestUnblockLiftsItsCascade(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "mgr"})
+	a := mustTask(t, s, NewTask{Title: "a", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w1"})
+	aa := mustTask(t, s, NewTask{Title: "aa", Status: StatusTodo, ParentID: a.ID, AssigneeID: "w1"})
+	b := mustTask(t, s, NewTask{Title: "b", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w2"})
+	own := mustTask(t, s, NewTask{Title: "own", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w2"})
+	for _, id := range []string{root.ID, a.ID} {
+		if _, err := s.SetTaskStatus(human, id, StatusInProgress, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w2 := Actor{ID: "w2", Via: ViaTool}
+	if _, err := s.SetTaskStatus(w2, own.ID, StatusBlocked, "the disk is full"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, root.ID, StatusBlocked, "hold on"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{a.ID, aa.ID, b.ID} {
+		got, _ := s.Task(id)
+		if got.Status != StatusBlocked || got.CascadeFrom != root.ID {
+			t.Fatalf("%s after the block: status %s, cascade_from %q", got.Title, got.Status, got.CascadeFrom)
+		}
+	}
+	ch, err := s.SetTaskStatus(human, root.ID, StatusInProgress, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ch.Cascaded) != 3 {
+		t.Errorf("lifted %d tasks, want 3 (a, aa, b)", len(ch.Cascaded))
+	}
+	for _, tc := range []struct {
+		id, status string
+	}{{a.ID, StatusInProgress}, {aa.ID, StatusTodo}, {b.ID, StatusTodo}, {own.ID, StatusBlocked}} {
+		got, err := s.Task(tc.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != tc.status || got.CascadeFrom != "" || got.StatusBeforeCascade != "" {
+			t.Errorf("%s: status %s (cascade_from %q, before %q), want %s with no cascade", got.Title, got.Status,
+				got.CascadeFrom, got.StatusBeforeCascade, tc.status)
+		}
+	}
+	evs, err := s.Events(a.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, lift := evs[len(evs)-2], evs[len(evs)-1]
+	if block.To != StatusBlocked || !strings.Contains(block.Reason, "parent task "+root.ID+" blocked") {
+		t.Errorf("history of the block: %+v", block)
+	}
+	if lift.From != StatusBlocked || lift.To != StatusInProgress || lift.Actor != "owner" || !strings.Contains(lift.Reason, root.ID) {
+		t.Errorf("history of the lift: %+v", lift)
+	}
+
+	// A cascade from a's own block stays while a is blocked, however the root moves.
+	if _, err := s.SetTaskStatus(human, a.ID, StatusBlocked, "a's own trouble"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, root.ID, StatusBlocked, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, root.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id, status, from string
+	}{{a.ID, StatusBlocked, ""}, {aa.ID, StatusBlocked, a.ID}} {
+		got, _ := s.Task(tc.id)
+		if got.Status != tc.status || got.CascadeFrom != tc.from {
+			t.Errorf("%s: status %s cascade_from %q, want %s from %q", got.Title, got.Status, got.CascadeFrom, tc.status, tc.from)
+		}
+	}
+}
+
+// A cascade whose cause was lifted by hand (the ancestor's file edited back to
+// in_progress) is lifted by LiftCascades, which the coordinator calls.
+func TestLiftCascadesAfterHandEdit(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "mgr"})
+	a := mustTask(t, s, NewTask{Title: "a", Status: StatusTodo, ParentID: root.ID, AssigneeID: "w1"})
+	if _, err := s.SetTaskStatus(human, root.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, root.ID, StatusBlocked, ""); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := s.Tasks(TaskFilter{})
+	if n, err := s.LiftCascades(all); err != nil || n != 0 {
+		t.Fatalf("LiftCascades while the root is blocked = %d, %v; want 0", n, err)
+	}
+	writeTaskStatus(t, s, root.ID, StatusInProgress)
+	all, _ = s.Tasks(TaskFilter{})
+	if n, err := s.LiftCascades(all); err != nil || n != 1 {
+		t.Fatalf("LiftCascades = %d, %v; want 1", n, err)
+	}
+	got, _ := s.Task(a.ID)
+	if got.Status != StatusTodo || got.CascadeFrom != "" {
+		t.Errorf("a: status %s cascade_from %q, want todo and no cascade", got.Status, got.CascadeFrom)
+	}
+	evs, _ := s.Events(a.ID)
+	if last := evs[len(evs)-1]; last.Via != ViaFile || last.To != StatusTodo {
+		t.Errorf("history of the lift: %+v", last)
+	}
+}

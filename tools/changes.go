@@ -156,7 +156,7 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 		if err != nil {
 			return err
 		}
-		if n := changeNotice(lang, se, t, old, cur, ev); n != nil {
+		if n := changeNotice(lang, se, t, old, cur, ev, s.assignedBy); n != nil {
 			if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, *n); err != nil {
 				return err
 			}
@@ -183,10 +183,14 @@ func (s *Server) changeEvent(se *filestore.Session, t *filestore.Task, old, cur 
 }
 
 // changeNotice is the notification for a change of task t from old to cur, or nil when
-// there is nothing to tell: the session's own change, or a change through aipm of fields
-// a session does not act on. ev is the change's history event, if changeEvent found one.
-// Its sentences are in lang.
-func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cur taskSig, ev *filestore.Event) *filestore.Notification {
+// there is nothing to tell: the session's own change, a change through aipm of fields a
+// session does not act on, or any change of a task no longer the agent's. ev is the
+// change's history event, if changeEvent found one; assignedBy finds who made an
+// assignment. Its sentences are in lang.
+func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cur taskSig, ev *filestore.Event, assignedBy func(id string) string) *filestore.Notification {
+	if cur.assignee != se.AgentID && old.assignee != se.AgentID {
+		return nil // no longer the agent's: it was told when the task was taken away
+	}
 	byHand := cur.version == old.version // a writer through aipm always bumps the version
 	moved := cur.status != old.status || cur.assignee != old.assignee
 	edited := cur.title != old.title || cur.description != old.description || cur.priority != old.priority
@@ -215,7 +219,12 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 			who, from = msg.Text(lang, "change.own_chat", ev.RequesterID), ev.RequesterID
 		}
 	default:
-		who = msg.Text(lang, "change.manager") // an assignment: only a superior reassigns
+		// an assignment: the file does not say who, the history does
+		who = assignedBy(t.ID)
+		from = who
+		if who == "" {
+			who = msg.Text(lang, "change.manager")
+		}
 	}
 	reason := ""
 	if ev != nil && ev.Change == "status" && ev.To == filestore.StatusCancelled {
@@ -236,18 +245,29 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 	case cur.assignee != se.AgentID && old.assignee == se.AgentID:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
 		n.Message = msg.Text(lang, "change.reassigned", what, t.ID, t.Title, orAssignee(lang, cur.assignee), who)
-		n.Instruction = stopInstruction(lang, main, "failed", "reassigned")
+		n.Instruction = msg.Text(lang, "change.stop_subtask")
+		if main {
+			n.Instruction = msg.Text(lang, "change.stop_logout")
+		}
 	case cur.status == filestore.StatusBlocked && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionBlocked
 		n.Message = msg.Text(lang, "change.blocked", what, t.ID, t.Title, who, orNone(lang, cur.blockedReason))
-		n.Instruction = stopInstruction(lang, main, "blocked", "blocked")
+		n.Instruction = msg.Text(lang, "change.stop_subtask")
+		if main {
+			// get_next_action, not report_completed at once: the block may be lifted before
+			// the agent reacts, and a late report would block the task again.
+			n.Instruction = msg.Text(lang, "change.stop_blocked")
+		}
 	case cur.status == filestore.StatusCancelled && old.status != cur.status:
 		n.Type, n.Action = filestore.NotifyInterrupt, filestore.ActionCancel
 		n.Message = msg.Text(lang, "change.cancelled", what, t.ID, t.Title, who)
 		if reason != "" {
 			n.Message = msg.Text(lang, "change.cancelled_reason", what, t.ID, t.Title, who, reason)
 		}
-		n.Instruction = stopInstruction(lang, main, "failed", "cancelled")
+		n.Instruction = msg.Text(lang, "change.stop_subtask")
+		if main {
+			n.Instruction = msg.Text(lang, "change.stop_logout")
+		}
 	case cur.status != old.status:
 		n.Message = msg.Text(lang, "change.status", what, t.ID, t.Title, old.status, cur.status, who)
 		n.Instruction = msg.Text(lang, "change.go_on")
@@ -258,9 +278,13 @@ func changeNotice(lang string, se *filestore.Session, t *filestore.Task, old, cu
 	return n
 }
 
-func stopInstruction(lang string, main bool, result, why string) string {
-	if main {
-		return msg.Text(lang, "change.stop", result, why)
+// assignedBy is who made the latest assignment of a task, from the history ("" if it
+// cannot tell). LastEvent reads under the store lock, so the event written with the task
+// file is there even if the watcher saw the file first.
+func (s *Server) assignedBy(id string) string {
+	ev, err := s.store.LastEvent(id, func(e *filestore.Event) bool { return e.Change == "assignee" })
+	if err != nil || ev == nil {
+		return ""
 	}
-	return msg.Text(lang, "change.stop_subtask")
+	return ev.Actor
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
@@ -52,6 +53,20 @@ func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, 
 		d := sit.decide()
 		if d.phase != se.Workflow || d.selected != se.Selected || d.baseline != se.Baseline {
 			if err := st.SetWorkflow(se.ID, d.phase, d.selected, d.baseline); err != nil {
+				return nil, true, err
+			}
+		}
+		if offered := strings.Join(d.next.Options, ","); offered != se.Offered {
+			if err := st.SetOffered(se.ID, offered); err != nil {
+				return nil, true, err
+			}
+		}
+		waiting := ""
+		if d.wait {
+			waiting = d.next.Action
+		}
+		if waiting != se.Waiting {
+			if err := st.SetWaiting(se.ID, waiting); err != nil {
 				return nil, true, err
 			}
 		}

@@ -34,7 +34,9 @@ type chatAction struct {
 // conversation_ended → conversation_request → conversation_expired → process_delegation →
 // get_pending_messages; otherwise it waits for a change (a message, a conversation, a
 // delegation, the human closing the chat, or a conversation deadline) and finally answers
-// wait_for_messages, or logout once the chat has been idle too long.
+// wait_for_messages, or logout once the chat has been idle too long. A session with
+// nothing to talk about — no unread message, no open conversation or delegation, no chat
+// a human holds open — is told to log out at once.
 func (c *call) chatNextAction(ctx context.Context, timeout time.Duration) (any, error) {
 	st := c.srv.store
 	me := c.agent.ID
@@ -138,10 +140,40 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	}
 	// A session in the middle of a conversation or a delegation is not idle, however long
 	// its partner takes: the conversation's own timeouts bound that wait.
-	if busy, err := st.ChatBusy(me); err != nil {
+	busy, err := st.ChatBusy(me)
+	if err != nil {
 		return nil, true, err
-	} else if busy {
+	}
+	if busy {
 		last = st.Now()
+	}
+	// With nothing open and no human holding the chat open, there is nothing to wait for:
+	// the session ends now rather than after the idle timeout, and the coordinator starts
+	// it again when a message arrives.
+	if !busy {
+		cs, err := st.Chat(me)
+		if err != nil {
+			return nil, true, err
+		}
+		if !cs.Open {
+			// The partner may have ended the last conversation (or it expired) since the
+			// notices were looked at above: the end is told before the session leaves.
+			if cv, err := st.TakeEndedNotice(actor); err != nil || cv != nil {
+				if err != nil {
+					return nil, true, err
+				}
+				return c.endedAction(cv, me), true, nil
+			}
+			if cv, err := st.TakeExpiredNotice(actor); err != nil || cv != nil {
+				if err != nil {
+					return nil, true, err
+				}
+				return &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
+					Purpose: cv.Purpose, TaskID: cv.TaskID, Instruction: c.text("chat.conversation_expired", cv.ParticipantID, cv.ID)}, true, nil
+			}
+			return &chatAction{Action: "logout", State: "chat_idle", Reason: "nothing_to_talk_about",
+				Instruction: c.text("chat.idle")}, true, nil
+		}
 	}
 	left := idle - st.Now().Sub(last)
 	if left <= 0 {

@@ -250,10 +250,16 @@ func (s *situation) decide() decision {
 	return s.worker()
 }
 
-// mainNotRunning answers when someone else moved the session's task out of in_progress.
+// mainNotRunning answers when someone else moved the session's task out of in_progress,
+// or gave it to another agent: a task no longer the agent's (reassigned or cancelled)
+// gets exit, since every task-changing tool now refuses the session.
 func (s *situation) mainNotRunning() (decision, bool) {
 	m := s.main
 	by := m.StatusChangedBy
+	if m.AssigneeID != s.agent.ID {
+		return s.keep(&nextAction{Action: "exit", State: "task_reassigned", Task: brief(m),
+			Instruction: s.text("next.task_reassigned", m.ID, orAssignee(s.lang, m.AssigneeID))}), true
+	}
 	switch m.Status {
 	case filestore.StatusInProgress:
 		return decision{}, false
@@ -261,7 +267,7 @@ func (s *situation) mainNotRunning() (decision, bool) {
 		return s.keep(&nextAction{Action: "report_completion", State: "task_blocked", Task: brief(m), Reason: m.BlockedReason,
 			Instruction: s.text("next.task_blocked", m.ID, by, s.orNone(m.BlockedReason))}), true
 	case filestore.StatusCancelled:
-		return s.keep(&nextAction{Action: "report_completion", State: "task_cancelled", Task: brief(m),
+		return s.keep(&nextAction{Action: "exit", State: "task_cancelled", Task: brief(m),
 			Instruction: s.text("next.task_cancelled", m.ID, by)}), true
 	case filestore.StatusDone:
 		return s.keep(&nextAction{Action: "report_completion", State: "task_done", Task: brief(m),

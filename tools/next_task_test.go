@@ -238,8 +238,10 @@ func TestWorkerNextAction(t *testing.T) {
 		{name: "blocked by the owner stops the worker", agent: "w1", phase: fetched,
 			tasks:  []*filestore.Task{changedBy(tk("tsk_m", blk, "w1", "", "mgr"), "owner", "priorities changed")},
 			action: "report_completion", state: "task_blocked", contains: []string{"owner", "priorities changed", `result="blocked"`}},
-		{name: "cancelled task", agent: "w1", phase: fetched, tasks: []*filestore.Task{changedBy(tk("tsk_m", cn, "w1", "", "mgr"), "owner", "")},
-			action: "report_completion", state: "task_cancelled"},
+		{name: "cancelled task: exit", agent: "w1", phase: fetched, tasks: []*filestore.Task{changedBy(tk("tsk_m", cn, "w1", "", "mgr"), "owner", "")},
+			action: "exit", state: "task_cancelled", contains: []string{"owner", "logout"}},
+		{name: "reassigned task: exit, even back in progress", agent: "w1", phase: fetched, tasks: []*filestore.Task{tk("tsk_m", ip, "w2", "", "mgr")},
+			action: "exit", state: "task_reassigned", contains: []string{"w2", "logout"}},
 		{name: "moved back to todo: exit", agent: "w1", phase: fetched, tasks: []*filestore.Task{changedBy(tk("tsk_m", td, "w1", "", "mgr"), "owner", "")},
 			action: "exit", contains: []string{"logout"}},
 	}

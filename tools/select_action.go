@@ -12,7 +12,11 @@ import (
 type selectResult struct {
 	Success        bool   `json:"success"`
 	SelectedAction string `json:"selected_action"`
-	Instruction    string `json:"instruction"`
+	// Moot says why a choice that no longer fits was not taken; Next is then what
+	// get_next_action answers now.
+	Moot        string      `json:"moot,omitempty"`
+	Next        *nextAction `json:"next_action,omitempty"`
+	Instruction string      `json:"instruction"`
 }
 
 func selectActionTool() *tool {
@@ -51,6 +55,16 @@ func selectActionTool() *tool {
 			}
 			b := sit.board()
 			if !slices.Contains(b.options(len(sit.children)), action) {
+				if slices.Contains(strings.Split(c.session.Offered, ","), action) {
+					// Offered by get_next_action and moot now (the last running sub-task
+					// finished meanwhile, say): no error, but the situation as it is now.
+					te := refuseSelection(action, sit, b)
+					d := sit.withSelection("", "").decide()
+					if err := st.SetWorkflow(c.session.ID, d.phase, d.selected, d.baseline); err != nil {
+						return nil, err
+					}
+					return selectResult{Success: false, Moot: te.Message, Next: d.next, Instruction: c.text("select_action.moot")}, nil
+				}
 				return nil, refuseSelection(action, sit, b)
 			}
 			baseline := ""

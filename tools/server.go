@@ -237,6 +237,11 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return c.errorResult(err), nil
 			}
 		}
+		if c.session != nil && c.session.Purpose == filestore.PurposeTask && changesTask[t.def.Name] {
+			if err := c.taskStillMine(); err != nil {
+				return c.errorResult(err), nil
+			}
+		}
 		// An unread interrupt for this session replaces the tool's result (seed 004): the
 		// tool does not run, so nothing happens that the agent would not learn of.
 		if c.session != nil && !interruptExempt[t.def.Name] {
@@ -435,6 +440,33 @@ func (c *call) notificationSentence(unread int) string {
 		return c.text("notification.none")
 	}
 	return c.text("notification.unread", unread)
+}
+
+// changesTask are the tools by which a task session changes tasks or starts work for its
+// task. A session whose task is no longer its agent's may call none of them.
+var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
+	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
+	"report_completed": true, "approve_task_request": true, "reject_task_request": true}
+
+// taskStillMine refuses a task session whose task was reassigned to someone else or
+// cancelled while it ran: whatever it would change now belongs to another session, or to
+// nobody. Its only way on is logout.
+func (c *call) taskStillMine() error {
+	t, err := c.srv.store.Task(c.session.TaskID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case t.AssigneeID != c.session.AgentID:
+		return &toolError{Code: "task_reassigned",
+			Message: fmt.Sprintf("task %s is now assigned to %s, not to you: this session may not change it any more", t.ID, orAssignee(c.lang(), t.AssigneeID)),
+			Hint:    "call logout and exit; change nothing (its new assignee gets its own session)"}
+	case t.Status == filestore.StatusCancelled:
+		return &toolError{Code: "task_cancelled",
+			Message: fmt.Sprintf("task %s was cancelled by %s: this session may not change it any more", t.ID, t.StatusChangedBy),
+			Hint:    "call logout and exit"}
+	}
+	return nil
 }
 
 // interruptExempt are the tools an interrupted agent still needs: reading the

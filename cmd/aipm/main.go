@@ -55,6 +55,7 @@ func commands() []command {
 }
 
 func (a *app) run(args []string) int {
+	args = globalFlagsLast(args)
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		a.usage(a.stdout)
 		return 0
@@ -79,6 +80,28 @@ func (a *app) run(args []string) int {
 	fmt.Fprintf(a.stderr, "aipm: unknown command %q\n", args[0])
 	a.usage(a.stderr)
 	return 2
+}
+
+// globalFlagsLast moves the global flags given before the command (aipm --json task
+// show …) behind its arguments, where every command parses them.
+func globalFlagsLast(args []string) []string {
+	var global []string
+	for len(args) > 0 {
+		f := args[0]
+		switch {
+		case f == "--json" || f == "-json" || strings.HasPrefix(f, "--json=") || strings.HasPrefix(f, "-json="),
+			strings.HasPrefix(f, "--as=") || strings.HasPrefix(f, "-as="):
+			global, args = append(global, f), args[1:]
+		case (f == "--as" || f == "-as") && len(args) > 1:
+			global, args = append(global, f, args[1]), args[2:]
+		default:
+			if len(global) == 0 || len(args) == 0 {
+				return args
+			}
+			return append(append([]string{}, args...), global...)
+		}
+	}
+	return args
 }
 
 // exitError ends the command with a status code after it has printed what it wanted.

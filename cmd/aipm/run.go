@@ -83,6 +83,8 @@ type proc struct {
 	cmd       *exec.Cmd
 	log       *os.File
 	mcpConfig string
+	taskID    string
+	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
 }
@@ -106,8 +108,12 @@ type coordinator struct {
 	exits    chan exitEvent
 	paused   bool
 	stopping bool // shutting down: exits need no backoff
-	starts   int
-	tl       *timeline
+	// idleSince is when only idle chat sessions were left running (--exit-when-idle).
+	idleSince time.Time
+	starts    int
+	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
+	peak      int // the most agent processes alive at once
+	tl        *timeline
 }
 
 func newCoordinator(a *app, s *filestore.Store, opt coordOptions) (*coordinator, error) {
@@ -133,6 +139,10 @@ func (c *coordinator) say(format string, args ...any) {
 
 const maxBackoff = 5 * time.Minute
 
+// idleGrace is how long --exit-when-idle lets chat sessions with nothing to talk about
+// log out by themselves before it stops them.
+const idleGrace = 2 * time.Second
+
 func (c *coordinator) run(ctx context.Context) error {
 	hub := &watch.Hub{}
 	if err := tools.Watch(ctx, c.s, hub, func(format string, args ...any) {
@@ -155,8 +165,24 @@ func (c *coordinator) run(ctx context.Context) error {
 			c.tl.poll()
 		}
 		idle, next := c.evaluate(time.Now())
-		if idle && c.opt.ExitWhenIdle {
-			c.say("idle: no agent has work and none is running; %d start(s) in all", c.starts)
+		if !idle || !c.opt.ExitWhenIdle {
+			c.idleSince = time.Time{}
+		} else if c.idleSince.IsZero() {
+			c.idleSince = time.Now()
+		}
+		// Only chat sessions with nothing to talk about may be left: they are told to log
+		// out, and are stopped if they have not exited after idleGrace (a human holds the
+		// chat open, say): they would only wait for a message nobody is going to send.
+		if idle && c.opt.ExitWhenIdle && (len(c.running) == 0 || time.Since(c.idleSince) >= idleGrace) {
+			if len(c.running) > 0 {
+				c.say("idle: no agent has work; ending %d idle chat session(s)", len(c.running))
+				c.shutdown()
+			}
+			if c.tl != nil {
+				c.tl.poll()
+			}
+			c.say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
+				c.starts, c.wasted, c.peak)
 			return nil
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
@@ -164,6 +190,9 @@ func (c *coordinator) run(ctx context.Context) error {
 		wait := 2 * time.Second
 		if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+		}
+		if !c.idleSince.IsZero() {
+			wait = min(wait, max(time.Until(c.idleSince.Add(idleGrace)), 10*time.Millisecond))
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -197,11 +226,16 @@ func (c *coordinator) maxProcs() int {
 	return 4
 }
 
-// evaluate starts what should run now. idle reports that nothing runs and nothing waits
-// to run (work held by a pause, a backoff or the process bound is not idle); next is when
-// a backoff ends.
+// evaluate starts what should run now. idle reports that nothing waits to run (work held
+// by a pause, a backoff or the process bound is not idle) and that every process still
+// running is a chat session with nothing to talk about; next is when a backoff ends.
+//
+// The bound counts only processes that work: a manager waiting for its workers, a task
+// session waiting for its delegation and a chat session waiting for a message or with
+// nothing to do hold no slot, since what they wait for may be exactly the start the bound
+// would refuse. Chat work starts before task work: a chat session is what another agent's
+// conversation or delegation waits for.
 func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
-	idle = len(c.running) == 0
 	p, err := c.s.Project()
 	if err != nil {
 		c.say("cannot read the project: %v", err)
@@ -229,6 +263,17 @@ func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		c.say("cannot list tasks: %v", err)
 		return false, now.Add(time.Second)
 	}
+	if n, err := c.s.LiftCascades(tasks); err != nil {
+		c.say("lifting cascaded blocks: %v", err)
+	} else if n > 0 {
+		c.say("lifted %d cascaded block(s) whose cause was gone", n)
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
+	var ais []*filestore.Agent
+	works := map[string]filestore.Work{}
 	for _, ag := range agents {
 		if ag.Type != filestore.AgentAI || ag.Status != filestore.AgentActive {
 			continue
@@ -238,7 +283,26 @@ func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			c.say("%s: cannot detect work: %v", ag.ID, err)
 			continue
 		}
-		for _, purpose := range []string{filestore.PurposeTask, filestore.PurposeChat} {
+		ais = append(ais, ag)
+		works[ag.ID] = w
+	}
+	idle = true
+	busy := 0
+	open := c.openDelegations()
+	told := c.toldToWait()
+	for k, pr := range c.running {
+		switch c.waiting(pr, works[k.agent], tasks, open, told) {
+		case "":
+			busy++
+			idle = false
+		case waitIdleChat:
+		default:
+			idle = false
+		}
+	}
+	for _, purpose := range []string{filestore.PurposeChat, filestore.PurposeTask} {
+		for _, ag := range ais {
+			w := works[ag.ID]
 			k := workKey{ag.ID, purpose}
 			if purpose == filestore.PurposeTask && w.TaskID == "" || purpose == filestore.PurposeChat && !w.Chat {
 				delete(c.held, k)
@@ -271,15 +335,86 @@ func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				}
 				continue
 			}
-			if len(c.running) >= c.maxProcs() {
-				c.hold(k, fmt.Sprintf("%d agent processes already run", len(c.running)))
+			if busy >= c.maxProcs() {
+				c.hold(k, fmt.Sprintf("%d agent processes already work (%d more only wait)", busy, len(c.running)-busy))
 				continue
 			}
 			delete(c.held, k)
-			c.start(p, ag, ac, purpose, w, tasks)
+			if c.start(p, ag, ac, purpose, w, tasks) {
+				busy++
+			}
 		}
 	}
 	return idle, next
+}
+
+// What a running process waits for (see waiting); "" means it works.
+const (
+	waitIdleChat  = "nothing to talk about"
+	waitPartner   = "a conversation partner"
+	waitWorkers   = "its workers"
+	waitDelegated = "its delegation"
+)
+
+// openDelegations counts the unfinished delegations per task, by delegating agent.
+func (c *coordinator) openDelegations() map[workKey]int {
+	out := map[workKey]int{}
+	ds, err := c.s.Delegations(filestore.DelegationFilter{})
+	if err != nil {
+		return out
+	}
+	for _, d := range ds {
+		if !d.Finished() {
+			out[workKey{d.AgentID, d.TaskID}]++
+		}
+	}
+	return out
+}
+
+// toldToWait maps each spawn whose live task session get_next_action told to wait to what
+// it waits for.
+func (c *coordinator) toldToWait() map[string]string {
+	out := map[string]string{}
+	all, err := c.s.Sessions("")
+	if err != nil {
+		return out
+	}
+	now := c.s.Now()
+	for _, se := range all {
+		if se.Waiting != "" && se.SpawnID != "" && se.Live(now) {
+			out[se.SpawnID] = se.Waiting
+		}
+	}
+	return out
+}
+
+// waiting says what a running process only waits for, or "" when it works (or may: a
+// process that just started, a task that changed under it). w is its agent's work now;
+// told is what get_next_action told the live sessions to wait for, by spawn.
+func (c *coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Task, open map[workKey]int, told map[string]string) string {
+	if pr.key.purpose == filestore.PurposeChat {
+		if w.ChatInput() {
+			return ""
+		}
+		if busy, err := c.s.ChatBusy(pr.key.agent); err != nil || busy {
+			return waitPartner
+		}
+		return waitIdleChat
+	}
+	t := findTask(tasks, pr.taskID)
+	if t == nil || t.Status != filestore.StatusInProgress {
+		return ""
+	}
+	if open[workKey{pr.key.agent, pr.taskID}] > 0 {
+		return waitDelegated
+	}
+	if pr.manager && managerHold(tasks, pr.taskID) != "" {
+		return waitWorkers
+	}
+	if what := told[pr.spawn.ID]; what != "" {
+		return what // e.g. a worker's wait for a dependency that is someone else's work
+	}
+	return ""
 }
 
 func (c *coordinator) hold(k workKey, why string) {
@@ -382,8 +517,9 @@ func fingerprint(purpose string, w filestore.Work, tasks []*filestore.Task) stri
 	return strings.Join(parts, ",")
 }
 
-// start mints a spawn ticket and starts the agent's command for one purpose.
-func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filestore.AgentCommand, purpose string, w filestore.Work, tasks []*filestore.Task) {
+// start mints a spawn ticket and starts the agent's command for one purpose; it reports
+// whether a process started.
+func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filestore.AgentCommand, purpose string, w filestore.Work, tasks []*filestore.Task) bool {
 	k := workKey{ag.ID, purpose}
 	taskID := ""
 	if purpose == filestore.PurposeTask {
@@ -394,24 +530,24 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		if sp != nil {
 			c.s.EndSpawn(sp.ID, -1, "start_failed")
 		}
-		c.backoff(k, "the start failed")
+		c.backoff(k, sp, "the start failed")
 	}
 	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: aiType(ag)})
 	if err != nil {
 		fail(nil, err)
-		return
+		return false
 	}
 	vars := spawnVars{AIPM: c.aipm, Workdir: c.s.Root(), AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
 		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, c.s.Root())}
 	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
 	if err != nil {
 		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", aiType(ag), err))
-		return
+		return false
 	}
 	log, err := os.OpenFile(c.s.SpawnLogPath(sp.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		fail(sp, err)
-		return
+		return false
 	}
 	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
 	cmd.Dir = c.s.Root()
@@ -425,12 +561,13 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 			os.Remove(plan.MCPConfig)
 		}
 		fail(sp, err)
-		return
+		return false
 	}
 	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
-	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
 	c.running[k] = pr
 	c.starts++
+	c.peak = max(c.peak, len(c.running))
 	what := "chat"
 	if taskID != "" {
 		what = "task " + taskID
@@ -443,6 +580,7 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		err := cmd.Wait()
 		c.exits <- exitEvent{p: pr, err: err}
 	}()
+	return true
 }
 
 func findTask(tasks []*filestore.Task, id string) *filestore.Task {
@@ -518,6 +656,11 @@ func (c *coordinator) exited(ev exitEvent) {
 	if c.stopping {
 		return
 	}
+	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
+		// The pause sent it away (or refused it): no failure, and nothing starts until the
+		// project is resumed anyway.
+		return
+	}
 	sp, _ := c.s.Spawn(pr.spawn.ID)
 	authenticated := sp != nil && sp.TicketUsedAt != nil
 	w, err := c.s.DetectWork(pr.key.agent)
@@ -528,11 +671,14 @@ func (c *coordinator) exited(ev exitEvent) {
 	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
 	switch {
 	case code != 0 || outcome != "exited":
-		c.backoff(pr.key, outcome)
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, outcome)
 	case !authenticated && left:
-		c.backoff(pr.key, "it never authenticated")
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, "it never authenticated")
 	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
-		c.backoff(pr.key, "it left its work unchanged")
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, "it left its work unchanged")
 	default:
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
@@ -540,11 +686,17 @@ func (c *coordinator) exited(ev exitEvent) {
 }
 
 // backoff delays the next start for k: the base delay, doubled per consecutive failure.
-func (c *coordinator) backoff(k workKey, why string) {
+// The spawn that failed (if any) records it, for `aipm status`.
+func (c *coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
 	c.fails[k]++
 	d := c.opt.Backoff << min(c.fails[k]-1, 20)
 	d = min(d, maxBackoff)
 	c.until[k] = time.Now().Add(d)
+	if sp != nil {
+		if err := c.s.SetSpawnBackoff(sp.ID, c.until[k]); err != nil {
+			c.say("%s: recording the backoff: %v", k, err)
+		}
+	}
 	c.say("backoff %s: %s; next start in %s at the earliest", k, why, d)
 }
 

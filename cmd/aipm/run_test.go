@@ -135,3 +135,19 @@ func TestAgentPromptLanguages(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalFlagsLast(t *testing.T) {
+	cases := []struct{ in, want []string }{
+		{[]string{"--json", "task", "show", "T"}, []string{"task", "show", "T", "--json"}},
+		{[]string{"--as", "bob", "-json", "status"}, []string{"status", "--as", "bob", "-json"}},
+		{[]string{"--as=bob", "task", "list"}, []string{"task", "list", "--as=bob"}},
+		{[]string{"task", "show", "--json", "T"}, []string{"task", "show", "--json", "T"}},
+		{[]string{"--json"}, []string{}},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		if got := globalFlagsLast(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("globalFlagsLast(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

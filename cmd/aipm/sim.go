@@ -48,8 +48,10 @@ package main
 // "<name> here: got “<text>”.".
 //
 // Interrupts: a result saying "interrupted" makes the sim read its notifications. A pause
-// logs out and exits (the task stays in progress); blocked or cancel of the session's task
-// reports it blocked or failed and exits; anything else goes back to get_next_action.
+// logs out and exits (the task stays in progress); cancellation or reassignment of the
+// session's task logs out and exits (the task is no longer the agent's to change); anything
+// else, a block too, goes back to get_next_action, which says to report a block that still
+// holds.
 //
 // Environment: AIPM_AGENT_ID (required), AIPM_PURPOSE (task or chat), AIPM_ROOT (default:
 // the current directory), AIPM_PASSKEY (without it, `aipm mcp` authenticates with the
@@ -141,7 +143,8 @@ func (a *app) cmdSimAgent(args []string) error {
 		return fmt.Errorf("sim-agent: initialize: %w", err)
 	}
 	s := &simAgent{id: id, root: root, out: a.stdout, c: c,
-		jobs: map[string]*simJob{}, byHuman: map[string]*simJob{}, partners: map[string]*simPartner{}}
+		jobs: map[string]*simJob{}, byHuman: map[string]*simJob{}, partners: map[string]*simPartner{},
+		early: map[string][]simMessage{}}
 	return s.run(a.getenv("AIPM_PURPOSE"), a.getenv("AIPM_PASSKEY"))
 }
 
@@ -159,6 +162,9 @@ type simAgent struct {
 	byHuman  map[string]*simJob     // jobs talking to a human by plain messages, by human id
 	queued   []*simJob              // jobs waiting for a partner who is busy with us
 	partners map[string]*simPartner // conversations others started with us, by id
+	// early holds messages of conversations read before their request was taken (a
+	// pending conversation cannot be answered yet), by conversation id.
+	early map[string][]simMessage
 }
 
 // errSimDone ends the run normally: the session is over.
@@ -339,11 +345,12 @@ func (s *simAgent) onInterrupt(ie *simInterrupt) error {
 			if s.purpose != filestore.PurposeTask || (n.TaskID != "" && n.TaskID != s.taskID) {
 				continue // a sub-task: get_next_action says how to go on
 			}
-			result := filestore.ResultBlocked
 			if n.Action == filestore.ActionCancel {
-				result = filestore.ResultFailed
+				// Cancelled or given to another agent: the task is no longer ours to change.
+				return s.logout()
 			}
-			return s.report(result, "stopped ("+n.Action+")"+s.didSoFar())
+			// Blocked: get_next_action says to report it, unless it was unblocked meanwhile.
+			return nil
 		}
 	}
 	return nil
@@ -614,8 +621,15 @@ func (s *simAgent) completionSummary(n *simNext) string {
 }
 
 func (s *simAgent) selectAction(action string) error {
-	if err := s.call("select_action", map[string]any{"action": action}, nil); err != nil {
+	var r struct {
+		Moot string `json:"moot"`
+	}
+	if err := s.call("select_action", map[string]any{"action": action}, &r); err != nil {
 		return err
+	}
+	if r.Moot != "" {
+		s.logf("%s no longer fits: %s", action, r.Moot)
+		return nil
 	}
 	s.logf("selected %s", action)
 	return nil
@@ -981,6 +995,13 @@ func (s *simAgent) chatRound() error {
 	switch n.Action {
 	case "conversation_request":
 		s.partners[n.ConversationID] = &simPartner{kind: simKind(n.Purpose), used: map[string]bool{}}
+		early := s.early[n.ConversationID]
+		delete(s.early, n.ConversationID)
+		for _, m := range early {
+			if err := s.answerPartner(m); err != nil {
+				return err
+			}
+		}
 		return s.readMessages()
 	case "get_pending_messages":
 		return s.readMessages()
@@ -1096,6 +1117,7 @@ func (s *simAgent) endConversation(id string) error {
 // answerPartner answers a message of a conversation another agent started.
 func (s *simAgent) answerPartner(m simMessage) error {
 	p := s.partners[m.ConversationID]
+	fresh := p == nil
 	if p == nil {
 		kind := "ask"
 		if w := simKanaWord(m.Content); w != "" && !strings.ContainsFunc(w, func(r rune) bool { return !simIsKana(r) && r != 'ー' }) {
@@ -1105,7 +1127,7 @@ func (s *simAgent) answerPartner(m simMessage) error {
 		s.partners[m.ConversationID] = p
 	}
 	if p.kind != "shiritori" {
-		return s.send(m.SenderID, s.answer(m.Content))
+		return s.reply(m, s.answer(m.Content), fresh)
 	}
 	heard := simKanaWord(m.Content)
 	p.used[heard] = true
@@ -1115,7 +1137,29 @@ func (s *simAgent) answerPartner(m simMessage) error {
 		return s.endConversation(m.ConversationID)
 	}
 	p.used[w] = true
-	return s.send(m.SenderID, w)
+	return s.reply(m, w, fresh)
+}
+
+// reply answers a partner's message. A conversation this agent has not taken yet may
+// still be pending (its first message was read with other mail before get_next_action
+// offered the request): the refusal then keeps the message for the conversation_request.
+func (s *simAgent) reply(m simMessage, content string, fresh bool) error {
+	err := s.call("send_message", map[string]any{"target_agent_id": m.SenderID, "content": simClip(content, simMaxReply)}, nil)
+	var te *simToolError
+	if errors.As(err, &te) {
+		if fresh && te.Code == "conversation_required_for_ai_to_ai" {
+			s.logf("%s is not accepted yet: answering once it is", m.ConversationID)
+			delete(s.partners, m.ConversationID)
+			s.early[m.ConversationID] = append(s.early[m.ConversationID], m)
+			return nil
+		}
+		s.logf("could not send to %s: %s", m.SenderID, te.Code)
+		return nil
+	}
+	if err == nil {
+		s.logf("→ %s: %s", m.SenderID, simClip(content, 200))
+	}
+	return err
 }
 
 // answer is the sim's answer to a question: what a file it names starts with.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -17,6 +18,64 @@ type statusView struct {
 	// sides); Delegations those not finished (pending or processing).
 	Conversations []*filestore.Conversation `json:"conversations"`
 	Delegations   []*filestore.Delegation   `json:"delegations"`
+	// Failing are the agent processes whose latest start by `aipm run` failed or was
+	// held back: what went wrong and where its output is.
+	Failing []startFailure `json:"failing_starts"`
+}
+
+// startFailure is the latest start for an agent and purpose that failed (or changed
+// nothing and was held back).
+type startFailure struct {
+	AgentID  string `json:"agent_id"`
+	Purpose  string `json:"purpose"`
+	SpawnID  string `json:"spawn_id"`
+	InARow   int    `json:"failures_in_a_row"`
+	Outcome  string `json:"outcome"`
+	ExitCode int    `json:"exit_code"`
+	EndedAt  string `json:"ended_at"`
+	// BackoffUntil is when the coordinator may start it again ("" when not held).
+	BackoffUntil string `json:"backoff_until,omitempty"`
+	Log          string `json:"log"`
+}
+
+// failingStarts looks at each agent's and purpose's spawns, newest last: the latest one
+// counts when it failed or was held back, with how many before it did too.
+func failingStarts(spawns []*filestore.Spawn, now time.Time) []startFailure {
+	type key struct{ agent, purpose string }
+	byKey := map[key][]*filestore.Spawn{}
+	var keys []key
+	for _, sp := range spawns {
+		k := key{sp.AgentID, sp.Purpose}
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+		}
+		byKey[k] = append(byKey[k], sp)
+	}
+	bad := func(sp *filestore.Spawn) bool {
+		return sp.EndedAt != nil && (sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0)
+	}
+	var out []startFailure
+	for _, k := range keys {
+		list := byKey[k]
+		last := list[len(list)-1]
+		if !bad(last) {
+			continue
+		}
+		n := 0
+		for i := len(list) - 1; i >= 0 && bad(list[i]); i-- {
+			n++
+		}
+		f := startFailure{AgentID: k.agent, Purpose: k.purpose, SpawnID: last.ID, InARow: n, Outcome: last.Outcome,
+			EndedAt: last.EndedAt.UTC().Format(time.RFC3339), Log: last.LogPath}
+		if last.ExitCode != nil {
+			f.ExitCode = *last.ExitCode
+		}
+		if last.BackoffUntil != nil && last.BackoffUntil.After(now) {
+			f.BackoffUntil = last.BackoffUntil.UTC().Format(time.RFC3339)
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 type agentStatus struct {
@@ -63,8 +122,12 @@ func (a *app) cmdStatus(args []string) error {
 	if err != nil {
 		return err
 	}
+	spawns, err := s.Spawns()
+	if err != nil {
+		return err
+	}
 	v := statusView{Project: p, TaskCounts: map[string]int{}, LiveSessions: live,
-		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}}
+		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}, Failing: failingStarts(spawns, s.Now())}
 	v.Conversations = append(v.Conversations, convs...)
 	for _, d := range dels {
 		if !d.Finished() {
@@ -139,7 +202,20 @@ func (a *app) cmdStatus(args []string) error {
 		for _, d := range v.Delegations {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.AgentID, d.TargetAgentID, d.Status, orDash(d.TaskID), orDash(d.ConversationID), oneLine(d.Purpose))
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(v.Failing) > 0 {
+		a.printf("\nFailing starts (aipm run backs off: the delay doubles per failure, up to 5 minutes):\n")
+		for _, f := range v.Failing {
+			held := ""
+			if f.BackoffUntil != "" {
+				held = "; next start not before " + f.BackoffUntil
+			}
+			a.printf("  %s/%s: %s (exit code %d) at %s, %d in a row%s; log %s\n", f.AgentID, f.Purpose, f.Outcome, f.ExitCode,
+				f.EndedAt, f.InARow, held, f.Log)
+		}
 	}
 	return nil
 }

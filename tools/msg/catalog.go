@@ -58,8 +58,11 @@ var texts = map[string]text{
 		"Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.",
 		"あなたのタスク %[1]s は %[2]s によってブロックされました（%[3]s）。直ちに作業を中止してください。report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
 	"next.task_cancelled": {
-		"Your task %s was cancelled by %s. Stop working on it now. Call report_completed(result=\"failed\", summary=\"cancelled; <what you did so far>\"); your session then ends.",
-		"あなたのタスク %[1]s は %[2]s によってキャンセルされました。直ちに作業を中止してください。report_completed(result=\"failed\", summary=\"cancelled; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+		"Your task %s was cancelled by %s. Stop working on it now: call logout and exit. Change nothing more; the task tools refuse this session now.",
+		"あなたのタスク %[1]s は %[2]s によってキャンセルされました。直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（タスクを変更するツールはこのセッションを拒否します）。"},
+	"next.task_reassigned": {
+		"Your task %s is now assigned to %s: it is no longer yours. Stop working on it now: call logout and exit. Change nothing more; the task tools refuse this session now.",
+		"タスク %[1]s は %[2]s に割り当て直されたため、もうあなたのタスクではありません。直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（タスクを変更するツールはこのセッションを拒否します）。"},
 	"next.task_done": {
 		"Your task %s is already done (set by %s). Call report_completed(result=\"success\", summary=\"<what you did>\"); your session then ends.",
 		"あなたのタスク %[1]s はすでに完了になっています（%[2]s が設定）。report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。それでセッションは終了します。"},
@@ -185,6 +188,9 @@ var texts = map[string]text{
 	"chat.timeout": {
 		"No message for %s: call logout and exit. You are started again when a message arrives.",
 		"%[1]s の間メッセージがありませんでした。logout を呼び出して終了してください。メッセージが届くと改めて起動されます。"},
+	"chat.idle": {
+		"Nothing to talk about: no unread message, no open conversation or delegation, and no human holds the chat open. Call logout and exit. You are started again when a message arrives.",
+		"話すことはありません（未読メッセージ、進行中の会話・委譲、人間が開いているチャットのいずれもありません）。logout を呼び出して終了してください。メッセージが届くと改めて起動されます。"},
 	"chat.wait": {
 		"Nothing pending. Call get_next_action again right away: it waits for messages. Do not sleep.",
 		"保留中のものはありません。すぐに get_next_action をもう一度呼び出してください。メッセージが届くまで待ちます。sleep はしないでください。"},
@@ -209,7 +215,8 @@ var texts = map[string]text{
 	"change.edited":           {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
 	"change.go_on":            {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
 	"change.reread":           {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
-	"change.stop":             {"Stop working on it now. Call report_completed(result=%q, summary=\"%s; <what you did so far>\"); your session then ends.", "直ちに作業を中止してください。report_completed(result=%[1]q, summary=\"%[2]s; <これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
+	"change.stop_blocked":     {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
+	"change.stop_logout":      {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
 	"change.stop_subtask":     {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
 
 	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
@@ -302,6 +309,7 @@ var texts = map[string]text{
 		"タスク %[1]s をあなたの backlog に追加しました。上位者の承認待ちです" +
 			"（依頼できる人間の上位者はいません。マネージャーが approve_task_request で承認できます）。まだ作業しないでください。"},
 	"select_action.done": {"Call get_next_action.", "get_next_action を呼び出してください。"},
+	"select_action.moot": {"Not selected: the situation changed since get_next_action offered it (see moot). next_action is what to do now; call get_next_action to go on.", "選択されませんでした。get_next_action が提示した後に状況が変わりました（moot を参照）。next_action が現在の指示です。get_next_action を呼び出して続けてください。"},
 	"send_message.done":  {"Sent. Call get_next_action to wait for the answer.", "送信しました。get_next_action を呼び出して返答を待ってください。"},
 	"send_message.last":  {"Sent. That was turn %d of %d: the conversation has ended (max_turns). Call get_next_action.", "送信しました。%[2]d 回中 %[1]d 回目のメッセージだったため、会話は終了しました（max_turns）。get_next_action を呼び出してください。"},
 	"split_task.done":    {"Split done. Call get_next_action.", "分割しました。get_next_action を呼び出してください。"},

@@ -84,6 +84,8 @@ var hints = []translation{
 	{"subtasks_not_finished", "finish or cancel these sub-tasks, then report again", "これらのサブタスクを完了させるかキャンセルしてから、もう一度報告してください"},
 	{"agent_not_active", "assign to an active agent", "有効なエージェントに割り当ててください"},
 	{"task_in_progress", "block the task first, then reassign it", "先にタスクをブロックしてから、割り当て直してください"},
+	{"task_reassigned", "call logout and exit; change nothing (its new assignee gets its own session)", "logout を呼び出して終了してください。何も変更しないでください（新しい担当者には専用のセッションが開始されます）"},
+	{"task_cancelled", "call logout and exit", "logout を呼び出して終了してください"},
 	{"task_finished", "finished tasks keep their assignee", "終了したタスクの担当者は変わりません"},
 	{"task_finished", "a finished task keeps its record; create a new task for further work", "終了したタスクは記録として残ります。さらに作業するなら新しいタスクを作成してください"},
 	{"invalid_argument", "use result success, failed or blocked", "result には success、failed、blocked のいずれかを指定してください"},
