@@ -291,3 +291,26 @@ func TestAgentsCache(t *testing.T) {
 		t.Errorf("removed agent still listed: %d", len(all))
 	}
 }
+
+func TestProjectMemo(t *testing.T) {
+	s := newTestStore(t)
+	p, err := s.Project()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a caller changes in its copy is not what the next caller gets.
+	p.Name = "changed"
+	p.Settings.AgentCommands = map[string]AgentCommand{"x": {Command: []string{"x"}}}
+	if q, _ := s.Project(); q.Name == "changed" || q.Settings.AgentCommands["x"].Command != nil {
+		t.Fatalf("a caller's change leaked into the memo: %+v", q)
+	}
+	// A hand edit in place is read at the next call.
+	data, _ := os.ReadFile(s.path("project.json"))
+	edited := strings.Replace(string(data), `"name": "test"`, `"name": "tset"`, 1)
+	f, _ := os.OpenFile(s.path("project.json"), os.O_WRONLY|os.O_TRUNC, 0)
+	f.WriteString(edited)
+	f.Close()
+	if q, _ := s.Project(); q.Name != "tset" {
+		t.Errorf("hand edit not seen: name %q", q.Name)
+	}
+}

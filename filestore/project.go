@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/aipm/aipm/tools/msg"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -181,12 +182,47 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 }
 
 // Project reads project.json.
+//
+// Nearly every call reads it, so the last one read is kept with the file's identity and
+// handed out again (a copy) while a stat says the file is the same.
 func (s *Store) Project() (*Project, error) {
+	path := s.path("project.json")
+	fi, statErr := os.Stat(path)
+	if statErr == nil {
+		s.projMu.Lock()
+		if s.proj != nil && s.projStamp == stampOf(fi) {
+			p := s.proj.clone()
+			s.projMu.Unlock()
+			return p, nil
+		}
+		s.projMu.Unlock()
+	}
 	var p Project
-	if err := s.readJSON(s.path("project.json"), &p); err != nil {
+	if err := s.readJSON(path, &p); err != nil {
 		return nil, err
 	}
+	if statErr == nil {
+		// Stamped before the read: if the file changed in between, the next stat differs
+		// and the file is read again.
+		s.projMu.Lock()
+		s.proj, s.projStamp = p.clone(), stampOf(fi)
+		s.projMu.Unlock()
+	}
 	return &p, nil
+}
+
+// clone is a deep copy: callers may change what they get.
+func (p *Project) clone() *Project {
+	c := *p
+	if p.Settings.AgentCommands != nil {
+		c.Settings.AgentCommands = make(map[string]AgentCommand, len(p.Settings.AgentCommands))
+		for k, ac := range p.Settings.AgentCommands {
+			ac.Command = slices.Clone(ac.Command)
+			ac.Env = maps.Clone(ac.Env)
+			c.Settings.AgentCommands[k] = ac
+		}
+	}
+	return &c
 }
 
 // ProjectStatusChange is what SetProjectStatus did.

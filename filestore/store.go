@@ -44,6 +44,10 @@ type Store struct {
 	dix     dlgIndex
 	agents  *dirCache[Agent]
 	history *historyIndex
+	// project.json as last read, with the identity of the file it came from.
+	projMu    sync.Mutex
+	proj      *Project
+	projStamp stamp
 	// inboxKeys indexes each agent's notifications.jsonl by notification key.
 	inboxMu   sync.Mutex
 	inboxKeys map[string]*lineIndex

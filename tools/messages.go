@@ -69,14 +69,14 @@ func (s *Server) deriveMessages() {
 	if len(owned) == 0 {
 		return
 	}
-	all, err := s.store.Sessions("")
-	if err != nil {
-		s.log("sessions: %v", err)
-		return
-	}
 	now := s.store.Now()
-	for _, se := range all {
-		if se.Purpose != filestore.PurposeChat || !slices.Contains(owned, se.ID) || !se.Live(now) {
+	for _, id := range owned {
+		se, err := s.store.SessionByID(id)
+		if err != nil {
+			s.log("session %s: %v", id, err)
+			continue
+		}
+		if se.Purpose != filestore.PurposeChat || !se.Live(now) {
 			continue
 		}
 		if err := s.deriveMessagesFor(se); err != nil {

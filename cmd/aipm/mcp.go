@@ -6,6 +6,8 @@ import (
 	"log"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/aipm/aipm/tools"
@@ -23,6 +25,15 @@ func (a *app) cmdMCP(args []string) error {
 	s, err := a.open()
 	if err != nil {
 		return err
+	}
+	// AIPM_CPUPROFILE=dir writes a CPU profile of this server to dir/mcp-<pid>.pprof when
+	// it exits, for looking into the figures of `make bench`.
+	if dir := a.getenv("AIPM_CPUPROFILE"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("mcp-%d.pprof", os.Getpid()))); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer func() { pprof.StopCPUProfile(); f.Close() }()
+			}
+		}
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, "aipm mcp: "+format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
