@@ -19,19 +19,16 @@ type Completion struct {
 
 // InSubtree reports whether id is root or one of root's descendants.
 func (s *Store) InSubtree(root, id string) (bool, error) {
-	if root == id {
-		return true, nil
-	}
-	sub, err := s.Subtree(root)
-	if err != nil {
-		return false, err
-	}
-	for _, t := range sub {
-		if t.ID == id {
-			return true, nil
+	in := root == id
+	err := s.tasks.with(func() {
+		// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
+		seen := map[string]bool{}
+		for cur := s.tasks.get(id); !in && cur != nil && cur.ParentID != "" && !seen[cur.ID]; cur = s.tasks.get(cur.ParentID) {
+			seen[cur.ID] = true
+			in = cur.ParentID == root
 		}
-	}
-	return false, nil
+	})
+	return in, err
 }
 
 // ReportCompleted finishes a task session's work: success moves the session's task to done

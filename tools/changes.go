@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/tools/msg"
@@ -31,7 +32,7 @@ func sigOf(t *filestore.Task) taskSig {
 // sleeps on the hub, so it costs nothing while nothing changes.
 func (s *Server) Run(ctx context.Context) {
 	go s.runMessages(ctx)
-	sub := s.hub.Subscribe("tasks/", "project.json")
+	sub := s.hub.SubscribePaths("tasks/", "project.json")
 	defer sub.Close()
 	for {
 		select {
@@ -39,8 +40,53 @@ func (s *Server) Run(ctx context.Context) {
 			return
 		case <-sub.C:
 		}
-		s.deriveNotifications()
+		s.deriveNotifications(sub.Paths())
 	}
+}
+
+// changedTasks returns the task ids a batch of changed paths names, and false when the
+// batch may hold anything else that matters (the project, a rescan, the directory).
+func changedTasks(paths []string) ([]string, bool) {
+	var ids []string
+	for _, p := range paths {
+		id, ok := strings.CutPrefix(p, "tasks/")
+		if !ok {
+			return nil, false
+		}
+		id, ok = strings.CutSuffix(id, ".json")
+		if !ok || strings.Contains(id, "/") {
+			return nil, false
+		}
+		ids = append(ids, id)
+	}
+	return ids, true
+}
+
+// concerns reports whether a change of the tasks ids can matter to the session: one of
+// them is a task it saw before, or a task of its agent in its task's sub-tree.
+func (s *Server) concerns(se *filestore.Session, ids []string) bool {
+	s.mu.Lock()
+	seen := s.seen[se.ID]
+	for _, id := range ids {
+		if _, ok := seen[id]; ok {
+			s.mu.Unlock()
+			return true
+		}
+	}
+	s.mu.Unlock()
+	tasks, err := s.store.TasksByID(ids)
+	if err != nil {
+		return true
+	}
+	for _, t := range tasks {
+		if t.AssigneeID != se.AgentID {
+			continue
+		}
+		if in, err := s.store.InSubtree(se.TaskID, t.ID); err != nil || in {
+			return true
+		}
+	}
+	return false
 }
 
 // watchedTasks are the tasks a task session works on: its own task and the sub-tasks of it
@@ -72,14 +118,17 @@ func (s *Server) remember(se *filestore.Session) {
 	}
 }
 
-func (s *Server) deriveNotifications() {
+func (s *Server) deriveNotifications(paths []string) {
 	s.mu.Lock()
 	owned := append([]string(nil), s.owned...)
 	s.mu.Unlock()
 	if len(owned) == 0 {
 		return
 	}
-	s.notePause()
+	ids, onlyTasks := changedTasks(paths)
+	if !onlyTasks {
+		s.notePause()
+	}
 	now := s.store.Now()
 	for _, id := range owned {
 		se, err := s.store.SessionByID(id)
@@ -87,7 +136,7 @@ func (s *Server) deriveNotifications() {
 			s.log("session %s: %v", id, err)
 			continue
 		}
-		if se.Purpose != filestore.PurposeTask || !se.Live(now) {
+		if se.Purpose != filestore.PurposeTask || !se.Live(now) || onlyTasks && !s.concerns(se, ids) {
 			continue
 		}
 		if err := s.deriveFor(se); err != nil {

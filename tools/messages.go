@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/aipm/aipm/filestore"
@@ -21,7 +22,7 @@ const messageExcerpt = 200
 
 // runMessages derives message notifications until ctx ends.
 func (s *Server) runMessages(ctx context.Context) {
-	sub := s.hub.Subscribe("agents/")
+	sub := s.hub.SubscribePaths("agents/")
 	defer sub.Close()
 	for {
 		select {
@@ -29,8 +30,28 @@ func (s *Server) runMessages(ctx context.Context) {
 			return
 		case <-sub.C:
 		}
-		s.deriveMessages()
+		s.deriveMessages(mailboxesIn(sub.Paths()))
 	}
+}
+
+// mailboxesIn returns the agents whose mailbox a batch of changed paths names; nil when
+// the batch may hold any mailbox (a rescan, a directory).
+func mailboxesIn(paths []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range paths {
+		rest, ok := strings.CutPrefix(p, "agents/")
+		if !ok {
+			return nil
+		}
+		agent, file, ok := strings.Cut(rest, "/")
+		if !ok || strings.Contains(file, "/") {
+			return nil
+		}
+		if file == "chat.jsonl" {
+			out[agent] = true
+		}
+	}
+	return out
 }
 
 // waitFor marks the session as waiting in get_next_action until the returned func is
@@ -62,11 +83,13 @@ func (s *Server) waitFor(se *filestore.Session) func() {
 	}
 }
 
-func (s *Server) deriveMessages() {
+// deriveMessages looks at the chat sessions this process serves whose agent's mailbox
+// changed (every one of them when mailboxes is nil).
+func (s *Server) deriveMessages(mailboxes map[string]bool) {
 	s.mu.Lock()
 	owned := append([]string(nil), s.owned...)
 	s.mu.Unlock()
-	if len(owned) == 0 {
+	if len(owned) == 0 || mailboxes != nil && len(mailboxes) == 0 {
 		return
 	}
 	now := s.store.Now()
@@ -76,7 +99,7 @@ func (s *Server) deriveMessages() {
 			s.log("session %s: %v", id, err)
 			continue
 		}
-		if se.Purpose != filestore.PurposeChat || !se.Live(now) {
+		if se.Purpose != filestore.PurposeChat || !se.Live(now) || mailboxes != nil && !mailboxes[se.AgentID] {
 			continue
 		}
 		if err := s.deriveMessagesFor(se); err != nil {

@@ -26,6 +26,9 @@ type Sub struct {
 	c        chan struct{}
 	hub      *Hub
 	prefixes []string
+	// record keeps the matching paths for Paths; paths is nil-able only when !record.
+	record bool
+	paths  map[string]struct{}
 }
 
 // Subscribe returns a subscription to changes at or under any of the
@@ -53,6 +56,30 @@ func (h *Hub) Subscribe(prefixes ...string) *Sub {
 	return s
 }
 
+// SubscribePaths is Subscribe for a waiter that also wants to know what changed: Paths
+// returns the matching paths reported since its previous call.
+func (h *Hub) SubscribePaths(prefixes ...string) *Sub {
+	s := h.Subscribe(prefixes...)
+	h.mu.Lock()
+	s.record, s.paths = true, map[string]struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// Paths returns, sorted, the paths that matched since the previous call ("" among them
+// after a Rescan: anything may have changed). It is empty for a Subscribe subscription.
+func (s *Sub) Paths() []string {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	out := make([]string, 0, len(s.paths))
+	for p := range s.paths {
+		out = append(out, p)
+	}
+	clear(s.paths)
+	slices.Sort(out)
+	return out
+}
+
 // Notify wakes every subscription that matches one of paths. The Watcher's
 // batches feed it. So do the process's own writers, which wake local waiters
 // without waiting for inotify.
@@ -60,6 +87,13 @@ func (h *Hub) Notify(paths ...string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs {
+		if s.record {
+			for _, p := range paths {
+				if s.matches([]string{p}) {
+					s.paths[p] = struct{}{}
+				}
+			}
+		}
 		if s.matches(paths) {
 			select {
 			case s.c <- struct{}{}:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,5 +186,29 @@ func TestHubClose(t *testing.T) {
 	h.Notify("a")
 	if woken(sub) {
 		t.Error("closed subscription was woken")
+	}
+}
+
+func TestSubscribePaths(t *testing.T) {
+	var h Hub
+	s := h.SubscribePaths("tasks/", "project.json")
+	defer s.Close()
+	plain := h.Subscribe("tasks/")
+	defer plain.Close()
+	h.Notify("tasks/a.json", "agents/x/chat.jsonl")
+	h.Notify("tasks/b.json", "tasks/a.json")
+	<-s.C
+	if got := strings.Join(s.Paths(), ","); got != "tasks/a.json,tasks/b.json" {
+		t.Errorf("paths = %q", got)
+	}
+	if got := s.Paths(); len(got) != 0 {
+		t.Errorf("paths again = %q, want none", got)
+	}
+	h.Notify("") // a rescan
+	if got := s.Paths(); len(got) != 1 || got[0] != "" {
+		t.Errorf("after a rescan: %q", got)
+	}
+	if got := plain.Paths(); len(got) != 0 {
+		t.Errorf("a plain subscription recorded %q", got)
 	}
 }
