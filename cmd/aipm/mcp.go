@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"syscall"
 
@@ -43,6 +44,11 @@ func (a *app) cmdMCP(args []string) error {
 	hub := &watch.Hub{}
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
+	}
+	// The caches hold the store's entities for the life of the server; a lower GC target
+	// than Go's default keeps its memory near what they need (GOGC in the environment wins).
+	if a.getenv("GOGC") == "" {
+		debug.SetGCPercent(40)
 	}
 	go s.Warm() // read the store into the caches while the client initializes
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
