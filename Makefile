@@ -1,7 +1,7 @@
 # Each target is a command a person could type.
 GO ?= go
 
-.PHONY: test demo bench fuzz update fmt vet build
+.PHONY: test demo bench fuzz update fmt vet build agentclis
 
 # What CI runs: vet, then every test (unit tests and testscript scenarios) with the race detector.
 # atexit_sleep_ms=0: the scenarios start many short-lived server processes, and the race
@@ -38,3 +38,12 @@ fmt:
 
 build:
 	CGO_ENABLED=0 $(GO) build -o bin/aipm ./cmd/aipm
+
+# The real agent CLIs (Claude Code, Codex, Gemini CLI) at the versions pinned in
+# testdata/agentclis/package-lock.json, for the end-to-end scenarios agentcli_*.txtar
+# (they skip when a CLI is missing, except under CI). Install scripts are not run (some
+# would compile native modules the tests never load), except Claude Code's, which puts its
+# native binary in place.
+agentclis:
+	npm ci --prefix testdata/agentclis --ignore-scripts --no-audit --no-fund
+	cd testdata/agentclis && node node_modules/@anthropic-ai/claude-code/install.cjs

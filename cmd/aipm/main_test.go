@@ -41,10 +41,16 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("AIPM_USER", "")
+			if dir := agentCLIDir(); dir != "" {
+				env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
+			}
+			setupModel(env)
 			return setupMCP(env)
 		},
+		Condition: agentCLICondition,
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"mcp":       cmdMCP,
+			"model":     cmdModel,
 			"stdoutvar": cmdStdoutVar,
 		},
 	})
