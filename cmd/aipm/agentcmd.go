@@ -27,7 +27,7 @@ func defaultAgentCommands() map[string]filestore.AgentCommand {
 		},
 		"codex": {
 			Description: "Codex CLI non-interactive, with aipm declared as an MCP server",
-			Command: []string{"codex", "exec", "--full-auto", "--cd", "{workdir}",
+			Command: []string{"codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", "{workdir}",
 				"-c", `mcp_servers.aipm.command="{aipm}"`,
 				"-c", `mcp_servers.aipm.args=["mcp"]`,
 				"-c", `mcp_servers.aipm.env_vars=["AIPM_ROOT","AIPM_AGENT_ID","AIPM_SPAWN_TICKET"]`,

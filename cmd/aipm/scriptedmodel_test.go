@@ -145,6 +145,9 @@ func (m *scriptedModel) close() {
 type smTool struct {
 	Name string
 	Raw  json.RawMessage
+	// Namespace and Short: Codex groups an MCP server's tools in one namespace tool
+	// (mcp__aipm); Name is then Namespace__Short, and a call names both.
+	Namespace, Short string
 }
 
 // smCall is one tool call of the conversation so far, with its result.
@@ -602,17 +605,22 @@ func (m *scriptedModel) openai(w http.ResponseWriter, body []byte) {
 	c := smConv{Text: req.Instructions}
 	for _, raw := range req.Tools {
 		var t struct {
-			Type     string `json:"type"`
-			Name     string `json:"name"`
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
+			Type  string            `json:"type"`
+			Name  string            `json:"name"`
+			Tools []json.RawMessage `json:"tools"`
 		}
 		json.Unmarshal(raw, &t)
-		name := t.Name
-		if name == "" {
-			name = t.Function.Name
+		if t.Type == "namespace" {
+			for _, sub := range t.Tools {
+				var st struct {
+					Name string `json:"name"`
+				}
+				json.Unmarshal(sub, &st)
+				c.Tools = append(c.Tools, smTool{Name: t.Name + "__" + st.Name, Raw: sub, Namespace: t.Name, Short: st.Name})
+			}
+			continue
 		}
+		name := t.Name
 		if name == "" {
 			name = t.Type
 		}
@@ -625,6 +633,7 @@ func (m *scriptedModel) openai(w http.ResponseWriter, body []byte) {
 			Role      string          `json:"role"`
 			Content   json.RawMessage `json:"content"`
 			Name      string          `json:"name"`
+			Namespace string          `json:"namespace"`
 			Arguments string          `json:"arguments"`
 			Input     string          `json:"input"`
 			CallID    string          `json:"call_id"`
@@ -637,8 +646,12 @@ func (m *scriptedModel) openai(w http.ResponseWriter, body []byte) {
 		case "function_call", "custom_tool_call":
 			var args map[string]any
 			json.Unmarshal([]byte(it.Arguments), &args)
+			name := it.Name
+			if it.Namespace != "" {
+				name = it.Namespace + "__" + it.Name
+			}
 			byID[it.CallID] = len(c.Calls)
-			c.Calls = append(c.Calls, smCall{ID: it.CallID, Name: it.Name, Args: args})
+			c.Calls = append(c.Calls, smCall{ID: it.CallID, Name: name, Args: args})
 		case "function_call_output", "custom_tool_call_output":
 			if i, ok := byID[it.CallID]; ok {
 				c.Calls[i].Result = smText(it.Output)
@@ -651,10 +664,13 @@ func (m *scriptedModel) openai(w http.ResponseWriter, body []byte) {
 	m.mu.Unlock()
 	var item map[string]any
 	if step.Tool != "" {
-		custom := false
+		custom, ns, name := false, "", step.Tool
 		for _, t := range c.Tools {
-			if t.Name == step.Tool && strings.Contains(string(t.Raw), `"type":"custom"`) {
-				custom = true
+			if t.Name == step.Tool {
+				custom = strings.Contains(string(t.Raw), `"type":"custom"`)
+				if t.Namespace != "" {
+					ns, name = t.Namespace, t.Short
+				}
 			}
 		}
 		if custom {
@@ -662,8 +678,11 @@ func (m *scriptedModel) openai(w http.ResponseWriter, body []byte) {
 				"input": fmt.Sprint(step.Args["input"]), "status": "completed"}
 		} else {
 			args, _ := json.Marshal(step.Args)
-			item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id, "name": step.Tool,
+			item = map[string]any{"type": "function_call", "id": "fc_" + id, "call_id": "call_" + id, "name": name,
 				"arguments": string(args), "status": "completed"}
+			if ns != "" {
+				item["namespace"] = ns
+			}
 		}
 	} else {
 		item = map[string]any{"type": "message", "id": "msg_" + id, "role": "assistant", "status": "completed",
