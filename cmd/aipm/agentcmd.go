@@ -36,7 +36,7 @@ func defaultAgentCommands() map[string]filestore.AgentCommand {
 		"gemini": {
 			Description: "Gemini CLI in yolo mode; the per-start settings file declares the aipm MCP server",
 			Command:     []string{"gemini", "--yolo", "--allowed-mcp-server-names", "aipm", "-p", "{prompt}"},
-			Env:         map[string]string{"GEMINI_CLI_SYSTEM_SETTINGS_PATH": "{mcp_config}"},
+			Env:         map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
 		},
 		"custom": {
 			Description: "your own program: it gets AIPM_AGENT_ID, AIPM_PURPOSE, AIPM_ROOT and AIPM_PROMPT in its environment and runs `aipm mcp` itself",

@@ -13,6 +13,11 @@ func (a *app) cmdDoctor(args []string) error {
 	if err != nil {
 		return err
 	}
+	cmdProbs, err := agentCommandProblems(s)
+	if err != nil {
+		return err
+	}
+	probs = append(probs, cmdProbs...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -22,7 +27,7 @@ func (a *app) cmdDoctor(args []string) error {
 			a.printf("%s\n", p)
 		}
 		if len(probs) == 0 {
-			a.printf("ok: every file under %s checked, no problems\n", s.Rel(s.Dir()))
+			a.printf("ok: every file under %s and every agent command checked, no problems\n", s.Rel(s.Dir()))
 		}
 	}
 	if len(probs) > 0 {

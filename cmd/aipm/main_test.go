@@ -41,9 +41,9 @@ func TestScripts(t *testing.T) {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("AIPM_USER", "")
-			if dir := agentCLIDir(); dir != "" {
-				env.Setenv("PATH", dir+string(os.PathListSeparator)+env.Getenv("PATH"))
-			}
+			// Where the real agent CLIs are (make agentclis); the agentcli_* scripts put
+			// it on their PATH.
+			env.Setenv("AGENTCLIS", agentCLIDir())
 			setupModel(env)
 			return setupMCP(env)
 		},

@@ -438,9 +438,10 @@ func smFindIn(v any, key string, depth int) map[string]any {
 			}
 		}
 	case string:
-		s := strings.TrimSpace(v)
-		if strings.HasPrefix(s, "{") || strings.HasPrefix(s, "[") {
-			return smFind(s, key)
+		// JSON in a string, possibly wrapped (Gemini CLI: <untrusted_context>…</untrusted_context>)
+		i, j := strings.IndexByte(v, '{'), strings.LastIndexByte(v, '}')
+		if i >= 0 && j > i {
+			return smFind(v[i:j+1], key)
 		}
 	}
 	return nil
@@ -719,7 +720,11 @@ func (m *scriptedModel) gemini(w http.ResponseWriter, body []byte, stream bool) 
 			} `json:"parts"`
 		} `json:"contents"`
 		SystemInstruction json.RawMessage `json:"systemInstruction"`
-		Tools             []struct {
+		GenerationConfig  struct {
+			ResponseJSONSchema map[string]any `json:"responseJsonSchema"`
+			ResponseSchema     map[string]any `json:"responseSchema"`
+		} `json:"generationConfig"`
+		Tools []struct {
 			FunctionDeclarations []json.RawMessage `json:"functionDeclarations"`
 		} `json:"tools"`
 	}
@@ -756,6 +761,16 @@ func (m *scriptedModel) gemini(w http.ResponseWriter, body []byte, stream bool) 
 		}
 	}
 	step := m.decide("gemini", c)
+	// A side request that wants JSON (Gemini CLI's model router, its next-speaker check)
+	// gets an object of the schema's shape.
+	schema := req.GenerationConfig.ResponseJSONSchema
+	if schema == nil {
+		schema = req.GenerationConfig.ResponseSchema
+	}
+	if schema != nil && len(c.Tools) == 0 {
+		out, _ := json.Marshal(smExample(schema))
+		step = smStep{Text: string(out)}
+	}
 	var part map[string]any
 	if step.Tool != "" {
 		part = map[string]any{"functionCall": map[string]any{"name": step.Tool, "args": step.Args}}
@@ -808,4 +823,30 @@ func agentCLICondition(cond string) (bool, error) {
 		return false, fmt.Errorf("agent CLI %s is not installed under testdata/agentclis (CI must run `make agentclis` first)", name)
 	}
 	return false, nil
+}
+
+// smExample is a value of a JSON schema's shape: the first enum value, 10 for numbers,
+// "ok" for strings, every property of an object.
+func smExample(schema map[string]any) any {
+	if e, ok := schema["enum"].([]any); ok && len(e) > 0 {
+		return e[0]
+	}
+	switch t, _ := schema["type"].(string); strings.ToLower(t) {
+	case "object":
+		out := map[string]any{}
+		props, _ := schema["properties"].(map[string]any)
+		for k, v := range props {
+			if ps, ok := v.(map[string]any); ok {
+				out[k] = smExample(ps)
+			}
+		}
+		return out
+	case "array":
+		return []any{}
+	case "integer", "number":
+		return 10
+	case "boolean":
+		return false
+	}
+	return "ok"
 }
