@@ -55,7 +55,7 @@ func getConversationMessagesTool() *tool {
 			mcp.WithDescription("Read what your chat session said and heard: a conversation by id, or the chat with a human by partner_agent_id. Oldest first."),
 			mcp.WithString("conversation_id", mcp.Description("The conversation")),
 			mcp.WithString("partner_agent_id", mcp.Description("Instead of conversation_id: the other side of a chat (e.g. a human)")),
-			mcp.WithNumber("limit", mcp.Description("Last messages to return (default 50, at most 200)")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(filestore.MaxMessageLimit), mcp.Description("Last messages to return (default 50)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {

@@ -26,9 +26,9 @@ func getExecutionLogTool() *tool {
 		def: mcp.NewTool("get_execution_log", opts(readOnly(),
 			mcp.WithDescription("The captured output of one of your runs: the last `tail` lines (default 100), or `limit` lines from `offset`."),
 			mcp.WithString("execution_id", mcp.Required(), mcp.Description("A run from get_my_execution_history")),
-			mcp.WithNumber("tail", mcp.Description("Lines from the end (default 100, max 1000); not with offset")),
-			mcp.WithNumber("offset", mcp.Description("First line, counted from 0")),
-			mcp.WithNumber("limit", mcp.Description("Lines from offset (default 100, max 1000)")),
+			mcp.WithInteger("tail", mcp.Min(1), mcp.Max(1000), mcp.Description("Lines from the end (default 100); not with offset")),
+			mcp.WithInteger("offset", mcp.Min(0), mcp.Description("First line, counted from 0")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(1000), mcp.Description("Lines from offset (default 100)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {

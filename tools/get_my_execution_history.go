@@ -37,7 +37,7 @@ func getMyExecutionHistoryTool() *tool {
 			mcp.WithDescription("Your own task-session runs, newest first (filters apply before the limit)."),
 			mcp.WithString("task_id", mcp.Description("Only runs of this task")),
 			mcp.WithString("status", mcp.Enum(filestore.ExecRunning, filestore.ExecCompleted, filestore.ExecFailed), mcp.Description("Only runs with this status")),
-			mcp.WithNumber("limit", mcp.Description("At most this many (default 10, max 100)")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(100), mcp.Description("At most this many (default 10)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {

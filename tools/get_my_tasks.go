@@ -53,7 +53,7 @@ func getMyTasksTool() *tool {
 		def: mcp.NewTool("get_my_tasks", opts(readOnly(),
 			mcp.WithDescription("Tasks assigned to you, oldest first."),
 			statusParam(),
-			mcp.WithNumber("limit", mcp.Description("At most this many (default 20, max 200)")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(200), mcp.Description("At most this many (default 20)")),
 			mcp.WithString("after", mcp.Description("Page on: the next of the previous answer")),
 			sessionParam(),
 		)...),

@@ -29,7 +29,7 @@ func listTasksTool() *tool {
 			statusParam(),
 			mcp.WithString("assignee_id", mcp.Description("Only tasks assigned to this agent")),
 			mcp.WithString("parent_task_id", mcp.Description("Only direct sub-tasks of this task")),
-			mcp.WithNumber("limit", mcp.Description("At most this many (default 50, max 200)")),
+			mcp.WithInteger("limit", mcp.Min(1), mcp.Max(200), mcp.Description("At most this many (default 50)")),
 			mcp.WithString("after", mcp.Description("Page on: the next of the previous answer")),
 			sessionParam(),
 		)...),

@@ -13,6 +13,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,18 +144,54 @@ func (s *Server) Close(reason string) {
 	}
 }
 
-// visibleTools is what tools/list shows: before authentication every tool (clients that
-// read the list once still learn them all); with a session, only the tools its purpose and
-// hierarchy allow, which keeps the token cost of the list small.
+// visibleTools is what tools/list shows. With a session, only the tools its purpose and
+// hierarchy allow, which keeps the token cost of the list small (many clients send the
+// whole list with every model request). Before authentication in a process aipm run
+// started, the same view for the session its spawn ticket opens: the spawn record names
+// the agent and the purpose, so a client that reads the list once (Codex, for one) pays
+// only for those tools from the first request. Otherwise, before authentication, every
+// tool: a client configured by hand learns them all.
+//
+// A process started with a ticket lists every tool brief (see briefTool): it serves one agent
+// on one connection, and its model pays for the list with every request.
 func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	se, agent := s.currentSession()
 	if se == nil {
+		se, agent = s.ticketView()
+	}
+	if se == nil {
 		return all
 	}
-	return slices.DeleteFunc(all, func(t mcp.Tool) bool {
+	out := slices.DeleteFunc(all, func(t mcp.Tool) bool {
 		ti, ok := s.tools[t.Name]
 		return ok && permits(ti.perm, se, agent) != nil
 	})
+	if s.ticket == "" {
+		return out
+	}
+	for i, t := range out {
+		out[i] = briefTool(t)
+	}
+	return out
+}
+
+// ticketView is the session a spawn ticket will open, as far as the tool list depends on
+// it (purpose and agent), or nil when this process has no ticket or its spawn record
+// cannot be read.
+func (s *Server) ticketView() (*filestore.Session, *filestore.Agent) {
+	id, _, ok := strings.Cut(s.ticket, ".")
+	if s.ticket == "" || !ok {
+		return nil, nil
+	}
+	sp, err := s.store.Spawn(id)
+	if err != nil || sp.EndedAt != nil {
+		return nil, nil
+	}
+	a, err := s.store.Agent(sp.AgentID)
+	if err != nil {
+		return nil, nil
+	}
+	return &filestore.Session{AgentID: a.ID, Purpose: sp.Purpose, TaskID: sp.TaskID}, a
 }
 
 func (s *Server) currentSession() (*filestore.Session, *filestore.Agent) {

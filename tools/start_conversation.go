@@ -27,7 +27,7 @@ func startConversationTool() *tool {
 			mcp.WithString("target_agent_id", mcp.Required(), mcp.Description("An AI agent of the project")),
 			mcp.WithString("purpose", mcp.Description("What the conversation is for; the partner sees it")),
 			mcp.WithString("initial_message", mcp.Description("A first message, sent with the request")),
-			mcp.WithNumber("max_turns", mcp.Description("Messages allowed in both directions (default 20, 2..40)")),
+			mcp.WithInteger("max_turns", mcp.Min(filestore.MinMaxTurns), mcp.Max(filestore.MaxMaxTurns), mcp.Description("Messages allowed in both directions (default 20)")),
 			mcp.WithString("delegation_id", mcp.Description("The delegation this conversation carries out (default: your oldest one in progress for this agent)")),
 			sessionParam(),
 		)...),
