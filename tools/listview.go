@@ -12,21 +12,24 @@ import (
 // briefTool is a tool as a process started by aipm run lists it: what a model needs to pick
 // the tool and fill in its arguments, no more, because many clients send the whole list
 // with every model request. The description is its first sentence; a parameter keeps
-// its type, enum, bounds and the first clause of its description, and loses a
-// description that only repeats its name ("The task"); session_token is left out (one
-// agent per connection needs none). help still gives every tool in full.
+// its type, enum and bounds, a required one the first clause of its description unless
+// that only repeats its name ("The task"); session_token is left out (one agent per
+// connection needs none). help still gives every tool in full.
 func briefTool(t mcp.Tool) mcp.Tool {
 	if b, ok := listBriefs[t.Name]; ok {
 		t.Description = b
 	} else {
 		t.Description = firstSentence(t.Description)
 	}
-	t.InputSchema.Properties = briefProps(t.InputSchema.Properties)
+	t.InputSchema.Properties = briefProps(t.InputSchema.Properties, t.InputSchema.Required)
 	t.InputSchema.Required = slices.DeleteFunc(slices.Clone(t.InputSchema.Required), func(r string) bool { return r == "session_token" })
 	return t
 }
 
-func briefProps(props map[string]any) map[string]any {
+// briefProps keeps every parameter with its type, enum and bounds; only a required one
+// keeps (the first clause of) its description: an optional one the model may leave out
+// is told by its name, and help has the rest.
+func briefProps(props map[string]any, required []string) map[string]any {
 	if props == nil {
 		return nil
 	}
@@ -35,12 +38,12 @@ func briefProps(props map[string]any) map[string]any {
 		if name == "session_token" {
 			continue
 		}
-		out[name] = briefSchema(v)
+		out[name] = briefSchema(v, slices.Contains(required, name))
 	}
 	return out
 }
 
-func briefSchema(v any) any {
+func briefSchema(v any, required bool) any {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return v
@@ -48,7 +51,7 @@ func briefSchema(v any) any {
 	m = maps.Clone(m)
 	if d, ok := m["description"].(string); ok {
 		// an enum says what the value may be
-		if _, enum := m["enum"]; enum {
+		if _, enum := m["enum"]; enum || !required {
 			d = ""
 		}
 		if d = briefParam(d); d == "" {
@@ -58,13 +61,20 @@ func briefSchema(v any) any {
 		}
 	}
 	if p, ok := m["properties"].(map[string]any); ok {
-		m["properties"] = briefProps(p)
+		req, _ := m["required"].([]string)
+		m["properties"] = briefProps(p, req)
 	}
 	if it, ok := m["items"]; ok {
-		m["items"] = briefSchema(it)
+		m["items"] = briefSchema(it, required)
 	}
 	return m
 }
+
+// reference tools are left out of a spawned process's list: each costs the model bytes
+// on every request for what it does not need while it works (its own profile comes with
+// authenticate, help says what a session may do, its runs' logs are for the people who
+// look back). They stay callable, and help describes them.
+var reference = map[string]bool{"get_session_guide": true, "get_my_profile": true, "get_my_execution_history": true, "get_execution_log": true}
 
 // listBriefs are the listed descriptions of the tools whose first sentence is long.
 var listBriefs = map[string]string{

@@ -152,8 +152,9 @@ func (s *Server) Close(reason string) {
 // only for those tools from the first request. Otherwise, before authentication, every
 // tool: a client configured by hand learns them all.
 //
-// A process started with a ticket lists every tool brief (see briefTool): it serves one agent
-// on one connection, and its model pays for the list with every request.
+// A process started with a ticket lists its tools brief (see briefTool) and without the
+// reference tools: it serves one agent on one connection, and its model pays for the
+// list with every request.
 func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	se, agent := s.currentSession()
 	if se == nil {
@@ -169,6 +170,7 @@ func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	if s.ticket == "" {
 		return out
 	}
+	out = slices.DeleteFunc(out, func(t mcp.Tool) bool { return reference[t.Name] })
 	for i, t := range out {
 		out[i] = briefTool(t)
 	}

@@ -55,6 +55,7 @@ type scriptedModel struct {
 	n     int
 	lines []string
 	max   int
+	maxBy map[string]int // by agent/purpose
 	reqs  *os.File
 }
 
@@ -110,6 +111,14 @@ func cmdModel(ts *testscript.TestScript, neg bool, args []string) {
 		defer m.mu.Unlock()
 		for _, l := range m.lines {
 			fmt.Fprintln(ts.Stdout(), l)
+		}
+		whos := make([]string, 0, len(m.maxBy))
+		for w := range m.maxBy {
+			whos = append(whos, w)
+		}
+		sort.Strings(whos)
+		for _, w := range whos {
+			fmt.Fprintf(ts.Stdout(), "%s: at most %d bytes of aipm tool schemas in one request\n", w, m.maxBy[w])
 		}
 		fmt.Fprintf(ts.Stdout(), "requests %d; at most %d bytes of aipm tool schemas in one request\n", m.n, m.max)
 	case "stop":
@@ -241,7 +250,7 @@ func (m *scriptedModel) decide(api string, c smConv) smStep {
 		step = m.policy(c)
 	}
 	if len(c.Tools) > 0 {
-		n, sent, seen := 0, 0, 0
+		n, sent, seen, own := 0, 0, 0, 0
 		for _, t := range c.Tools {
 			if smIsAipm(t.Name) {
 				n++
@@ -253,17 +262,32 @@ func (m *scriptedModel) decide(api string, c smConv) smStep {
 				if c.visible(t) {
 					seen += buf.Len()
 				}
+				own += smClientParams(t.Raw)
 			}
+		}
+		who := "?"
+		if ma := smAgentRe.FindStringSubmatch(c.Text); ma != nil {
+			who = ma[1]
+		}
+		if ma := smPurposeRe.FindStringSubmatch(c.Text); ma != nil {
+			who += "/" + ma[1]
 		}
 		m.mu.Lock()
 		m.n++
 		m.max = max(m.max, sent)
+		if m.maxBy == nil {
+			m.maxBy = map[string]int{}
+		}
+		m.maxBy[who] = max(m.maxBy[who], sent)
 		extra := ""
 		if seen != sent {
 			extra = fmt.Sprintf(" (%d loaded)", seen)
 		}
-		m.lines = append(m.lines, fmt.Sprintf("request %d %s: %d tools, %d aipm tools, %d bytes of aipm tool schemas%s -> %s",
-			m.n, api, len(c.Tools), n, sent, extra, step))
+		if own > 0 {
+			extra += fmt.Sprintf(" (%d without the client's own parameters)", sent-own)
+		}
+		m.lines = append(m.lines, fmt.Sprintf("request %d %s %s: %d tools, %d aipm tools, %d bytes of aipm tool schemas%s -> %s",
+			m.n, api, who, len(c.Tools), n, sent, extra, step))
 		m.mu.Unlock()
 	}
 	return step
@@ -287,7 +311,30 @@ func smBase(name string) string {
 // smMaxRequests bounds a conversation: a worker flow that loops ends with text.
 const smMaxRequests = 60
 
-var smAgentRe = regexp.MustCompile(`You are agent (\S+) \(`)
+var (
+	smAgentRe   = regexp.MustCompile(`You are agent (\S+) \(`)
+	smPurposeRe = regexp.MustCompile(`started for a (\w+) session`)
+)
+
+// smClientParams is the size of the parameters a client adds to every tool of its own
+// (Gemini CLI's wait_for_previous), as they appear in the tool's JSON.
+func smClientParams(raw json.RawMessage) int {
+	var t map[string]any
+	if json.Unmarshal(raw, &t) != nil {
+		return 0
+	}
+	for _, k := range []string{"parametersJsonSchema", "parameters", "input_schema"} {
+		if sch, ok := t[k].(map[string]any); ok {
+			if props, ok := sch["properties"].(map[string]any); ok {
+				if p, ok := props["wait_for_previous"]; ok {
+					b, _ := json.Marshal(map[string]any{"wait_for_previous": p})
+					return len(b) - 1 // the property and its comma
+				}
+			}
+		}
+	}
+	return 0
+}
 
 // policy is the worker: the next step from the calls made and the results seen.
 func (m *scriptedModel) policy(c smConv) smStep {
