@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,4 +149,45 @@ func aipmExecutable() (string, error) {
 		}
 	}
 	return os.Executable()
+}
+
+// failTailLines is how much of a failed start's output aipm run prints.
+const failTailLines = 5
+
+// sayLogTail prints the last lines an agent process wrote and where the rest is, so a
+// start that fails says why (a flag the CLI no longer knows, a missing login) without a
+// look into runtime/spawns/.
+func (c *coordinator) sayLogTail(path string) {
+	for _, l := range lastLines(path, failTailLines) {
+		c.say("  | %s", l)
+	}
+	c.say("  output: %s", c.s.Rel(path))
+}
+
+// lastLines is the last n non-empty lines of a file (of its last 64 KB), nil when it
+// cannot be read.
+func lastLines(path string, n int) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const window = 64 << 10
+	if fi, err := f.Stat(); err == nil && fi.Size() > window {
+		f.Seek(fi.Size()-window, io.SeekStart)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil
+	}
+	var lines []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimRight(l, "\r \t"); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return lines
 }

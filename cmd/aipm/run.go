@@ -652,6 +652,9 @@ func (c *coordinator) exited(ev exitEvent) {
 		msg += "; ended its session(s) " + strings.Join(ended, ", ")
 	}
 	c.say("%s", msg)
+	if (code != 0 || outcome != "exited") && !c.stopping {
+		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
+	}
 
 	if c.stopping {
 		return
