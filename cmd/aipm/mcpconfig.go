@@ -91,8 +91,9 @@ func mcpConfigAdvice(cli, root string) string {
 	switch cli {
 	case "claude":
 		return "Put it in " + filepath.Join(root, ".mcp.json") + " (`aipm mcp-config claude --write` does). Claude Code lists a project's\n" +
-			".mcp.json server as pending approval until you approve it: start `claude` in the project once and accept it,\n" +
-			"or add \"enabledMcpjsonServers\": [\"aipm\"] to .claude/settings.local.json. Check with `claude mcp list`."
+			".mcp.json server as pending approval until the project is trusted and the server approved: start `claude`\n" +
+			"in the project once, accept the trust dialog and the server (or, once trusted, add \"enabledMcpjsonServers\": [\"aipm\"]\n" +
+			"to .claude/settings.local.json). Check with `claude mcp list`."
 	case "gemini":
 		return "Put it in " + filepath.Join(root, ".gemini", "settings.json") + " (`aipm mcp-config gemini --write` does). Gemini CLI\n" +
 			"starts no MCP server in an untrusted folder: trust the project (`gemini trust` in it, or GEMINI_CLI_TRUST_WORKSPACE=true;\n" +
