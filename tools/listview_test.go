@@ -2,6 +2,7 @@ package tools
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -90,4 +91,78 @@ func TestBriefToolKeepsWhatAModelNeeds(t *testing.T) {
 
 func slicesEqual(a, b []string) bool {
 	return strings.Join(a, ",") == strings.Join(b, ",")
+}
+
+func listedNames(tools []mcp.Tool) []string {
+	var out []string
+	for _, t := range tools {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func allTools(s *Server) []mcp.Tool {
+	var all []mcp.Tool
+	for _, t := range s.tools {
+		all = append(all, t.def)
+	}
+	return all
+}
+
+// A process started with a spawn ticket lists its session's tools, brief, before it has
+// authenticated; one configured by hand lists every tool in full.
+func TestTicketListsTheSessionsToolsFromTheStart(t *testing.T) {
+	hand, st := newTestServer(t)
+	if got := len(hand.visibleTools(allTools(hand))); got != len(hand.tools) {
+		t.Errorf("without a ticket %d tools listed, want all %d", got, len(hand.tools))
+	}
+	sp, ticket, err := st.CreateSpawn(filestore.NewSpawn{AgentID: "w1", Purpose: filestore.PurposeTask, AIType: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(st, Options{Logf: t.Logf, SpawnTicket: ticket})
+	listed := s.visibleTools(allTools(s))
+	names := listedNames(listed)
+	for _, want := range []string{"authenticate", "get_next_action", "report_completed", "create_tasks_batch", "help"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("%s is not listed: %v", want, names)
+		}
+	}
+	for _, not := range []string{"send_message", "assign_task", "get_my_profile", "get_execution_log"} {
+		if slices.Contains(names, not) {
+			t.Errorf("%s is listed to a worker's task session", not)
+		}
+	}
+	for _, tl := range listed {
+		if _, ok := tl.InputSchema.Properties["session_token"]; ok {
+			t.Errorf("%s lists session_token", tl.Name)
+		}
+	}
+	// a ticket of an ended spawn (or none that can be read) lists everything, as by hand
+	if _, err := st.EndSpawn(sp.ID, 0, "exited"); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.visibleTools(allTools(s))); got != len(s.tools) {
+		t.Errorf("with an ended spawn's ticket %d tools listed, want all %d", got, len(s.tools))
+	}
+}
+
+// Every numeric parameter the server reads is an integer (optInt refuses 60.5): none is
+// declared "number", and each says its bounds.
+func TestNumericParametersAreBoundedIntegers(t *testing.T) {
+	s, _ := newTestServer(t)
+	for name, tl := range s.tools {
+		for p, v := range tl.def.InputSchema.Properties {
+			m, _ := v.(map[string]any)
+			switch m["type"] {
+			case "number":
+				t.Errorf("%s.%s is declared number; the server accepts integers only", name, p)
+			case "integer":
+				if m["minimum"] == nil {
+					t.Errorf("%s.%s: an integer without its minimum", name, p)
+				}
+			}
+		}
+	}
 }
