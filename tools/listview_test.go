@@ -29,10 +29,10 @@ func TestBriefListBudget(t *testing.T) {
 		hier    string
 		budget  int
 	}{
-		{"worker task", filestore.PurposeTask, filestore.HierarchyWorker, 5300},
-		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 6600},
-		{"worker chat", filestore.PurposeChat, filestore.HierarchyWorker, 5000},
-		{"manager chat", filestore.PurposeChat, filestore.HierarchyManager, 6400},
+		{"worker task", filestore.PurposeTask, filestore.HierarchyWorker, 5600},
+		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 6900},
+		{"worker chat", filestore.PurposeChat, filestore.HierarchyWorker, 5200},
+		{"manager chat", filestore.PurposeChat, filestore.HierarchyManager, 6500},
 	}
 	var names []string
 	for n := range s.tools {

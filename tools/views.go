@@ -91,7 +91,7 @@ type subtaskPage struct {
 func subtaskParams() []mcp.ToolOption {
 	return []mcp.ToolOption{
 		mcp.WithString("subtasks_after", mcp.Description("Page on: the subtasks_next of the previous answer")),
-		mcp.WithNumber("subtasks_limit", mcp.Description("Sub-tasks per page (default 25, max 200)")),
+		mcp.WithInteger("subtasks_limit", mcp.Min(1), mcp.Max(maxSubtaskPage), mcp.Description("Sub-tasks per page (default 25)")),
 	}
 }
 
