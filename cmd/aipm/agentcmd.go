@@ -19,6 +19,14 @@ import (
 // non-interactively on the prompt, with the aipm MCP server declared for it; credentials
 // reach `aipm mcp` through the environment (AIPM_SPAWN_TICKET), never through the prompt.
 // They are starting points: edit project.json to add flags, models or permissions.
+//
+// Each is verified against the real CLI (testdata/agentclis pins the versions; the
+// agentcli_* scenarios run them): Claude Code takes the per-start MCP config; Codex has
+// no --full-auto any more, and takes the server by -c with the spawn's variables passed
+// on; Gemini CLI honours a settings file named by GEMINI_CLI_SYSTEM_SETTINGS_PATH only
+// when root owns it and every directory above it, so it reads the server from the
+// project's .gemini/settings.json (aipm mcp-config gemini --write), and the workspace is
+// trusted by the environment because --skip-trust comes after the settings are loaded.
 func defaultAgentCommands() map[string]filestore.AgentCommand {
 	return map[string]filestore.AgentCommand{
 		"claude": {
@@ -27,7 +35,7 @@ func defaultAgentCommands() map[string]filestore.AgentCommand {
 				"--permission-mode", "acceptEdits", "--allowedTools", "mcp__aipm", "--add-dir", "{workdir}"},
 		},
 		"codex": {
-			Description: "Codex CLI non-interactive, with aipm declared as an MCP server",
+			Description: "Codex CLI non-interactive in the workspace-write sandbox, with aipm declared as an MCP server",
 			Command: []string{"codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", "{workdir}",
 				"-c", `mcp_servers.aipm.command="{aipm}"`,
 				"-c", `mcp_servers.aipm.args=["mcp"]`,
@@ -35,7 +43,7 @@ func defaultAgentCommands() map[string]filestore.AgentCommand {
 				"{prompt}"},
 		},
 		"gemini": {
-			Description: "Gemini CLI in yolo mode; the per-start settings file declares the aipm MCP server",
+			Description: "Gemini CLI in yolo mode in a trusted workspace; the project's .gemini/settings.json declares the aipm MCP server (aipm mcp-config gemini --write)",
 			Command:     []string{"gemini", "--yolo", "--allowed-mcp-server-names", "aipm", "-p", "{prompt}"},
 			Env:         map[string]string{"GEMINI_CLI_TRUST_WORKSPACE": "true"},
 		},
