@@ -15,11 +15,25 @@
 //		"hello from the scripted model").
 //	model report
 //		Print what the model saw: one line per request that listed tools
-//		("request N API: T tools, A aipm tools, B bytes of aipm tool schemas ->
-//		STEP") and a closing line with the largest aipm schema bytes of a
-//		request. Every request body is in $WORK/model/requests.jsonl.
+//		("request N API AGENT/PURPOSE: T tools, A aipm tools, B bytes of aipm
+//		tool schemas -> STEP", the agent and purpose read from aipm's prompt;
+//		B is the compact JSON of the aipm tools as the client sent them, with
+//		"(L loaded)" when Claude Code deferred some, and "(X without the
+//		client's own parameters)" when it added some, as Gemini CLI does),
+//		then for each AGENT/PURPOSE and in all the largest B of a request.
+//		Every request body is in $WORK/model/requests.jsonl.
 //	model stop
 //		Stop the server.
+//
+// A request without tools (a client's side request: a title, Gemini CLI's model router)
+// is answered with "OK", or with an object of the schema it asks for. The worker's steps:
+// authenticate → get_next_action, then by its action: get_task → get_my_task,
+// create_subtasks → create_tasks_batch (one sub-task), start_subtask → update_task_status
+// in_progress, execute_subtask or work → the file (Claude Code's Write, Gemini CLI's
+// write_file, Codex's apply_patch or exec_command) and update_task_status done or
+// report_completed, report_completion → report_completed; get_next_action again after each
+// aipm step. A tool error, an unknown action or a stuck flow (60 requests) ends the turn
+// with text saying so. Claude Code's deferred tools are loaded first with its ToolSearch.
 //
 // The server answers only on the loopback interface and stops with the script.
 package main
@@ -611,9 +625,8 @@ func smText(raw json.RawMessage) string {
 }
 
 type sseWriter struct {
-	w  *bufio.Writer
-	f  http.Flusher
-	hw http.ResponseWriter
+	w *bufio.Writer
+	f http.Flusher
 }
 
 func newSSE(w http.ResponseWriter) *sseWriter {
@@ -621,7 +634,7 @@ func newSSE(w http.ResponseWriter) *sseWriter {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	f, _ := w.(http.Flusher)
-	return &sseWriter{w: bufio.NewWriter(w), f: f, hw: w}
+	return &sseWriter{w: bufio.NewWriter(w), f: f}
 }
 
 // event writes one server-sent event; name "" writes a data-only event.
