@@ -40,7 +40,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -o bin/aipm ./cmd/aipm
 
 # The real agent CLIs (Claude Code, Codex, Gemini CLI) at the versions pinned in
-# testdata/agentclis/package-lock.json, for the end-to-end scenarios agentcli_*.txtar
+# testdata/agentclis/package-lock.json, for the end-to-end scenarios in testdata/e2e/
 # (they skip when a CLI is missing, except under CI). Install scripts are not run (some
 # would compile native modules the tests never load), except Claude Code's, which puts its
 # native binary in place.

@@ -20,7 +20,7 @@ func modelBytes(t mcp.Tool) int {
 
 // The brief list of each session kind a spawn ticket opens stays within its budget: what
 // the model sees of it with every request (clients add their own wrapping, about 110
-// bytes a tool for Codex; the end-to-end scenario agentcli_toolbytes measures that).
+// bytes a tool for Codex; the end-to-end scenario testdata/e2e/toolbytes.txtar measures that).
 func TestBriefListBudget(t *testing.T) {
 	s, _ := newTestServer(t)
 	kinds := []struct {

@@ -21,7 +21,7 @@ import (
 // They are starting points: edit project.json to add flags, models or permissions.
 //
 // Each is verified against the real CLI (testdata/agentclis pins the versions; the
-// agentcli_* scenarios run them): Claude Code takes the per-start MCP config; Codex has
+// testdata/e2e scenarios run them): Claude Code takes the per-start MCP config; Codex has
 // no --full-auto any more, and takes the server by -c with the spawn's variables passed
 // on; Gemini CLI honours a settings file named by GEMINI_CLI_SYSTEM_SETTINGS_PATH only
 // when root owns it and every directory above it, so it reads the server from the

@@ -34,14 +34,25 @@ func aipmTestMain() {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:                 "../../testdata/scripts",
+	testscript.Run(t, scriptParams("../../testdata/scripts"))
+}
+
+// TestAgentCLIs runs the scenarios with the real agent CLIs (testdata/e2e, make
+// agentclis): after TestScripts, not beside it, so that their Node.js and native
+// processes do not load the machine while the timing-sensitive scenarios run.
+func TestAgentCLIs(t *testing.T) {
+	testscript.Run(t, scriptParams("../../testdata/e2e"))
+}
+
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
 		UpdateScripts:       *update,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("AIPM_USER", "")
-			// Where the real agent CLIs are (make agentclis); the agentcli_* scripts put
+			// Where the real agent CLIs are (make agentclis); the testdata/e2e scripts put
 			// it on their PATH.
 			env.Setenv("AGENTCLIS", agentCLIDir())
 			setupModel(env)
@@ -53,7 +64,7 @@ func TestScripts(t *testing.T) {
 			"model":     cmdModel,
 			"stdoutvar": cmdStdoutVar,
 		},
-	})
+	}
 }
 
 // cmdStdoutVar sets an environment variable to the previous command's stdout, trimmed:

@@ -1,6 +1,6 @@
 // The model script command: a scripted model on 127.0.0.1 for the real agent CLIs.
 //
-// Scenarios in testdata/scripts/agentcli_*.txtar start a real agent CLI (Claude Code,
+// Scenarios in testdata/e2e start a real agent CLI (Claude Code,
 // Codex, Gemini CLI) through `aipm run` and point it at this server instead of a hosted
 // model. The server speaks the API each CLI calls — Anthropic Messages (streaming or
 // not), the OpenAI Responses API (streaming), the Gemini API (generateContent and
