@@ -19,8 +19,9 @@ func modelBytes(t mcp.Tool) int {
 }
 
 // The brief list of each session kind a spawn ticket opens stays within its budget: what
-// the model sees of it with every request (clients add their own wrapping, about 110
-// bytes a tool for Codex; the end-to-end scenario testdata/e2e/toolbytes.txtar measures that).
+// the model sees of it with every request. Clients add their own wrapping (Codex about
+// 25 bytes a tool; testdata/e2e/toolbytes.txtar measures what it sends), and the limit
+// is 8 KB a request with it.
 func TestBriefListBudget(t *testing.T) {
 	s, _ := newTestServer(t)
 	kinds := []struct {
@@ -29,10 +30,10 @@ func TestBriefListBudget(t *testing.T) {
 		hier    string
 		budget  int
 	}{
-		{"worker task", filestore.PurposeTask, filestore.HierarchyWorker, 5600},
-		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 6900},
-		{"worker chat", filestore.PurposeChat, filestore.HierarchyWorker, 5200},
-		{"manager chat", filestore.PurposeChat, filestore.HierarchyManager, 6500},
+		{"worker task", filestore.PurposeTask, filestore.HierarchyWorker, 6000},
+		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 7200},
+		{"worker chat", filestore.PurposeChat, filestore.HierarchyWorker, 5600},
+		{"manager chat", filestore.PurposeChat, filestore.HierarchyManager, 7000},
 	}
 	var names []string
 	for n := range s.tools {
