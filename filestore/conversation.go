@@ -313,11 +313,21 @@ func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Convers
 		if f.TaskID != "" {
 			taskSet = keySet(s.cix.byTask, f.TaskID)
 		}
-		set, narrowed := smallest(agentSet, taskSet)
+		var stateSet map[string]struct{}
+		if len(f.States) > 0 {
+			// The states asked for, and those a timeout may still move into them.
+			stateSet = map[string]struct{}{}
+			for _, st := range append(slices.Clone(f.States), ConvPending, ConvActive) {
+				for id := range s.cix.byState[st] {
+					stateSet[id] = struct{}{}
+				}
+			}
+		}
+		set, narrowed := smallest(agentSet, taskSet, stateSet)
 		for _, id := range pick(s.convs, set, narrowed) {
 			cached := s.convs.get(id)
-			if cached == nil {
-				continue
+			if cached == nil || !f.match(cached) && !cached.Live() {
+				continue // neither matches nor can time out into a match
 			}
 			c := cloneConv(cached)
 			if from := k.advance(c); from != "" {

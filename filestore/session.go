@@ -226,7 +226,7 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 			return err
 		}
 		// Likewise a conversation deadline that passed: the file says so from now on.
-		if _, err := s.conversationsLocked(ConversationFilter{AgentID: a.ID}); err != nil {
+		if _, err := s.conversationsLocked(ConversationFilter{AgentID: a.ID, States: []string{ConvPending, ConvActive}}); err != nil {
 			return err
 		}
 		w, err := s.detectWork(a)
@@ -405,7 +405,9 @@ func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
 	if err != nil {
 		return err
 	}
-	convs, _, err := s.scanConversations(k, ConversationFilter{AgentID: a.ID})
+	// Ended conversations are neither requests nor notices.
+	convs, _, err := s.scanConversations(k, ConversationFilter{AgentID: a.ID,
+		States: []string{ConvPending, ConvActive, ConvTerminating, ConvExpired}})
 	if err != nil {
 		return err
 	}
