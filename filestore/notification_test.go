@@ -177,6 +177,26 @@ func TestNotificationKeyDeduplicates(t *testing.T) {
 	other := first
 	other.TargetAgentID = "w2"
 	mustNotify(t, s, other)
+
+	// The key index follows an inbox another process appended to, and one rewritten as a
+	// whole (a merge that dropped the line): the key is then new again.
+	o, err := Open(s.Root(), Options{Now: s.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := first
+	third.Key = "task:tsk_y:status:v1"
+	c := mustNotify(t, o, third)
+	if d, created, _ := s.AddNotification(as("w2"), third); created || d.ID != c.ID {
+		t.Errorf("key appended by another process not found: created=%v", created)
+	}
+	tmp := s.inboxPath("w1") + ".new"
+	lines := bytes.SplitAfter(fileBytes(t, s.inboxPath("w1")), []byte("\n"))
+	os.WriteFile(tmp, lines[1], 0o644) // only the third notification's line
+	os.Rename(tmp, s.inboxPath("w1"))
+	if _, created, _ := s.AddNotification(as("w2"), first); !created {
+		t.Error("a key gone from a rewritten inbox still counted as present")
+	}
 }
 
 func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
