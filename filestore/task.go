@@ -323,14 +323,12 @@ type NewTask struct {
 // CreateTask creates a task under the rules of SPEC §4.3: the parent, the assignee and every
 // dependency must exist; the creator is the real actor.
 func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
-	s.warmTasks()
+	// A new task's rules look only at its parent and dependencies: read from their
+	// files, so a command creating a task does not load the project's every task.
 	var t *Task
 	err := s.locked(func() error {
-		all, err := s.taskSetLocked()
-		if err != nil {
-			return err
-		}
-		t, err = s.newTask(actor, n, all)
+		var err error
+		t, err = s.newTask(actor, n, fileTasks{s})
 		if err != nil {
 			return err
 		}
@@ -477,13 +475,15 @@ type StatusChange struct {
 // the reason and blocks the unfinished descendants; → cancelled cancels them. The actor is
 // recorded as status_changed_by and in the history.
 func (s *Store) SetTaskStatus(actor Actor, id, to, reason string) (*StatusChange, error) {
-	s.warmTasks()
+	// Only some changes look at other tasks than the dependencies (read from their files):
+	// done and the cascades at the sub-tree, a top-level start at the assignee's tasks.
+	// Those bring the index up to date before taking the lock.
+	if cur, err := s.Task(id); err == nil && (to != StatusInProgress || cur.ParentID == "") {
+		s.warmTasks()
+	}
 	var ch *StatusChange
 	err := s.locked(func() error {
-		all, err := s.taskSetLocked()
-		if err != nil {
-			return err
-		}
+		var all taskSet = fileTasks{s}
 		t, err := s.Task(id) // not from the index: a corrupt file must surface as an error
 		if err != nil {
 			return err

@@ -100,6 +100,28 @@ func (s *Store) taskSetLocked() (taskSet, error) {
 	return cachedTasks{s}, nil
 }
 
+// fileTasks is a taskSet that reads each task it is asked for from its file and answers
+// the set questions from the index (brought up to date from the journal; loaded at the
+// first such question). For rules that mostly look at a few named tasks.
+type fileTasks struct{ s *Store }
+
+func (f fileTasks) task(id string) *Task {
+	t, err := f.s.Task(id)
+	if err != nil {
+		return nil
+	}
+	return t
+}
+
+func (f fileTasks) sets() cachedTasks {
+	f.s.tasks.sync(false, func() {})
+	return cachedTasks{f.s}
+}
+
+func (f fileTasks) children(id string) []*Task        { return f.sets().children(id) }
+func (f fileTasks) assignedTo(agentID string) []*Task { return f.sets().assignedTo(agentID) }
+func (f fileTasks) dependentsOf(id string) []*Task    { return f.sets().dependentsOf(id) }
+
 // warmTasks brings the task cache up to date before a task write takes the store lock.
 func (s *Store) warmTasks() {
 	s.tasks.with(func() {})
