@@ -242,6 +242,14 @@ func TestEventsTail(t *testing.T) {
 	if evs, total, _ := s.EventsTail(b.ID, -1); total != 3 || evs[2].Change != "note" {
 		t.Errorf("B's history = %+v", evs)
 	}
+	// A line longer than the index reads at once, and one still being written.
+	f, _ = os.OpenFile(s.path("events.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	fmt.Fprintf(f, "{\"at\":\"2026-01-02T00:00:00Z\",\"entity\":\"task\",\"id\":%q,\"change\":\"long\",\"reason\":%q}\n", b.ID, strings.Repeat("r", 600<<10))
+	fmt.Fprintf(f, "{\"id\": %q, \"change\": \"torn", b.ID)
+	f.Close()
+	if evs, total, _ := s.EventsTail(b.ID, 1); total != 4 || evs[0].Change != "long" || len(evs[0].Reason) != 600<<10 {
+		t.Errorf("after a long line: total %d", total)
+	}
 	// The history rewritten as a whole (a merge): indexed again from the top.
 	lines, _ := readLines(s.path("events.jsonl"), 0)
 	var keep []string

@@ -162,26 +162,37 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
 		h.byID, h.off, h.ino = map[string][]int64{}, 0, ino
 	}
-	if fi.Size() > h.off {
-		buf := make([]byte, fi.Size()-h.off)
+	// In chunks: the first look at a long history must not hold all of it in memory.
+	const chunk = 256 << 10
+	buf := make([]byte, 0, chunk)
+	for h.off < fi.Size() {
+		want := min(int64(cap(buf)), fi.Size()-h.off)
+		buf = buf[:want]
 		n, err := f.ReadAt(buf, h.off)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return nil, err
 		}
-		buf = buf[:n]
-		pos := h.off
+		data, pos := buf[:n], h.off
 		for {
-			i := bytes.IndexByte(buf, '\n')
+			i := bytes.IndexByte(data, '\n')
 			if i < 0 {
-				break // a torn or unfinished last line: next time
+				break
 			}
-			if eid := h.key(buf[:i]); eid != "" {
+			if eid := h.key(data[:i]); eid != "" {
 				h.byID[eid] = append(h.byID[eid], pos)
 			}
 			pos += int64(i) + 1
-			buf = buf[i+1:]
+			data = data[i+1:]
 		}
-		h.off = pos
+		switch {
+		case pos > h.off:
+			h.off = pos
+		case int64(n) < want || h.off+int64(n) >= fi.Size():
+			// A torn or unfinished last line: next time.
+			return slices.Clone(h.byID[id]), nil
+		default:
+			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
+		}
 	}
 	return slices.Clone(h.byID[id]), nil
 }
