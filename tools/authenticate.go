@@ -72,6 +72,7 @@ func (s *Server) authenticate(c *call) (any, error) {
 	s.mu.Lock()
 	s.current = res.Token
 	s.owned = append(s.owned, se.ID)
+	s.ownedAs[se.ID] = ownedSession{agent: se.AgentID, purpose: se.Purpose, taskID: se.TaskID}
 	s.mu.Unlock()
 	s.remember(se)
 	// The response to a now-authenticated agent carries the envelope's notification field.

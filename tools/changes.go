@@ -64,9 +64,9 @@ func changedTasks(paths []string) ([]string, bool) {
 
 // concerns reports whether a change of the tasks ids can matter to the session: one of
 // them is a task it saw before, or a task of its agent in its task's sub-tree.
-func (s *Server) concerns(se *filestore.Session, ids []string) bool {
+func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool {
 	s.mu.Lock()
-	seen := s.seen[se.ID]
+	seen := s.seen[sessionID]
 	for _, id := range ids {
 		if _, ok := seen[id]; ok {
 			s.mu.Unlock()
@@ -79,10 +79,10 @@ func (s *Server) concerns(se *filestore.Session, ids []string) bool {
 		return true
 	}
 	for _, t := range tasks {
-		if t.AssigneeID != se.AgentID {
+		if t.AssigneeID != agentID {
 			continue
 		}
-		if in, err := s.store.InSubtree(se.TaskID, t.ID); err != nil || in {
+		if in, err := s.store.InSubtree(taskID, t.ID); err != nil || in {
 			return true
 		}
 	}
@@ -120,9 +120,9 @@ func (s *Server) remember(se *filestore.Session) {
 
 func (s *Server) deriveNotifications(paths []string) {
 	s.mu.Lock()
-	owned := append([]string(nil), s.owned...)
+	served := len(s.owned)
 	s.mu.Unlock()
-	if len(owned) == 0 {
+	if served == 0 {
 		return
 	}
 	ids, onlyTasks := changedTasks(paths)
@@ -130,13 +130,16 @@ func (s *Server) deriveNotifications(paths []string) {
 		s.notePause()
 	}
 	now := s.store.Now()
-	for _, id := range owned {
+	for id, o := range s.ownedFor(filestore.PurposeTask) {
+		if onlyTasks && !s.concerns(id, o.agent, o.taskID, ids) {
+			continue
+		}
 		se, err := s.store.SessionByID(id)
 		if err != nil {
 			s.log("session %s: %v", id, err)
 			continue
 		}
-		if se.Purpose != filestore.PurposeTask || !se.Live(now) || onlyTasks && !s.concerns(se, ids) {
+		if !se.Live(now) {
 			continue
 		}
 		if err := s.deriveFor(se); err != nil {

@@ -86,20 +86,20 @@ func (s *Server) waitFor(se *filestore.Session) func() {
 // deriveMessages looks at the chat sessions this process serves whose agent's mailbox
 // changed (every one of them when mailboxes is nil).
 func (s *Server) deriveMessages(mailboxes map[string]bool) {
-	s.mu.Lock()
-	owned := append([]string(nil), s.owned...)
-	s.mu.Unlock()
-	if len(owned) == 0 || mailboxes != nil && len(mailboxes) == 0 {
+	if mailboxes != nil && len(mailboxes) == 0 {
 		return
 	}
 	now := s.store.Now()
-	for _, id := range owned {
+	for id, o := range s.ownedFor(filestore.PurposeChat) {
+		if mailboxes != nil && !mailboxes[o.agent] {
+			continue
+		}
 		se, err := s.store.SessionByID(id)
 		if err != nil {
 			s.log("session %s: %v", id, err)
 			continue
 		}
-		if se.Purpose != filestore.PurposeChat || !se.Live(now) || mailboxes != nil && !mailboxes[se.AgentID] {
+		if !se.Live(now) {
 			continue
 		}
 		if err := s.deriveMessagesFor(se); err != nil {

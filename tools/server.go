@@ -68,6 +68,7 @@ type Server struct {
 	mu      sync.Mutex
 	current string                        // token of the connection's current session
 	owned   []string                      // session ids opened by this process
+	ownedAs map[string]ownedSession       // what does not change of them, for derivations
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
 	waiting map[string]int                // sessions waiting in get_next_action (a message wakes them)
 	msgSeen map[string]string             // per owned chat session: the newest message it was told of
@@ -101,7 +102,7 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
-		waiting: map[string]int{}, msgSeen: map[string]string{}}
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
@@ -123,6 +124,22 @@ func New(store *filestore.Store, o Options) *Server {
 		s.mcp.AddTool(t.def, s.envelope(t))
 	}
 	return s
+}
+
+// ownedSession is what a session opened by this process is for, fixed at authenticate.
+type ownedSession struct{ agent, purpose, taskID string }
+
+// ownedFor returns the sessions this process opened for a purpose, and what they are for.
+func (s *Server) ownedFor(purpose string) map[string]ownedSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]ownedSession{}
+	for _, id := range s.owned {
+		if o, ok := s.ownedAs[id]; ok && o.purpose == purpose {
+			out[id] = o
+		}
+	}
+	return out
 }
 
 // MCP returns the mcp-go server to serve over stdio.
