@@ -143,7 +143,7 @@ func (f TaskFilter) match(t *Task) bool {
 func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 	var out []*Task
 	err := s.tasks.with(func() {
-		out = s.collectLocked(s.candidatesLocked(f, nil))
+		out = s.collectLocked(s.candidatesLocked(f))
 		out = slices.DeleteFunc(out, func(t *Task) bool { return !f.match(t) })
 	})
 	return out, err
@@ -151,30 +151,24 @@ func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 
 // candidatesLocked is the smallest indexed set that holds every task matching f; all
 // (lazily built) when nothing narrows it.
-func (s *Store) candidatesLocked(f TaskFilter, all map[string]struct{}) map[string]struct{} {
-	var best map[string]struct{}
-	found := false
-	try := func(set map[string]struct{}) {
-		if !found || len(set) < len(best) {
-			best, found = set, true
-		}
-	}
+func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
+	var sets []map[string]struct{}
 	if f.ParentID != "" {
-		try(s.tix.kids[f.ParentID])
+		sets = append(sets, keySet(s.tix.kids, f.ParentID))
 	}
 	if f.TopLevel {
-		try(s.tix.kids[""])
+		sets = append(sets, keySet(s.tix.kids, ""))
 	}
 	if f.AssigneeID != "" {
-		try(s.tix.assigned[f.AssigneeID])
+		sets = append(sets, keySet(s.tix.assigned, f.AssigneeID))
 	}
 	if f.Status != "" {
-		try(s.tix.byStatus[f.Status])
+		sets = append(sets, keySet(s.tix.byStatus, f.Status))
 	}
-	if found {
+	if best, ok := smallest(sets...); ok {
 		return best
 	}
-	all = make(map[string]struct{}, len(s.tasks.ents))
+	all := make(map[string]struct{}, len(s.tasks.ents))
 	for id, e := range s.tasks.ents {
 		if e.v != nil {
 			all[id] = struct{}{}
@@ -198,7 +192,7 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 	out := &TaskPage{}
 	err := s.tasks.with(func() {
 		var ids []string
-		for id := range s.candidatesLocked(f, nil) {
+		for id := range s.candidatesLocked(f) {
 			if t := s.tasks.get(id); t != nil && f.match(t) {
 				ids = append(ids, id)
 			}

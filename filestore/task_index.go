@@ -10,17 +10,14 @@ import (
 // the tasks that depend on a task. It is kept in step by the tasks cache and guarded by
 // its mutex.
 type taskIndex struct {
-	kids       map[string]map[string]struct{} // parent id ("" = top level) → child ids
-	assigned   map[string]map[string]struct{} // assignee id → task ids
-	byStatus   map[string]map[string]struct{} // status → task ids
-	dependents map[string]map[string]struct{} // dependency id → ids of tasks that depend on it
+	kids       idIndex // parent id ("" = top level) → child ids
+	assigned   idIndex // assignee id → task ids
+	byStatus   idIndex // status → task ids
+	dependents idIndex // dependency id → ids of tasks that depend on it
 }
 
 func (x *taskIndex) reset() {
-	x.kids = map[string]map[string]struct{}{}
-	x.assigned = map[string]map[string]struct{}{}
-	x.byStatus = map[string]map[string]struct{}{}
-	x.dependents = map[string]map[string]struct{}{}
+	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}}
 }
 
 func setAdd(m map[string]map[string]struct{}, k, id string) {
