@@ -138,21 +138,6 @@ func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, s
 		}
 		return false
 	}
-	if !waitFor(func() bool { return inProgress("Compute the result") }) {
-		return "the calc sub-task never started"
-	}
-	if _, err := s.SendMessage(owner, filestore.SendRequest{To: "manager", Content: "How is it going?"}); err != nil {
-		return "chat: " + err.Error()
-	}
-	say("owner asks the manager in chat: How is it going?")
-	if !waitFor(func() bool { return inProgress("Write the report") }) {
-		return "the report sub-task never started"
-	}
-	time.Sleep(500 * time.Millisecond) // into the worker's 2 s of writing
-	if _, err := s.SetProjectStatus(owner, filestore.ProjectPaused); err != nil {
-		return "pause: " + err.Error()
-	}
-	say("owner pauses the project: running agents are interrupted, nothing new starts")
 	liveTask := func() bool {
 		live, _ := s.LiveSessions("worker-gen")
 		for _, se := range live {
@@ -162,6 +147,23 @@ func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, s
 		}
 		return false
 	}
+	if !waitFor(func() bool { return inProgress("Compute the result") }) {
+		return "the calc sub-task never started"
+	}
+	if _, err := s.SendMessage(owner, filestore.SendRequest{To: "manager", Content: "How is it going?"}); err != nil {
+		return "chat: " + err.Error()
+	}
+	say("owner asks the manager in chat: How is it going?")
+	// The worker's session on it is live: the pause then finds it at work, however slowly
+	// the machine started it.
+	if !waitFor(func() bool { return inProgress("Write the report") && liveTask() }) {
+		return "the report sub-task never started"
+	}
+	time.Sleep(500 * time.Millisecond) // into the worker's 2 s of writing
+	if _, err := s.SetProjectStatus(owner, filestore.ProjectPaused); err != nil {
+		return "pause: " + err.Error()
+	}
+	say("owner pauses the project: running agents are interrupted, nothing new starts")
 	if !waitFor(func() bool { return !liveTask() }) {
 		return "the worker did not stop on pause"
 	}
