@@ -227,26 +227,33 @@ func (s *Store) loadTasks() (map[string]*Task, error) {
 	return out, err
 }
 
-// Subtree returns the task's descendants (not the task itself), in breadth-first order.
-func (s *Store) Subtree(id string) ([]*Task, error) {
-	var out []*Task
-	err := s.tasks.with(func() {
-		seen := map[string]bool{id: true}
-		queue := []string{id}
-		for len(queue) > 0 {
-			cur := queue[0]
-			queue = queue[1:]
-			for _, c := range s.collectLocked(s.tix.kids[cur]) {
-				if seen[c.ID] { // a hand-edited parent cycle must not loop forever
-					continue
-				}
-				seen[c.ID] = true
-				out = append(out, c)
-				queue = append(queue, c.ID)
+// walkSubtreeLocked calls fn with each of the task's descendants (not the task itself),
+// breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
+// holds the tasks cache's mutex; fn must not keep the task it is given.
+func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
+	seen := map[string]bool{id: true}
+	queue := []string{id}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		var level []string
+		for k := range s.tix.kids[cur] {
+			if !seen[k] && s.tasks.get(k) != nil {
+				seen[k] = true
+				level = append(level, k)
 			}
 		}
-	})
-	return out, err
+		sort.Strings(level)
+		for _, k := range level {
+			fn(s.tasks.get(k))
+			queue = append(queue, k)
+		}
+	}
+}
+
+// Subtree returns the task's descendants (not the task itself), in breadth-first order.
+func (s *Store) Subtree(id string) ([]*Task, error) {
+	return s.SubtreeWhere(id, func(*Task) bool { return true })
 }
 
 // SubtreeWhere returns the task's descendants for which keep is true, breadth first,
@@ -254,26 +261,11 @@ func (s *Store) Subtree(id string) ([]*Task, error) {
 func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) {
 	var out []*Task
 	err := s.tasks.with(func() {
-		seen := map[string]bool{id: true}
-		queue := []string{id}
-		for len(queue) > 0 {
-			cur := queue[0]
-			queue = queue[1:]
-			var level []string
-			for k := range s.tix.kids[cur] {
-				if !seen[k] && s.tasks.get(k) != nil {
-					seen[k] = true
-					level = append(level, k)
-				}
+		s.walkSubtreeLocked(id, func(t *Task) {
+			if keep(t) {
+				out = append(out, cloneTask(t))
 			}
-			sort.Strings(level)
-			for _, k := range level {
-				if t := s.tasks.get(k); keep(t) {
-					out = append(out, cloneTask(t))
-				}
-				queue = append(queue, k)
-			}
-		}
+		})
 	})
 	return out, err
 }
@@ -282,21 +274,7 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
 	err := s.tasks.with(func() {
-		seen := map[string]bool{id: true}
-		queue := []string{id}
-		for len(queue) > 0 {
-			cur := queue[0]
-			queue = queue[1:]
-			for k := range s.tix.kids[cur] {
-				t := s.tasks.get(k)
-				if t == nil || seen[k] {
-					continue
-				}
-				seen[k] = true
-				out[t.Status]++
-				queue = append(queue, k)
-			}
-		}
+		s.walkSubtreeLocked(id, func(t *Task) { out[t.Status]++ })
 	})
 	return out, err
 }

@@ -129,19 +129,8 @@ func (s *Server) deriveNotifications(paths []string) {
 	if !onlyTasks {
 		s.notePause()
 	}
-	now := s.store.Now()
-	for id, o := range s.ownedFor(filestore.PurposeTask) {
-		if onlyTasks && !s.concerns(id, o.agent, o.taskID, ids) {
-			continue
-		}
-		se, err := s.store.SessionByID(id)
-		if err != nil {
-			s.log("session %s: %v", id, err)
-			continue
-		}
-		if !se.Live(now) {
-			continue
-		}
+	concerned := func(id string, o ownedSession) bool { return !onlyTasks || s.concerns(id, o.agent, o.taskID, ids) }
+	for _, se := range s.served(filestore.PurposeTask, concerned) {
 		if err := s.deriveFor(se); err != nil {
 			s.log("notifications for %s: %v", se.ID, err)
 		}

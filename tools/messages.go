@@ -89,19 +89,8 @@ func (s *Server) deriveMessages(mailboxes map[string]bool) {
 	if mailboxes != nil && len(mailboxes) == 0 {
 		return
 	}
-	now := s.store.Now()
-	for id, o := range s.ownedFor(filestore.PurposeChat) {
-		if mailboxes != nil && !mailboxes[o.agent] {
-			continue
-		}
-		se, err := s.store.SessionByID(id)
-		if err != nil {
-			s.log("session %s: %v", id, err)
-			continue
-		}
-		if !se.Live(now) {
-			continue
-		}
+	changed := func(_ string, o ownedSession) bool { return mailboxes == nil || mailboxes[o.agent] }
+	for _, se := range s.served(filestore.PurposeChat, changed) {
 		if err := s.deriveMessagesFor(se); err != nil {
 			s.log("message notifications for %s: %v", se.ID, err)
 		}

@@ -129,14 +129,30 @@ func New(store *filestore.Store, o Options) *Server {
 // ownedSession is what a session opened by this process is for, fixed at authenticate.
 type ownedSession struct{ agent, purpose, taskID string }
 
-// ownedFor returns the sessions this process opened for a purpose, and what they are for.
-func (s *Server) ownedFor(purpose string) map[string]ownedSession {
+// served returns the live sessions of a purpose that this process opened and want
+// accepts. want decides from what does not change of a session, before its file is read.
+func (s *Server) served(purpose string, want func(id string, o ownedSession) bool) []*filestore.Session {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]ownedSession{}
+	ids := map[string]ownedSession{}
 	for _, id := range s.owned {
 		if o, ok := s.ownedAs[id]; ok && o.purpose == purpose {
-			out[id] = o
+			ids[id] = o
+		}
+	}
+	s.mu.Unlock()
+	var out []*filestore.Session
+	now := s.store.Now()
+	for id, o := range ids {
+		if !want(id, o) {
+			continue
+		}
+		se, err := s.store.SessionByID(id)
+		if err != nil {
+			s.log("session %s: %v", id, err)
+			continue
+		}
+		if se.Live(now) {
+			out = append(out, se)
 		}
 	}
 	return out
