@@ -246,7 +246,7 @@ func (s *Store) recentSenders(agentID string, n int) ([]string, error) {
 // the window and a last line without newline (a write in progress) are left out. A missing
 // file has no lines.
 func readTail(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

@@ -17,8 +17,11 @@ import (
 // fsync, rename, then fsync of the directory so the rename itself is durable.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	dir, base := filepath.Split(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ensureDir(dir); err != nil {
 		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
@@ -88,7 +91,7 @@ func cleanTemp(dir string, now time.Time) {
 // readJSON decodes the entity at path into v. A file that does not decode becomes a
 // *CorruptError naming the line, so the caller refuses to overwrite a hand-broken file.
 func (s *Store) readJSON(path string, v any) error {
-	data, err := os.ReadFile(path)
+	data, err := readFileSafe(path, maxEntityFile)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path"
 	"runtime"
 	"strings"
 	"sync"
@@ -312,20 +311,12 @@ func (s *Store) journalPath() string { return s.path(JournalPath) }
 // error of the write.
 func (s *Store) noteWrite(rel string) {
 	p := s.journalPath()
-	if fi, err := os.Stat(p); err == nil && fi.Size() > journalMax {
-		tmp := p + ".new"
-		if os.WriteFile(tmp, nil, 0o644) == nil {
-			os.Rename(tmp, p)
-		}
+	if fi, err := os.Lstat(p); err == nil && fi.Size() > journalMax {
+		writeFileAtomic(p, nil, 0o644)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) && os.MkdirAll(path.Dir(p), 0o755) == nil {
-			f, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-		}
-		if err != nil {
-			return
-		}
+		return
 	}
 	f.Write([]byte(rel + "\n"))
 	f.Close()
@@ -337,7 +328,7 @@ func (s *Store) pullJournal() {
 	j := &s.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	f, err := os.Open(s.journalPath())
+	f, err := openRead(s.journalPath(), 0)
 	if err != nil {
 		if !j.started {
 			j.started = true

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,6 +27,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Lin
 // hand edit can leave), torn JSONL tails and undecodable lines. It changes nothing.
 func (s *Store) Check() ([]Problem, error) {
 	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}}
+	c.links()
 	c.project()
 	c.agentsDir()
 	c.tasksDir()
@@ -71,9 +73,21 @@ func (c *checker) add(path string, line int, format string, args ...any) {
 	c.out = append(c.out, Problem{Path: c.s.Rel(path), Line: line, Problem: fmt.Sprintf(format, args...)})
 }
 
+// links reports every symbolic link and special file under .ai-pm: the store never
+// follows or opens them, so each is a problem to remove.
+func (c *checker) links() {
+	filepath.WalkDir(c.s.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Type().IsRegular() {
+			return nil
+		}
+		c.add(path, 1, "%s: aipm never follows links or opens special files under %s; remove it", kindOf(d.Type()), DirName)
+		return nil
+	})
+}
+
 // decode reads path into v, reporting a problem and returning nil data when it fails.
 func (c *checker) decode(path string, v any) []byte {
-	data, err := os.ReadFile(path)
+	data, err := readFileSafe(path, maxEntityFile)
 	if err != nil {
 		c.add(path, 1, "cannot read: %v", err)
 		return nil
@@ -284,7 +298,7 @@ func (c *checker) taskRules() {
 // jsonl checks every complete line of a JSONL file with fn (which returns a problem or "")
 // and reports a torn last line.
 func (c *checker) jsonl(path string, fn func([]byte) string) {
-	data, err := os.ReadFile(path)
+	data, err := readFileSafe(path, maxJSONLFile)
 	if err != nil {
 		if !os.IsNotExist(err) {
 			c.add(path, 1, "cannot read: %v", err)

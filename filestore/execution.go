@@ -152,7 +152,7 @@ func (s *Store) ExecutionLog(id string, tail, offset, limit int) (*LogPage, erro
 	}
 	path := s.path("executions", id+".log")
 	page := &LogPage{Path: s.Rel(path), Lines: []string{}}
-	data, err := os.ReadFile(path)
+	data, err := readFileSafe(path, maxJSONLFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

@@ -83,7 +83,7 @@ func (s *Store) EventsTail(id string, n int) ([]Event, int, error) {
 	if n >= 0 && n < len(offs) {
 		offs = offs[len(offs)-n:]
 	}
-	f, err := os.Open(s.path("events.jsonl"))
+	f, err := openRead(s.path("events.jsonl"), 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, 0, nil
@@ -146,7 +146,7 @@ func newHistoryIndex() *lineIndex { return &lineIndex{key: eventID} }
 func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f, err := os.Open(path)
+	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			h.byID, h.off, h.ino = nil, 0, 0

@@ -19,10 +19,7 @@ func appendLine(path string, v any, durable bool) error {
 		return err
 	}
 	line = append(line, '\n')
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644)
+	f, err := openSafe(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644, maxJSONLFile)
 	if err != nil {
 		return err
 	}
@@ -90,7 +87,7 @@ type Line struct {
 // without '\n' is a write in progress or a crash leftover: it is neither returned nor
 // skipped past, so a later read picks it up once it is finished.
 func readLines(path string, offset int64) ([]Line, error) {
-	f, err := os.Open(path)
+	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil
@@ -101,6 +98,9 @@ func readLines(path string, offset int64) ([]Line, error) {
 	// A negative offset (a hand-edited cursor) means the start; line numbers and Next stay
 	// true byte positions.
 	offset = max(offset, 0)
+	if fi, err := f.Stat(); err == nil && fi.Size()-offset > maxJSONLFile {
+		return nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
+	}
 	if offset > 0 {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			return nil, err

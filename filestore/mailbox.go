@@ -457,7 +457,7 @@ func (s *Store) UnansweredSender(agentID string) (string, error) {
 // for the part it visits, not for the mailbox's whole history. A last line without '\n' (a
 // write in progress or a crash's leftover) is not a line yet and is skipped.
 func scanBack(path string, fn func(line []byte) bool) error {
-	f, err := os.Open(path)
+	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil

@@ -290,7 +290,7 @@ func (s *Store) notificationByKey(agentID, key string) (*Notification, error) {
 	if err != nil || len(offs) == 0 {
 		return nil, err
 	}
-	f, err := os.Open(path)
+	f, err := openRead(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +450,7 @@ func (s *Store) inboxCheck(agentID string, off int64) (string, error) {
 	if off == 0 {
 		return "", nil
 	}
-	f, err := os.Open(s.inboxPath(agentID))
+	f, err := openRead(s.inboxPath(agentID), 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", nil
@@ -638,7 +638,7 @@ func (sum *NotificationSummary) count(typ string) {
 
 // notificationAt decodes the notification on the inbox line starting at pos.
 func (s *Store) notificationAt(se *Session, pos int64) (*Notification, error) {
-	f, err := os.Open(s.inboxPath(se.AgentID))
+	f, err := openRead(s.inboxPath(se.AgentID), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -60,3 +60,7 @@ func fileIno(fi os.FileInfo) uint64 {
 	}
 	return 0
 }
+
+// openNoFollow are the open flags that refuse a link at the final component and keep a
+// named pipe from blocking the open.
+const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

@@ -148,7 +148,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 			return err
 		}
 		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns"} {
-			if err := os.MkdirAll(s.path(d), 0o755); err != nil {
+			if err := ensureDir(s.path(d)); err != nil {
 				return err
 			}
 		}

@@ -112,7 +112,7 @@ func (s *Store) latestChatRecord(agentID string) latestChat {
 // writeLatestChatLocked writes the agent's latest-chat record. The caller holds the lock.
 func (s *Store) writeLatestChatLocked(l latestChat) error {
 	p := s.latestChatPath(l.AgentID)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	if err := ensureDir(filepath.Dir(p)); err != nil {
 		return err
 	}
 	return writeJSON(p, l, 0o600)
@@ -146,7 +146,7 @@ func (s *Store) writeSessionLocked(se *Session) error {
 	if se.State != SessionEnded {
 		return writeJSON(s.sessionPath(se.ID), se, 0o600)
 	}
-	if err := os.MkdirAll(filepath.Dir(s.endedSessionPath(se.ID)), 0o755); err != nil {
+	if err := ensureDir(filepath.Dir(s.endedSessionPath(se.ID))); err != nil {
 		return err
 	}
 	if err := writeJSON(s.endedSessionPath(se.ID), se, 0o600); err != nil {

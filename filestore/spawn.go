@@ -252,12 +252,12 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
 }
 
 func copyFile(src, dst string) error {
-	in, err := os.Open(src)
+	in, err := openRead(src, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	out, err := openSafe(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)
 	if err != nil {
 		return err
 	}

@@ -99,12 +99,12 @@ func Open(root string, opts Options) (*Store, error) {
 // modification time of runtime/locks/temp-swept.lock.
 func (s *Store) sweepTemp() {
 	marker := s.path("runtime", "locks", "temp-swept.lock")
-	if fi, err := os.Stat(marker); err == nil && s.Now().Sub(fi.ModTime()) < time.Minute {
+	if fi, err := os.Lstat(marker); err == nil && s.Now().Sub(fi.ModTime()) < time.Minute {
 		return
 	}
 	cleanTemp(s.dir, s.Now())
-	if err := os.MkdirAll(filepath.Dir(marker), 0o755); err == nil {
-		os.WriteFile(marker, nil, 0o644)
+	if f, err := openSafe(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
+		f.Close()
 	}
 }
 
@@ -153,8 +153,11 @@ func (s *Store) locked(fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lockPath := s.path("runtime", "locks", "store.lock")
-	if err := os.MkdirAll(filepath.Dir(lockPath), 0o755); err != nil {
+	if err := ensureDir(filepath.Dir(lockPath)); err != nil {
 		return err
+	}
+	if fi, err := os.Lstat(lockPath); err == nil && !fi.Mode().IsRegular() {
+		return &UnsafePathError{Path: s.Rel(lockPath), Problem: kindOf(fi.Mode())}
 	}
 	lk := flock.New(lockPath, flock.SetPermissions(0o644))
 	if err := lk.Lock(); err != nil {

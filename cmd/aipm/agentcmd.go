@@ -102,10 +102,17 @@ func renderSpawn(ac filestore.AgentCommand, v spawnVars, ticket, spawnID, config
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(configDir, 0o755); err != nil {
+		if err := filestore.EnsureDir(configDir); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(plan.MCPConfig, append(data, '\n'), 0o600); err != nil {
+		f, err := filestore.OpenFile(plan.MCPConfig, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err == nil {
+			_, err = f.Write(append(data, '\n'))
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -175,7 +182,7 @@ func (c *coordinator) sayLogTail(path string) {
 // lastLines is the last n non-empty lines of a file (of its last 64 KB), nil when it
 // cannot be read.
 func lastLines(path string, n int) []string {
-	f, err := os.Open(path)
+	f, err := filestore.OpenRead(path)
 	if err != nil {
 		return nil
 	}

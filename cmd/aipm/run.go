@@ -37,8 +37,11 @@ func (a *app) cmdRun(args []string) error {
 	}
 	// One coordinator per project: two would each start the same agent.
 	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
-	if err := os.MkdirAll(filepath.Dir(lk.Path()), 0o755); err != nil {
+	if err := filestore.EnsureDir(filepath.Dir(lk.Path())); err != nil {
 		return err
+	}
+	if fi, err := os.Lstat(lk.Path()); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file: remove it (aipm never follows links under .ai-pm)", s.Rel(lk.Path()))
 	}
 	ok, err := lk.TryLock()
 	if err != nil {
@@ -544,7 +547,7 @@ func (c *coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", aiType(ag), err))
 		return false
 	}
-	log, err := os.OpenFile(c.s.SpawnLogPath(sp.ID), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	log, err := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID))
 	if err != nil {
 		fail(sp, err)
 		return false

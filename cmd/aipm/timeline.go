@@ -53,7 +53,7 @@ func (t *timeline) poll() {
 }
 
 func (t *timeline) newLines(path string) [][]byte {
-	f, err := os.Open(path)
+	f, err := filestore.OpenRead(path)
 	if err != nil {
 		return nil
 	}

@@ -1,0 +1,188 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// A cloned repository is untrusted input: everything under .ai-pm may come from a
+// stranger's commit. The store therefore never follows a link there. Every open for
+// reading, appending or replacing checks each directory between the .ai-pm directory and
+// the file with Lstat (a handful of calls) and opens the file itself with O_NOFOLLOW, then
+// checks that what it opened is a regular file of a sane size.
+
+// Size limits by kind of file. A file over its limit is refused, never read into memory.
+const (
+	maxEntityFile = 4 << 20   // one JSON entity (task, agent, conversation, ...)
+	maxJSONLFile  = 256 << 20 // a JSONL log (mailbox, events, notifications)
+)
+
+// UnsafePathError is a link or a non-regular file where the store expects a plain file or
+// directory.
+type UnsafePathError struct {
+	Path    string
+	Problem string
+}
+
+func (e *UnsafePathError) Error() string {
+	return fmt.Sprintf("%s is %s: aipm never follows links or opens special files under %s; remove it (git rm it if it is committed) and run `aipm doctor`", e.Path, e.Problem, DirName)
+}
+
+// TooLargeError is a file far larger than its kind ever is.
+type TooLargeError struct {
+	Path  string
+	Size  int64
+	Limit int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit for such a file: it is refused rather than read into memory; inspect it and move it out of %s", e.Path, e.Size, e.Limit, DirName)
+}
+
+// storeBase returns the index in path just past its last ".ai-pm" component, or -1 when
+// the path is not under a store directory.
+func storeBase(path string) int {
+	sep := string(filepath.Separator)
+	marker := sep + DirName
+	i := strings.LastIndex(path, marker+sep)
+	if i < 0 {
+		if strings.HasSuffix(path, marker) {
+			return len(path)
+		}
+		return -1
+	}
+	return i + len(marker)
+}
+
+func kindOf(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
+}
+
+// checkDirs verifies that the .ai-pm directory and every directory below it down to dir
+// are real directories. With create, missing ones are made (one level at a time, so a
+// link is never followed to make them); without, a missing one is os.ErrNotExist.
+func checkDirs(dir string, create bool) error {
+	dir = filepath.Clean(dir)
+	b := storeBase(dir)
+	if b < 0 {
+		if create {
+			return os.MkdirAll(dir, 0o755)
+		}
+		return nil
+	}
+	p := dir[:b]
+	rest := strings.Split(strings.TrimPrefix(dir[b:], string(filepath.Separator)), string(filepath.Separator))
+	for i := -1; i < len(rest); i++ {
+		if i >= 0 {
+			if rest[i] == "" {
+				continue
+			}
+			p = filepath.Join(p, rest[i])
+		}
+		fi, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) && create {
+			if err = os.Mkdir(p, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+				fi, err = os.Lstat(p)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if !fi.IsDir() {
+			return &UnsafePathError{Path: relToRepo(p), Problem: kindOf(fi.Mode())}
+		}
+	}
+	return nil
+}
+
+// relToRepo names a path from the repository root (the directory holding .ai-pm).
+func relToRepo(p string) string {
+	if b := storeBase(p); b >= 0 {
+		return filepath.ToSlash(p[b-len(DirName):])
+	}
+	return p
+}
+
+// openSafe opens path with flag, refusing links and non-regular files at the path and in
+// the directories between .ai-pm and it. limit > 0 refuses a file larger than limit.
+func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, error) {
+	if err := checkDirs(filepath.Dir(path), flag&os.O_CREATE != 0); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, flag|openNoFollow, perm)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+			return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+	}
+	if limit > 0 && fi.Size() > limit {
+		f.Close()
+		return nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size(), Limit: limit}
+	}
+	return f, nil
+}
+
+// openRead opens a store file for reading (see openSafe).
+func openRead(path string, limit int64) (*os.File, error) {
+	return openSafe(path, os.O_RDONLY, 0, limit)
+}
+
+// readFileSafe is os.ReadFile through openSafe.
+func readFileSafe(path string, limit int64) ([]byte, error) {
+	f, err := openRead(path, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
+
+// ensureDir is os.MkdirAll for directories under .ai-pm, refusing links on the way.
+func ensureDir(dir string) error { return checkDirs(dir, true) }
+
+// ReadFile reads a file under .ai-pm the way the store does: no links followed, no
+// special files, nothing over limit bytes.
+func ReadFile(path string, limit int64) ([]byte, error) { return readFileSafe(path, limit) }
+
+// OpenAppend opens a file under .ai-pm for appending the way the store does.
+func OpenAppend(path string) (*os.File, error) {
+	return openSafe(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
+}
+
+// EnsureDir makes a directory under .ai-pm, refusing links on the way.
+func EnsureDir(dir string) error { return ensureDir(dir) }
+
+// OpenRead opens a file under .ai-pm for reading the way the store does.
+func OpenRead(path string) (*os.File, error) { return openRead(path, 0) }
+
+// OpenFile opens a file under .ai-pm with flag and perm the way the store does.
+func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
+	return openSafe(path, flag, perm, 0)
+}
