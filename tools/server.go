@@ -71,7 +71,10 @@ type Server struct {
 	ownedAs map[string]ownedSession       // what does not change of them, for derivations
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
 	waiting map[string]int                // sessions waiting in get_next_action (a message wakes them)
-	msgSeen map[string]string             // per owned chat session: the newest message it was told of
+	// polls holds a slot per long-poll in progress: a wait beyond MaxWaits answers at once,
+	// so waits never occupy the transport's whole worker pool.
+	polls   chan struct{}
+	msgSeen map[string]string // per owned chat session: the newest message it was told of
 
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
@@ -102,7 +105,7 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
-		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}}
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, polls: make(chan struct{}, MaxWaits)}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}

@@ -42,6 +42,15 @@ const (
 	maxWaitSeconds     = 50
 )
 
+// MaxWaits is how many long-polls one server holds at once. The stdio transport runs tool
+// calls on a pool of WorkerPool goroutines; a wait beyond MaxWaits answers at once (as with
+// timeout_seconds 0), so however many waits a client leaves outstanding, the pool keeps
+// WorkerPool-MaxWaits workers for every other call.
+const (
+	MaxWaits   = 8
+	WorkerPool = 64
+)
+
 // waitSeconds reads timeout_seconds: default 30, at most 50, 0 = answer at once.
 func (c *call) waitSeconds() (time.Duration, error) {
 	n, err := c.optInt("timeout_seconds", defaultWaitSeconds)
@@ -64,6 +73,12 @@ func (c *call) longPoll(ctx context.Context, timeout time.Duration, prefixes []s
 	// An interrupt for this session ends the wait at once (the envelope then answers with
 	// its notice).
 	prefixes = append(prefixes, "agents/"+c.agent.ID+"/notifications.jsonl")
+	select {
+	case c.srv.polls <- struct{}{}:
+		defer func() { <-c.srv.polls }()
+	default:
+		timeout = 0
+	}
 	sub := c.srv.hub.Subscribe(prefixes...)
 	defer sub.Close()
 	deadline := time.NewTimer(timeout)

@@ -56,6 +56,7 @@ func (a *app) cmdMCP(args []string) error {
 	go tools.KeepConversations(ctx, s, hub, logf)
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))
+	server.WithWorkerPoolSize(tools.WorkerPool)(ss)
 	err = ss.Listen(ctx, a.stdin, a.stdout)
 	reason := "stdin_closed"
 	if ctx.Err() != nil {

@@ -34,9 +34,9 @@
 //	mcp go NAME TOOL [JSON-ARGS] [-save VAR=PATH]... [-timeout D]
 //		Start the same call in the background and print nothing, so the
 //		script can go on to act through another client (a long poll).
-//		At most one background call per client.
+//		Several may be pending on one client.
 //	mcp wait NAME [-save VAR=PATH]...
-//		Wait for the background call of NAME and report it exactly like
+//		Wait for the oldest background call of NAME and report it exactly like
 //		mcp call, including ! and -save (both the go and the wait -save
 //		pairs apply). After mcp kill or mcp stop of NAME, the call fails
 //		with "transport error: ..." and only ! mcp wait accepts that.
@@ -153,11 +153,11 @@ type mcpClient struct {
 	cmd    *exec.Cmd
 	c      *client.Client
 	tap    *mcpTap
-	stdout *os.File       // read end of the server's stdout; ours to close
-	stderr mcpSyncBuffer  // everything the server wrote to stderr
-	exited chan struct{}  // closed once cmd.Wait has returned
-	closed bool           // the connection was closed (stop, kill, cleanup)
-	bg     *mcpBackground // the call started by mcp go, if any
+	stdout *os.File         // read end of the server's stdout; ours to close
+	stderr mcpSyncBuffer    // everything the server wrote to stderr
+	exited chan struct{}    // closed once cmd.Wait has returned
+	closed bool             // the connection was closed (stop, kill, cleanup)
+	bg     []*mcpBackground // the calls started by mcp go, oldest first
 }
 
 // mcpBackground is a call started by mcp go and collected by mcp wait.
@@ -193,10 +193,10 @@ func (st *mcpState) cleanup() {
 	}
 	wg.Wait()
 	for _, cl := range st.all {
-		if cl.bg != nil {
+		for _, bg := range cl.bg {
 			// The connection is closed, so the call has already
 			// returned or is about to.
-			<-cl.bg.done
+			<-bg.done
 		}
 		if s := cl.stderr.String(); s != "" {
 			if len(s) > mcpLogTail {
@@ -255,28 +255,25 @@ func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
 			cl.report(ts, neg, out, "mcp call "+name+" "+pos[0], res, err, fl["save"])
 			return
 		}
-		if cl.bg != nil {
-			ts.Fatalf("mcp go %s: a background call (%s) is already pending; mcp wait %s first", name, cl.bg.tool, name)
-		}
 		cl.startBackground(ts, pos[0], argsJSON, timeout, fl["save"])
 	case "wait":
 		pos, fl := mcpFlags(ts, verb, rest, true, "save")
 		if len(pos) != 0 {
 			ts.Fatalf("usage: mcp wait NAME [-save VAR=PATH]...")
 		}
-		bg := cl.bg
-		if bg == nil {
+		if len(cl.bg) == 0 {
 			ts.Fatalf("mcp wait %s: no background call; start one with mcp go", name)
 		}
 		// The call's own context ends at the deadline; the margin only
 		// matters if mcp-go ever failed to honour it. On that failure bg
 		// stays in place for the cleanup to wait for.
+		bg := cl.bg[0]
 		select {
 		case <-bg.done:
 		case <-time.After(time.Until(bg.deadline) + 5*time.Second):
 			ts.Fatalf("mcp wait %s: background call %s did not return", name, bg.tool)
 		}
-		cl.bg = nil
+		cl.bg = cl.bg[1:]
 		cl.report(ts, neg, out, "mcp wait "+name+" ("+bg.tool+")", bg.res, bg.err, append(bg.saves, fl["save"]...))
 	case "list", "tools":
 		mcpNoArgs(ts, verb, rest)
@@ -451,7 +448,7 @@ func (cl *mcpClient) callTool(ts *testscript.TestScript, tool, argsJSON string, 
 func (cl *mcpClient) startBackground(ts *testscript.TestScript, tool, argsJSON string, timeout time.Duration, saves []string) {
 	req := mcpRequest(ts, tool, argsJSON)
 	bg := &mcpBackground{tool: tool, saves: saves, deadline: time.Now().Add(timeout), done: make(chan struct{})}
-	cl.bg = bg
+	cl.bg = append(cl.bg, bg)
 	c := cl.c
 	go func() {
 		// Bounded by the deadline, and sooner by closing the connection.
