@@ -76,7 +76,25 @@ func (s *Store) readAgent(id string) (*Agent, error) {
 		}
 		return nil, err
 	}
+	a.Hierarchy = s.checkedHierarchy(&a)
 	return &a, nil
+}
+
+// checkedHierarchy is the hierarchy an agent file may claim: only project.json's owner,
+// a human, is the owner. Another agent claiming owner (a hand edit, or a stranger's
+// commit) is treated as a worker if it is an AI and as a manager if it is a human, so no
+// authorization check honours the claim; doctor reports it.
+func (s *Store) checkedHierarchy(a *Agent) string {
+	if a.Hierarchy != HierarchyOwner {
+		return a.Hierarchy
+	}
+	if a.Type == AgentHuman {
+		if p, err := s.Project(); err == nil && p.OwnerID == a.ID {
+			return HierarchyOwner
+		}
+		return HierarchyManager
+	}
+	return HierarchyWorker
 }
 
 // Member returns the agent if it belongs to the project: its agent.json exists and it is
@@ -177,6 +195,9 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 	}
 	if !slices.Contains([]string{HierarchyOwner, HierarchyManager, HierarchyWorker}, n.Hierarchy) {
 		return nil, "", newErr(ErrInvalid, "invalid_argument", "use owner, manager or worker", "invalid hierarchy %q", clip(n.Hierarchy))
+	}
+	if n.Hierarchy == HierarchyOwner && n.Type == AgentHuman {
+		return nil, "", newErr(ErrInvalid, "invalid_argument", "make the human a manager; the project's one owner is owner_id in project.json", "the project already has its owner")
 	}
 	if n.Hierarchy == HierarchyOwner && n.Type != AgentHuman {
 		return nil, "", newErr(ErrInvalid, "invalid_argument", "owners are humans; make the AI agent a manager", "an owner must be a human agent")

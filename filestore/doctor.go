@@ -165,6 +165,9 @@ func (c *checker) agentsDir() {
 		if !slices.Contains([]string{HierarchyOwner, HierarchyManager, HierarchyWorker}, a.Hierarchy) {
 			c.add(path, keyLine(data, "hierarchy"), "invalid hierarchy %q (want owner, manager or worker)", a.Hierarchy)
 		}
+		if a.Hierarchy == HierarchyOwner && c.s.checkedHierarchy(&a) != HierarchyOwner {
+			c.add(path, keyLine(data, "hierarchy"), "claims to be the owner, but only the project's owner (owner_id in project.json, a human) is; it is treated as a %s: set its hierarchy to manager or worker", c.s.checkedHierarchy(&a))
+		}
 		if !slices.Contains([]string{AgentActive, AgentInactive, AgentSuspended}, a.Status) {
 			c.add(path, keyLine(data, "status"), "invalid status %q (want active, inactive or suspended)", a.Status)
 		}
