@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"slices"
+	"strings"
 )
 
 // requesterWindow is how many of the assignee's most recent received messages are searched
@@ -23,6 +23,9 @@ type TaskRequest struct {
 	Description string
 	Priority    string // default medium
 	ParentID    string
+	// RequestMessageID names the message in which the requester asked for this task; without
+	// it, one of the recent messages must be it.
+	RequestMessageID string
 }
 
 // RequestResult is what RequestTask did: the new task and the human ancestors of the
@@ -61,14 +64,14 @@ func (s *Store) RequestTask(actor Actor, requesterID string, r TaskRequest) (*Re
 			return err
 		}
 		if requesterID != actor.ID {
-			senders, err := s.recentSenders(actor.ID, requesterWindow)
+			asked, err := s.askedFor(actor.ID, requesterID, r.Title, r.RequestMessageID)
 			if err != nil {
 				return err
 			}
-			if !slices.Contains(senders, requesterID) {
+			if !asked {
 				return newErr(ErrUnauthorized, "unverified_requester",
-					"name as requester someone who asked you for this in a message, or omit requester_id to request it yourself (it then waits for approval)",
-					"agent %s has not asked agent %s for anything in its last %d received messages", requesterID, actor.ID, requesterWindow)
+					"name as requester someone who asked you for this task in a message (its title in their words, or request_message_id naming that message), or omit requester_id to request it yourself (it then waits for approval)",
+					"agent %s has not asked agent %s for %q in its last %d received messages", requesterID, actor.ID, clip(r.Title), requesterWindow)
 			}
 		}
 		all, err := s.taskSetLocked()
@@ -241,6 +244,41 @@ func (s *Store) recentSenders(agentID string, n int) ([]string, error) {
 	}
 	return out, nil
 }
+
+// askedFor reports whether one of the agent's last requesterWindow received messages (or
+// the one named msgID) is from requesterID and asks for the task titled title: its
+// content holds the title, compared without regard to case or spacing. Any message from
+// the requester is no proof: a greeting must not approve a task in the greeter's name.
+func (s *Store) askedFor(agentID, requesterID, title, msgID string) (bool, error) {
+	want := normText(title)
+	if want == "" {
+		return true, nil // no title: newTask refuses the request for that
+	}
+	data, err := readTail(s.mailboxPath(agentID), int64(requesterWindow)*40_000)
+	if err != nil {
+		return false, err
+	}
+	for n := 0; len(data) > 0 && n < requesterWindow; {
+		i := bytes.LastIndexByte(data[:len(data)-1], '\n')
+		line := data[i+1:]
+		data = data[:i+1]
+		var m Message
+		if json.Unmarshal(line, &m) != nil || !m.received(agentID) || m.SenderID == SystemSender {
+			continue
+		}
+		n++
+		if m.SenderID != requesterID || (msgID != "" && m.ID != msgID) {
+			continue
+		}
+		if strings.Contains(normText(m.Content), want) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// normText lowercases s and collapses its runs of white space to one space.
+func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 
 // readTail returns the complete lines within the last limit bytes of a file: a line cut by
 // the window and a last line without newline (a write in progress) are left out. A missing

@@ -62,6 +62,9 @@ func mailbox(t *testing.T, s *Store, id string) []Message {
 
 func mustRequest(t *testing.T, s *Store, assignee, requester, title string) *RequestResult {
 	t.Helper()
+	if requester != "" && requester != assignee {
+		say(t, s, requester, assignee, "please: "+title)
+	}
 	res, err := s.RequestTask(Actor{ID: assignee, Via: ViaTool}, requester, TaskRequest{Title: title})
 	if err != nil {
 		t.Fatalf("RequestTask(%s for %s): %v", assignee, requester, err)
@@ -394,5 +397,35 @@ func TestApproveNeedsAssignee(t *testing.T) {
 	tk := mustTask(t, s, NewTask{Title: "orphan", Approval: ApprovalPending})
 	if _, err := s.ApproveTask(human, tk.ID); code(err) != "assignee_required" {
 		t.Errorf("approve unassigned: got %q, want assignee_required", code(err))
+	}
+}
+
+func TestRequesterProofMustAskForTheTask(t *testing.T) {
+	s := approvalStore(t)
+	say(t, s, "lead", "w3", "good morning")
+	w3 := Actor{ID: "w3", Via: ViaTool}
+	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production"}); code(err) != "unverified_requester" {
+		t.Errorf("a greeting as proof: got %q, want unverified_requester", code(err))
+	}
+	say(t, s, "lead", "w3", "Please  DEPLOY to production tonight")
+	// the message named by id must be the one that asked
+	msgs, _, _ := s.Unread("w3")
+	var greeting, ask string
+	for _, m := range msgs {
+		if m.Content == "good morning" {
+			greeting = m.ID
+		} else {
+			ask = m.ID
+		}
+	}
+	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: greeting}); code(err) != "unverified_requester" {
+		t.Errorf("the greeting named by id: got %q, want unverified_requester", code(err))
+	}
+	res, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: ask})
+	if err != nil || res.Task.Approval != ApprovalApproved {
+		t.Fatalf("the asking message: %v", err)
+	}
+	if res, err := s.RequestTask(w3, "lead", TaskRequest{Title: "deploy to production"}); err != nil || res.Task.ApprovedBy != "lead" {
+		t.Errorf("the asking message found by title: %v", err)
 	}
 }

@@ -28,8 +28,9 @@ func requestTaskTool() *tool {
 			mcp.WithString("description", mcp.Description("What to do, in detail")),
 			mcp.WithString("priority", mcp.Enum(filestore.Priorities...), mcp.Description("Default medium")),
 			mcp.WithString("parent_task_id", mcp.Description("Make it a sub-task of this existing task")),
-			mcp.WithString("requester_id", mcp.Description("Who asked for it; they must have messaged you recently. "+
+			mcp.WithString("requester_id", mcp.Description("Who asked for it; one of their recent messages to you must ask for it by its title. "+
 				"Default: in a chat session the last person who messaged you, in a task session yourself")),
+			mcp.WithString("request_message_id", mcp.Description("The id of the requester's message that asked for this task")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -46,6 +47,9 @@ func requestTaskTool() *tool {
 				return nil, err
 			}
 			if r.ParentID, err = c.optString("parent_task_id"); err != nil {
+				return nil, err
+			}
+			if r.RequestMessageID, err = c.optString("request_message_id"); err != nil {
 				return nil, err
 			}
 			requester, err := c.optString("requester_id")

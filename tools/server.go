@@ -366,6 +366,13 @@ func (s *Server) resolve(c *call) error {
 	if err != nil {
 		return err
 	}
+	// A token is bound to its holder: the process that opened the session (for a spawned
+	// agent, the server the spawn ticket was given to). A token copied to another process
+	// is refused there.
+	if se.PID != s.pid {
+		return &toolError{Code: "invalid_session", Message: "this session_token belongs to another process's session",
+			Hint: "omit session_token to use this process's session, or call authenticate here"}
+	}
 	a, err := s.store.Member(se.AgentID)
 	if err != nil {
 		return err

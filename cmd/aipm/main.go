@@ -63,6 +63,10 @@ func (a *app) run(args []string) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			if c.name != "mcp" {
+				// The MCP server speaks JSON-RPC, which escapes control characters itself.
+				a.stdout, a.stderr = cleanWriter{a.stdout}, cleanWriter{a.stderr}
+			}
 			err := c.run(a, args[1:])
 			if err == nil {
 				return 0
