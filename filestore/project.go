@@ -173,6 +173,11 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err
 		}
+		// The commands written here are this machine's own: approved to run (trust.go).
+		var approved []string
+		if err := s.approveLocked(o.AgentCommands, &approved); err != nil {
+			return err
+		}
 		return s.appendEvent(Event{At: now, Actor: o.OwnerID, Via: ViaCLI, Entity: "project", ID: p.ID, Change: "created", To: p.Name})
 	})
 	if err != nil {

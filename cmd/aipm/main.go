@@ -49,6 +49,7 @@ func commands() []command {
 		{"doctor", "check every file under .ai-pm/ and the agent commands", (*app).cmdDoctor},
 		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
 		{"mcp-config", "print or write the block that declares aipm's MCP server to claude, codex or gemini", (*app).cmdMCPConfig},
+		{"trust", "show the agent commands (and what changed) and approve them to run on this machine", (*app).cmdTrust},
 		{"run", "the coordinator: start each AI agent's command when it has work", (*app).cmdRun},
 		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
 		{"sim-agent", "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", (*app).cmdSimAgent},

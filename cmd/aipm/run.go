@@ -322,6 +322,19 @@ func (c *coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				}
 				continue
 			}
+			if ok, err := c.s.CommandApproved(aiType(ag), ac); !ok {
+				// A command from a clone or a pull runs only once this machine approved it.
+				key := "trust:" + filestore.CommandHash(aiType(ag), ac)
+				if !c.warned[key] {
+					c.warned[key] = true
+					if err != nil {
+						c.say("settings.agent_commands.%s: cannot read the approvals: %v", aiType(ag), err)
+					} else {
+						c.say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", aiType(ag), ag.ID)
+					}
+				}
+				continue
+			}
 			idle = false
 			if paused {
 				continue
