@@ -28,6 +28,9 @@
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    locks/store.lock              the store lock file
+//	    trust/commands.json           the agent commands this machine approved to run:
+//	                                  {"approved": {<sha256 of name, command, env>: {name,
+//	                                  command, env, approved_at}}} (trust.go)
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
 // mailboxes, notifications, conversations, delegations, execution records and history.
@@ -177,4 +180,18 @@
 // rule, and attribution of every change to the real actor in events.jsonl.
 // A file a human broke by hand is never overwritten: the write fails naming path and line,
 // and Check (`aipm doctor`) lists every such problem.
+//
+// # A clone is untrusted input
+//
+// Everything committed under .ai-pm may come from a stranger, so the store never follows a
+// link there (safepath.go): every open for reading, appending or replacing checks with
+// Lstat that .ai-pm and each directory between it and the file is a real directory, opens
+// the file with O_NOFOLLOW and O_NONBLOCK, and refuses anything but a regular file with an
+// UnsafePathError that names the path and says to remove it. A JSON entity over 4 MiB and
+// a JSONL read over 256 MiB are refused (TooLargeError) instead of being read into memory.
+// Check reports every link and special file. An agent file's hierarchy is checked: only
+// project.json's owner (a human) is "owner"; another agent claiming it is treated as a
+// worker (AI) or manager (human) and reported. settings.agent_commands run only with this
+// machine's approval (runtime/trust/commands.json): a pulled change to a command withdraws
+// it until `aipm trust`.
 package filestore

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// TestHostileToolArguments feeds every tool hostile arguments through a real `aipm mcp`
+// process: traversal paths, NUL bytes, a 2 MB string, wrong types, deep nesting. No call
+// may crash the server or become a protocol error, and nothing outside .ai-pm may change.
+func TestHostileToolArguments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a real server and makes thousands of calls")
+	}
+	if _, err := exec.LookPath("aipm"); err != nil {
+		t.Skip("aipm is not on PATH (TestMain puts it there)")
+	}
+	top := t.TempDir()
+	repo := filepath.Join(top, "repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "README"), []byte("the user's file\n"), 0o644)
+	aipm := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("aipm", args...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("aipm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	aipm("init", "--owner", "alice")
+	aipm("agent", "add", "w1", "--parent", "alice", "--passkey", "w1-passkey")
+	aipm("agent", "add", "w2", "--parent", "alice", "--passkey", "w2-passkey")
+	task := aipm("task", "add", "Work", "--assign", "w1", "--status", "todo")
+	aipm("task", "status", task, "in_progress")
+	before := snapshotOutside(t, top, repo)
+
+	c, err := client.NewStdioMCPClient("aipm", append(os.Environ(), "AIPM_ROOT="+repo), "mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "hostile", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	call := func(name string, args map[string]any) (*mcp.CallToolResult, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name = name
+		req.Params.Arguments = args
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return c.CallTool(cctx, req)
+	}
+	auth := func() {
+		call("authenticate", map[string]any{"agent_id": "w1", "passkey": "w1-passkey"})
+	}
+	auth()
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	deep := any("x")
+	for range 2000 {
+		deep = []any{deep}
+	}
+	values := []any{
+		"../../../../../../etc/passwd", "/etc/passwd", "..", "../README", "tsk_../../README",
+		"ses_x/../../README", "a\x00b", "\x1b[31mred", "", " ", "-1", "9999999999999999999999",
+		strings.Repeat("é", 5000), -1, 0, 1e308, -1e308, 3.5, true, false, nil,
+		[]any{}, []any{"a", 1}, map[string]any{}, map[string]any{"../x": "y"}, deep,
+		task, "w1", "alice", "w2",
+	}
+	huge := strings.Repeat("A", 2<<20)
+	calls, failures := 0, 0
+	for _, tool := range list.Tools {
+		props := slices.Sorted(func(yield func(string) bool) {
+			for k := range tool.InputSchema.Properties {
+				if !yield(k) {
+					return
+				}
+			}
+		})
+		props = append(props, "unknown_argument")
+		sets := []map[string]any{{}}
+		for _, p := range props {
+			for _, v := range values {
+				if p == "timeout_seconds" {
+					if f, ok := v.(float64); ok && f > 0 {
+						continue // a real wait: the long-poll itself is not under test here
+					}
+				}
+				sets = append(sets, map[string]any{p: v})
+			}
+		}
+		all := map[string]any{}
+		for _, p := range props {
+			all[p] = huge
+		}
+		sets = append(sets, all)
+		for _, args := range sets {
+			if _, ok := args["timeout_seconds"]; !ok && tool.Name == "get_next_action" {
+				args["timeout_seconds"] = 0
+			}
+			calls++
+			res, err := call(tool.Name, args)
+			if err != nil {
+				failures++
+				if failures <= 5 {
+					t.Errorf("%s %s: protocol error: %v", tool.Name, clipArgs(args), err)
+				}
+				continue
+			}
+			if res == nil {
+				t.Errorf("%s: no result", tool.Name)
+			}
+			if tool.Name == "logout" || tool.Name == "authenticate" {
+				auth() // keep an authenticated session for the tools after it
+			}
+		}
+	}
+	if res, err := call("get_my_profile", nil); err != nil || res.IsError {
+		t.Errorf("server after %d hostile calls: %v %+v", calls, err, res)
+	}
+	if stderr, ok := client.GetStderr(c); ok {
+		buf := make([]byte, 1<<20)
+		n, _ := stderr.Read(buf)
+		if strings.Contains(string(buf[:n]), "panic") {
+			t.Errorf("server stderr shows a panic:\n%s", buf[:n])
+		}
+	}
+	t.Logf("%d hostile calls over %d tools, %d protocol errors", calls, len(list.Tools), failures)
+	if after := snapshotOutside(t, top, repo); !slices.Equal(before, after) {
+		t.Errorf("files outside .ai-pm changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// snapshotOutside lists every path under top except the store, with size, mode and
+// modification time.
+func snapshotOutside(t *testing.T, top, repo string) []string {
+	t.Helper()
+	store := filepath.Join(repo, ".ai-pm")
+	var out []string
+	err := filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == store {
+			return filepath.SkipDir
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		size := info.Size()
+		if d.IsDir() {
+			size = 0
+		}
+		out = append(out, fmt.Sprintf("%s %v %d %d", p, info.Mode(), size, info.ModTime().UnixNano()))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func clipArgs(args map[string]any) string {
+	s := fmt.Sprint(args)
+	if len(s) > 120 {
+		s = s[:120] + "..."
+	}
+	return s
+}
