@@ -63,29 +63,29 @@ func TestHostileToolArguments(t *testing.T) {
 		req := mcp.CallToolRequest{}
 		req.Params.Name = name
 		req.Params.Arguments = args
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		return c.CallTool(cctx, req)
 	}
 	auth := func() {
 		call("authenticate", map[string]any{"agent_id": "w1", "passkey": "w1-passkey"})
 	}
-	auth()
+	// Listed before authenticating: every tool, not only those a worker's list shows.
 	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	auth()
 
 	deep := any("x")
 	for range 2000 {
 		deep = []any{deep}
 	}
 	values := []any{
-		"../../../../../../etc/passwd", "/etc/passwd", "..", "../README", "tsk_../../README",
-		"ses_x/../../README", "a\x00b", "\x1b[31mred", "", " ", "-1", "9999999999999999999999",
-		strings.Repeat("é", 5000), -1, 0, 1e308, -1e308, 3.5, true, false, nil,
-		[]any{}, []any{"a", 1}, map[string]any{}, map[string]any{"../x": "y"}, deep,
-		task, "w1", "alice", "w2",
+		"../../../../../../etc/passwd", "/etc/passwd", "../README", "tsk_../../README",
+		"ses_x/../../README", "a\x00b", "\x1b[31mred", "", "9999999999999999999999",
+		strings.Repeat("é", 5000), -1, 1e308, 3.5, true, nil,
+		[]any{"a", 1}, map[string]any{"../x": "y"}, deep, task, "alice",
 	}
 	huge := strings.Repeat("A", 2<<20)
 	calls, failures := 0, 0
@@ -119,7 +119,11 @@ func TestHostileToolArguments(t *testing.T) {
 				args["timeout_seconds"] = 0
 			}
 			calls++
+			start := time.Now()
 			res, err := call(tool.Name, args)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Logf("slow: %s %s took %v", tool.Name, clipArgs(args), d)
+			}
 			if err != nil {
 				failures++
 				if failures <= 5 {
@@ -137,13 +141,6 @@ func TestHostileToolArguments(t *testing.T) {
 	}
 	if res, err := call("get_my_profile", nil); err != nil || res.IsError {
 		t.Errorf("server after %d hostile calls: %v %+v", calls, err, res)
-	}
-	if stderr, ok := client.GetStderr(c); ok {
-		buf := make([]byte, 1<<20)
-		n, _ := stderr.Read(buf)
-		if strings.Contains(string(buf[:n]), "panic") {
-			t.Errorf("server stderr shows a panic:\n%s", buf[:n])
-		}
 	}
 	t.Logf("%d hostile calls over %d tools, %d protocol errors", calls, len(list.Tools), failures)
 	if after := snapshotOutside(t, top, repo); !slices.Equal(before, after) {
