@@ -341,25 +341,6 @@ func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Convers
 	return list, due, err
 }
 
-// dueConversations returns the conversations whose timeout has passed but is not written
-// yet: only pending and active ones can time out.
-func (s *Store) dueConversations(k convClock) ([]timedOut, error) {
-	var due []timedOut
-	err := s.convs.with(func() {
-		for _, st := range []string{ConvPending, ConvActive} {
-			for _, id := range pick(s.convs, s.cix.byState[st], true) {
-				if cached := s.convs.get(id); cached != nil {
-					c := cloneConv(cached)
-					if from := k.advance(c); from != "" {
-						due = append(due, timedOut{c, from})
-					}
-				}
-			}
-		}
-	})
-	return due, err
-}
-
 // persistTimeoutsLocked writes conversations whose timeouts applied, each with its history
 // event. The caller holds the lock and read them under it.
 func (s *Store) persistTimeoutsLocked(due []timedOut) error {

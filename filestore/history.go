@@ -218,24 +218,8 @@ func jsonField(line []byte, name string) string {
 	return v
 }
 
-// eventID is the "id" of one history line: found by its key as aipm writes it, else by
-// decoding the line (a hand-written one).
-func eventID(line []byte) string {
-	const key = `,"id":"`
-	if i := bytes.Index(line, []byte(key)); i >= 0 {
-		rest := line[i+len(key):]
-		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
-			return string(rest[:j])
-		}
-	}
-	var e struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(line, &e) != nil {
-		return ""
-	}
-	return e.ID
-}
+// eventID is the "id" of one history line.
+func eventID(line []byte) string { return jsonField(line, "id") }
 
 // lastEventScan bounds how many of an entity's latest events LastEvent looks through: the
 // event of a change just noticed is among them.

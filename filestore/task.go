@@ -213,20 +213,6 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 	return out, err
 }
 
-// loadTasks copies every readable task, by id: for the few places that need them all
-// (`aipm doctor`, the coordinator's overview).
-func (s *Store) loadTasks() (map[string]*Task, error) {
-	out := map[string]*Task{}
-	err := s.tasks.with(func() {
-		for id, e := range s.tasks.ents {
-			if e.v != nil {
-				out[id] = cloneTask(e.v)
-			}
-		}
-	})
-	return out, err
-}
-
 // walkSubtreeLocked calls fn with each of the task's descendants (not the task itself),
 // breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
 // holds the tasks cache's mutex; fn must not keep the task it is given.

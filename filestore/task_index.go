@@ -250,17 +250,6 @@ func (c TaskCounts) Total() int {
 	return n
 }
 
-// CountTasks counts the tasks of the project by status.
-func (s *Store) CountTasks() (TaskCounts, error) {
-	out := TaskCounts{}
-	err := s.tasks.with(func() {
-		for st, ids := range s.tix.byStatus {
-			out[st] = len(ids)
-		}
-	})
-	return out, err
-}
-
 // memTasks is a taskSet over a map of tasks read by the caller (`aipm doctor`), indexed
 // once.
 type memTasks struct {
