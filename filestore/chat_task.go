@@ -6,7 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Chat → task operations (SPEC §5.2, seed 000). A chat session does no work itself, but a

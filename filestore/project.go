@@ -3,7 +3,7 @@ package filestore
 import (
 	"errors"
 	"fmt"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 	"maps"
 	"os"
 	"path/filepath"

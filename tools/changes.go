@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Change-derived notifications (SPEC §7): when someone other than the agent changes a

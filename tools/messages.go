@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Message notifications (SPEC §4.8, seed 004): a message for an agent whose chat session is

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // nextAction is get_next_action's answer: what to do now (action), why (state), a

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 	"github.com/aipm/aipm/watch"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"

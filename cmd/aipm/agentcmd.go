@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/tools/msg"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // defaultAgentCommands are the templates `aipm init` writes to settings.agent_commands: one

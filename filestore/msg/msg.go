@@ -8,7 +8,10 @@
 // error is made — filestore knows nothing of languages — and are translated on their way to
 // the agent by their English (Hint), so one table serves every place an error comes from.
 //
-// The package imports nothing of aipm, so both filestore and tools can use it.
+// The package imports nothing of aipm and lives under filestore because the store itself
+// writes some of these texts: a notification is recorded worded in its recipient's language,
+// so that a human reading an inbox file reads sentences, not codes. Both filestore and the
+// floors above it (tools, cmd) import it; it imports none of them.
 package msg
 
 import (

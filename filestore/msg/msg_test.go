@@ -190,7 +190,7 @@ func TestHint(t *testing.T) {
 // sourceDirs are the packages whose texts reach agents; cmd/aipm also builds the prompt
 // an agent CLI starts with (its error hints are for humans at the terminal).
 var (
-	sourceDirs = []string{"..", "../../filestore"}
+	sourceDirs = []string{"../../tools", ".."}
 	keyDirs    = append(sourceDirs, "../../cmd/aipm")
 )
 
@@ -233,7 +233,7 @@ func TestEveryHintIsTranslated(t *testing.T) {
 			}
 			found++
 			if !known[h] {
-				t.Errorf("%s: hint %q has no Japanese in tools/msg/hints.go", fset.Position(pos), h)
+				t.Errorf("%s: hint %q has no Japanese in filestore/msg/hints.go", fset.Position(pos), h)
 			}
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
