@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -50,15 +51,16 @@ func (a *app) cmdDemo(args []string) error {
 		os.Setenv("CHAT_IDLE_TIMEOUT_SECONDS", "2")
 	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
-		OwnerName: "Project Owner", AgentCommands: defaultAgentCommands()}, filestore.Options{Now: a.now})
+		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands()}, filestore.Options{Now: a.now})
 	if err != nil {
 		return err
 	}
-	c, err := newCoordinator(a, s, coordOptions{Max: 6, ExitWhenIdle: true, Backoff: 300 * time.Millisecond, Timeline: true})
+	c, err := coordinator.New(s, coordinator.Options{Max: 6, ExitWhenIdle: true, Backoff: 300 * time.Millisecond, Timeline: true,
+		Out: a.stdout, Err: a.stderr})
 	if err != nil {
 		return err
 	}
-	say := c.say
+	say := c.Say
 	say("project initialized in %s", s.Root())
 	owner := filestore.Actor{ID: "owner", Via: filestore.ViaCLI}
 	for _, n := range []filestore.NewAgent{
@@ -86,7 +88,7 @@ func (a *app) cmdDemo(args []string) error {
 	defer cancel()
 	ownerDone := make(chan string, 1)
 	go func() { ownerDone <- demoOwner(ctx, s, owner, say) }()
-	runErr := c.run(ctx)
+	runErr := c.Run(ctx)
 	cancel()
 	ownerNote := <-ownerDone
 
@@ -95,7 +97,7 @@ func (a *app) cmdDemo(args []string) error {
 		return err
 	}
 	a.printf("\n")
-	demoSummary(a, s, top.ID, time.Since(c.t0))
+	demoSummary(a, s, top.ID, time.Since(c.Started()))
 	if ownerNote != "" {
 		a.printf("Owner: %s\n", ownerNote)
 	}
@@ -242,7 +244,7 @@ func demoSummary(a *app, s *filestore.Store, topID string, took time.Duration) {
 	}
 	dls, _ := s.Delegations(filestore.DelegationFilter{})
 	for _, d := range dls {
-		a.printf("  Delegation %s: %s → %s %q: %s, result %q\n", d.ID, d.AgentID, d.TargetAgentID, d.Purpose, d.Status, clipText(d.Result, 60))
+		a.printf("  Delegation %s: %s → %s %q: %s, result %q\n", d.ID, d.AgentID, d.TargetAgentID, d.Purpose, d.Status, coordinator.Clip(d.Result, 60))
 	}
 	spawns, _ := s.Spawns()
 	per := map[string][]string{}

@@ -5,6 +5,7 @@ import (
 	"os/user"
 	"strings"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -26,7 +27,7 @@ func (a *app) cmdInit(args []string) error {
 		*owner = defaultOwner(a.getenv("AIPM_USER"))
 	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName,
-		AgentCommands: defaultAgentCommands()},
+		AgentCommands: coordinator.DefaultAgentCommands()},
 		filestore.Options{Now: a.now})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +75,20 @@ func cmdStdoutVar(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: stdoutvar VAR")
 	}
 	ts.Setenv(args[0], strings.TrimSpace(ts.ReadFile("stdout")))
+}
+
+func TestGlobalFlagsLast(t *testing.T) {
+	cases := []struct{ in, want []string }{
+		{[]string{"--json", "task", "show", "T"}, []string{"task", "show", "T", "--json"}},
+		{[]string{"--as", "bob", "-json", "status"}, []string{"status", "--as", "bob", "-json"}},
+		{[]string{"--as=bob", "task", "list"}, []string{"task", "list", "--as=bob"}},
+		{[]string{"task", "show", "--json", "T"}, []string{"task", "show", "--json", "T"}},
+		{[]string{"--json"}, []string{}},
+		{nil, nil},
+	}
+	for _, c := range cases {
+		if got := globalFlagsLast(c.in); !slices.Equal(got, c.want) {
+			t.Errorf("globalFlagsLast(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }

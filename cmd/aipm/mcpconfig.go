@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -45,7 +46,7 @@ func (a *app) cmdMCPConfig(args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := aipmExecutable()
+	exe, err := coordinator.Executable()
 	if err != nil {
 		return err
 	}
@@ -167,7 +168,7 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 		if ag.Type != filestore.AgentAI || ag.Status != filestore.AgentActive {
 			continue
 		}
-		t := aiType(ag)
+		t := coordinator.AIType(ag)
 		if _, ok := p.Settings.AgentCommands[t]; !ok {
 			var known []string
 			for k := range p.Settings.AgentCommands {

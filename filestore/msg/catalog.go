@@ -37,7 +37,7 @@ var texts = map[string]text{
 		"The project is active again: carry on, starting with get_next_action.",
 		"プロジェクトが再開されました。get_next_action から作業を続けてください。"},
 
-	// The prompt aipm run starts an agent CLI with (cmd/aipm/agentcmd.go).
+	// The prompt aipm run starts an agent CLI with (cmd/aipm/internal/coordinator/agentcmd.go).
 	"prompt.identity": {
 		"You are agent %s (%s) of the aipm project at %s.",
 		"あなたは aipm プロジェクト（%[3]s）のエージェント %[1]s（%[2]s）です。"},

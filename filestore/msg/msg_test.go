@@ -187,11 +187,11 @@ func TestHint(t *testing.T) {
 	}
 }
 
-// sourceDirs are the packages whose texts reach agents; cmd/aipm also builds the prompt
+// sourceDirs are the packages whose texts reach agents; the coordinator also builds the prompt
 // an agent CLI starts with (its error hints are for humans at the terminal).
 var (
 	sourceDirs = []string{"../../tools", ".."}
-	keyDirs    = append(sourceDirs, "../../cmd/aipm")
+	keyDirs    = append(sourceDirs, "../../cmd/aipm", "../../cmd/aipm/internal/coordinator")
 )
 
 func sourceFiles(t *testing.T, dirs []string) []string {

@@ -1,6 +1,4 @@
-package main
-
-// The simulated agent: `aipm sim-agent` behaves like an agent CLI with no LLM, so the
+// Package sim is the simulated agent: `aipm sim-agent` behaves like an agent CLI with no LLM, so the
 // coordinator can run whole multi-agent scenarios in tests and in `aipm demo`.
 //
 // It starts `aipm mcp` as its child (stdio, mcp-go's client), authenticates, then loops on
@@ -41,7 +39,7 @@ package main
 // the agent (the first message is the question or the first word). The asked agent
 // answers a question "<file> contains <its first line>" when it names a file under the
 // root, else "<name> here: I don't know about that."; in a shiritori both sides answer
-// from a built-in word list (sim_shiritori.go) and the initiator ends the conversation
+// from a built-in word list (shiritori.go) and the initiator ends the conversation
 // after its <rounds>th word has been answered, then reports the chain, joined by " → ",
 // to whoever asked (report_delegation_completed, or a message to the human). Other human
 // messages get the agent's tasks and statuses when they ask for status or progress, else
@@ -58,6 +56,11 @@ package main
 // spawn ticket in its own environment). It prints one line per step, prefixed with the
 // agent id, and exits 0 once its session is over; it exits non-zero with an error on
 // stderr when something unexpected happens, and never runs more than simMaxRounds rounds.
+//
+// It is an MCP client like any agent CLI: it reaches the project only through the tools of
+// the `aipm mcp` server it starts, never through the files. It may import filestore (for
+// names such as the purposes) and mcp-go's client; nothing of tools or cmd/aipm.
+package sim
 
 import (
 	"context"
@@ -95,17 +98,24 @@ const (
 	simMaxReply = 1000
 )
 
-// cmdSimAgent runs the simulated agent (see the comment at the top of this file).
-func (a *app) cmdSimAgent(args []string) error {
-	fs := newFlags(a, "sim-agent")
-	if _, err := fs.parse(args, 0, 0, ""); err != nil {
-		return err
-	}
-	id := a.getenv("AIPM_AGENT_ID")
+// Config is one run of the simulated agent: who it is and where it works.
+type Config struct {
+	AgentID string // required (AIPM_AGENT_ID)
+	Purpose string // task or chat (AIPM_PURPOSE); empty lets authenticate choose
+	Passkey string // AIPM_PASSKEY; empty: the aipm mcp child uses its spawn ticket
+	Root    string // the repository root (AIPM_ROOT); empty: the current directory
+	Exe     string // the aipm binary to start as `aipm mcp`
+	// Out receives the agent's one-line-per-step log; Err the aipm mcp child's diagnostics.
+	Out, Err io.Writer
+}
+
+// Run runs the simulated agent (see the package comment) until its session is over.
+func Run(cfg Config) error {
+	id := cfg.AgentID
 	if id == "" {
 		return errors.New("sim-agent: AIPM_AGENT_ID is not set")
 	}
-	root := a.getenv("AIPM_ROOT")
+	root := cfg.Root
 	if root == "" {
 		wd, err := os.Getwd()
 		if err != nil {
@@ -117,16 +127,19 @@ func (a *app) cmdSimAgent(args []string) error {
 	if err != nil {
 		return err
 	}
-	exe, err := aipmExecutable()
-	if err != nil {
-		return fmt.Errorf("sim-agent: finding the aipm executable: %w", err)
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
 	}
+	if cfg.Err == nil {
+		cfg.Err = io.Discard
+	}
+	exe := cfg.Exe
 	tr := transport.NewStdioWithOptions(exe, nil, []string{"mcp"}, transport.WithCommandFunc(
 		func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Dir = root
 			cmd.Env = append(os.Environ(), "AIPM_ROOT="+root)
-			cmd.Stderr = a.stderr // the server's diagnostics belong in the execution log too
+			cmd.Stderr = cfg.Err // the server's diagnostics belong in the execution log too
 			return cmd, nil
 		}))
 	c := client.NewClient(tr)
@@ -142,10 +155,10 @@ func (a *app) cmdSimAgent(args []string) error {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return fmt.Errorf("sim-agent: initialize: %w", err)
 	}
-	s := &simAgent{id: id, root: root, out: a.stdout, c: c,
+	s := &simAgent{id: id, root: root, out: cfg.Out, c: c,
 		jobs: map[string]*simJob{}, byHuman: map[string]*simJob{}, partners: map[string]*simPartner{},
 		early: map[string][]simMessage{}}
-	return s.run(a.getenv("AIPM_PURPOSE"), a.getenv("AIPM_PASSKEY"))
+	return s.run(cfg.Purpose, cfg.Passkey)
 }
 
 // simAgent is one run of the simulated agent: one MCP connection, one session.

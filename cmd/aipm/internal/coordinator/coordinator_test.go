@@ -1,4 +1,4 @@
-package main
+package coordinator
 
 import (
 	"encoding/json"
@@ -64,7 +64,7 @@ func TestFingerprintSeesSubtreeProgress(t *testing.T) {
 // appears in the command line or the prompt.
 func TestAgentCommandTemplatesRender(t *testing.T) {
 	a := &filestore.Agent{ID: "w1", Name: "Worker One", Role: "writes docs"}
-	for name, ac := range defaultAgentCommands() {
+	for name, ac := range DefaultAgentCommands() {
 		dir := t.TempDir()
 		prompt := agentPrompt("en", a, "task", "tsk_1", "/repo")
 		v := spawnVars{AIPM: "/bin/aipm", Prompt: prompt, Workdir: "/repo", AgentID: "w1", Purpose: "task", TaskID: "tsk_1"}
@@ -109,7 +109,7 @@ func TestAgentCommandTemplatesRender(t *testing.T) {
 			t.Errorf("%s: mcp config %s", name, data)
 		}
 	}
-	if _, ok := defaultAgentCommands()["sim"]; !ok {
+	if _, ok := DefaultAgentCommands()["sim"]; !ok {
 		t.Error("no sim template")
 	}
 }
@@ -132,22 +132,6 @@ func TestAgentPromptLanguages(t *testing.T) {
 	for _, s := range []string{"エージェント w1", "passkey なし", "get_next_action", "/repo"} {
 		if !strings.Contains(ja, s) {
 			t.Errorf("ja prompt lacks %q: %s", s, ja)
-		}
-	}
-}
-
-func TestGlobalFlagsLast(t *testing.T) {
-	cases := []struct{ in, want []string }{
-		{[]string{"--json", "task", "show", "T"}, []string{"task", "show", "T", "--json"}},
-		{[]string{"--as", "bob", "-json", "status"}, []string{"status", "--as", "bob", "-json"}},
-		{[]string{"--as=bob", "task", "list"}, []string{"task", "list", "--as=bob"}},
-		{[]string{"task", "show", "--json", "T"}, []string{"task", "show", "--json", "T"}},
-		{[]string{"--json"}, []string{}},
-		{nil, nil},
-	}
-	for _, c := range cases {
-		if got := globalFlagsLast(c.in); !slices.Equal(got, c.want) {
-			t.Errorf("globalFlagsLast(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package coordinator
 
 import (
 	"bytes"
@@ -108,19 +108,19 @@ func (t *timeline) event(line []byte) {
 			fmt.Fprintf(&b, " (%s)", e.To)
 		}
 		if e.Entity == "delegation" || e.Entity == "conversation" {
-			fmt.Fprintf(&b, ": %s", clipText(e.Reason, 60))
+			fmt.Fprintf(&b, ": %s", Clip(e.Reason, 60))
 		}
 	case "status", "state":
 		fmt.Fprintf(&b, "%s: %s → %s", what, e.From, e.To)
 		if e.Reason != "" {
-			fmt.Fprintf(&b, " (%s)", clipText(e.Reason, 60))
+			fmt.Fprintf(&b, " (%s)", Clip(e.Reason, 60))
 		}
 	case "assignee":
 		fmt.Fprintf(&b, "assigned %s to %s", what, e.To)
 	case "dependencies":
 		fmt.Fprintf(&b, "%s now depends on %s", what, e.To)
 	case "completion_reported":
-		fmt.Fprintf(&b, "reported %s %s: %s", what, e.To, clipText(e.Reason, 60))
+		fmt.Fprintf(&b, "reported %s %s: %s", what, e.To, Clip(e.Reason, 60))
 	case "notified":
 		return
 	default:
@@ -143,10 +143,11 @@ func (t *timeline) message(owner string, line []byte) {
 	if m.ConversationID != "" {
 		conv = " [" + m.ConversationID + "]"
 	}
-	t.say("%-12s → %s%s: %s", m.SenderID, owner, conv, clipText(m.Content, 80))
+	t.say("%-12s → %s%s: %s", m.SenderID, owner, conv, Clip(m.Content, 80))
 }
 
-func clipText(s string, n int) string {
+// Clip shortens s to at most n runes, marking a cut with "…", with its newlines shown as ⏎.
+func Clip(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ⏎ ")
 	r := []rune(s)
 	if len(r) <= n {

@@ -1,4 +1,4 @@
-package main
+package coordinator
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/aipm/aipm/filestore/msg"
 )
 
-// defaultAgentCommands are the templates `aipm init` writes to settings.agent_commands: one
+// DefaultAgentCommands are the templates `aipm init` writes to settings.agent_commands: one
 // per agent CLI aipm knows, keyed by the ai_type an agent names. Each starts the CLI
 // non-interactively on the prompt, with the aipm MCP server declared for it; credentials
 // reach `aipm mcp` through the environment (AIPM_SPAWN_TICKET), never through the prompt.
@@ -27,7 +27,7 @@ import (
 // when root owns it and every directory above it, so it reads the server from the
 // project's .gemini/settings.json (aipm mcp-config gemini --write), and the workspace is
 // trusted by the environment because --skip-trust comes after the settings are loaded.
-func defaultAgentCommands() map[string]filestore.AgentCommand {
+func DefaultAgentCommands() map[string]filestore.AgentCommand {
 	return map[string]filestore.AgentCommand{
 		"claude": {
 			Description: "Claude Code in print mode with only the aipm MCP server",
@@ -149,10 +149,10 @@ func agentPrompt(lang string, a *filestore.Agent, purpose, taskID, workdir strin
 	return p + msg.Text(lang, "prompt.loop", workdir)
 }
 
-// aipmExecutable is the path of this aipm binary, for {aipm} and for starting `aipm mcp`.
+// Executable is the path of this aipm binary, for {aipm} and for starting `aipm mcp`.
 // argv[0] comes first: under a multi-call test binary it is the installed name (aipm),
 // while os.Executable would resolve to the test binary itself.
-func aipmExecutable() (string, error) {
+func Executable() (string, error) {
 	arg0 := os.Args[0]
 	if !strings.ContainsRune(arg0, os.PathSeparator) {
 		if p, err := exec.LookPath(arg0); err == nil {
@@ -172,11 +172,11 @@ const failTailLines = 5
 // sayLogTail prints the last lines an agent process wrote and where the rest is, so a
 // start that fails says why (a flag the CLI no longer knows, a missing login) without a
 // look into runtime/spawns/.
-func (c *coordinator) sayLogTail(path string) {
+func (c *Coordinator) sayLogTail(path string) {
 	for _, l := range lastLines(path, failTailLines) {
-		c.say("  | %s", l)
+		c.Say("  | %s", l)
 	}
-	c.say("  output: %s", c.s.Rel(path))
+	c.Say("  output: %s", c.s.Rel(path))
 }
 
 // lastLines is the last n non-empty lines of a file (of its last 64 KB), nil when it

@@ -1,0 +1,737 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/tools"
+	"github.com/aipm/aipm/watch"
+	"github.com/gofrs/flock"
+)
+
+// Options are how a coordinator runs.
+type Options struct {
+	// Max is the most agent processes at once (0: settings.max_agent_processes, else 4).
+	Max int
+	// ExitWhenIdle ends Run once no agent process runs and no agent has work.
+	ExitWhenIdle bool
+	// Backoff is the delay after a failed or fruitless start; it doubles per failure.
+	Backoff time.Duration
+	// Timeline also prints the project's history and messages as they happen.
+	Timeline bool
+	// Out receives the timeline lines, Err the diagnostics.
+	Out, Err io.Writer
+}
+
+// Lock takes the project's coordinator lock, so two coordinators never start the same
+// agent; it fails with coordinator_running when another holds it. unlock releases it.
+func Lock(s *filestore.Store) (unlock func(), err error) {
+	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
+	if err := filestore.EnsureDir(filepath.Dir(lk.Path())); err != nil {
+		return nil, err
+	}
+	if fi, err := os.Lstat(lk.Path()); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file: remove it (aipm never follows links under .ai-pm)", s.Rel(lk.Path()))
+	}
+	ok, err := lk.TryLock()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &filestore.Error{Code: "coordinator_running", Kind: filestore.ErrConflict,
+			Message: "another aipm run already coordinates this project", Hint: "stop it first, or let it do the work"}
+	}
+	return func() { lk.Unlock() }, nil
+}
+
+// workKey is what at most one process may be in flight for.
+type workKey struct{ agent, purpose string }
+
+func (k workKey) String() string { return k.agent + "/" + k.purpose }
+
+// proc is one running agent process.
+type proc struct {
+	key       workKey
+	spawn     *filestore.Spawn
+	cmd       *exec.Cmd
+	log       *os.File
+	mcpConfig string
+	taskID    string
+	manager   bool // a manager's task process: its sub-tasks are others' work
+	started   time.Time
+	before    string // the work's fingerprint at start: unchanged at exit means no progress
+}
+
+type exitEvent struct {
+	p   *proc
+	err error
+}
+
+// Coordinator watches a store and starts each AI agent's configured command when the agent
+// has task or chat work and no live session for it.
+type Coordinator struct {
+	s        *filestore.Store
+	opt      Options
+	aipm     string
+	t0       time.Time
+	running  map[workKey]*proc
+	fails    map[workKey]int
+	until    map[workKey]time.Time
+	held     map[workKey]string // the hold last reported, so it prints once
+	warned   map[string]bool
+	exits    chan exitEvent
+	paused   bool
+	stopping bool // shutting down: exits need no backoff
+	// idleSince is when only idle chat sessions were left running (--exit-when-idle).
+	idleSince time.Time
+	starts    int
+	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
+	peak      int // the most agent processes alive at once
+	tl        *timeline
+}
+
+// New makes a coordinator of s; Run starts it.
+func New(s *filestore.Store, opt Options) (*Coordinator, error) {
+	exe, err := Executable()
+	if err != nil {
+		return nil, err
+	}
+	if opt.Backoff <= 0 {
+		opt.Backoff = time.Second
+	}
+	if opt.Out == nil {
+		opt.Out = io.Discard
+	}
+	if opt.Err == nil {
+		opt.Err = io.Discard
+	}
+	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
+		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16)}
+	if opt.Timeline {
+		c.tl = newTimeline(s, c.Say)
+	}
+	return c, nil
+}
+
+// Say prints one timeline line, stamped with the time since the coordinator started.
+func (c *Coordinator) Say(format string, args ...any) {
+	fmt.Fprintf(c.opt.Out, "[%6.2fs] %s\n", time.Since(c.t0).Seconds(), fmt.Sprintf(format, args...))
+}
+
+const maxBackoff = 5 * time.Minute
+
+// idleGrace is how long --exit-when-idle lets chat sessions with nothing to talk about
+// log out by themselves before it stops them.
+const idleGrace = 2 * time.Second
+
+// Started is when the coordinator was made: the zero of its timeline.
+func (c *Coordinator) Started() time.Time { return c.t0 }
+
+// Run coordinates until ctx ends (or, with ExitWhenIdle, until no work is left), then stops
+// the agent processes it started.
+func (c *Coordinator) Run(ctx context.Context) error {
+	hub := &watch.Hub{}
+	if err := tools.Watch(ctx, c.s, hub, func(format string, args ...any) {
+		fmt.Fprintf(c.opt.Err, "aipm run: "+format+"\n", args...)
+	}); err != nil {
+		return err
+	}
+	// Conversation deadlines are written when they pass, not when someone next reads.
+	go tools.KeepConversations(ctx, c.s, hub, func(format string, args ...any) { fmt.Fprintf(c.opt.Err, "aipm run: "+format+"\n", args...) })
+	// The files that can create or end work; not runtime/spawns/, where the agents' output
+	// is captured line by line.
+	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
+	defer sub.Close()
+	c.Say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	if c.tl != nil {
+		c.tl.poll()
+	}
+	for {
+		if c.tl != nil {
+			c.tl.poll()
+		}
+		idle, next := c.evaluate(time.Now())
+		if !idle || !c.opt.ExitWhenIdle {
+			c.idleSince = time.Time{}
+		} else if c.idleSince.IsZero() {
+			c.idleSince = time.Now()
+		}
+		// Only chat sessions with nothing to talk about may be left: they are told to log
+		// out, and are stopped if they have not exited after idleGrace (a human holds the
+		// chat open, say): they would only wait for a message nobody is going to send.
+		if idle && c.opt.ExitWhenIdle && (len(c.running) == 0 || time.Since(c.idleSince) >= idleGrace) {
+			if len(c.running) > 0 {
+				c.Say("idle: no agent has work; ending %d idle chat session(s)", len(c.running))
+				c.shutdown()
+			}
+			if c.tl != nil {
+				c.tl.poll()
+			}
+			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
+				c.starts, c.wasted, c.peak)
+			return nil
+		}
+		// Leases and conversation deadlines pass without a file changing: look again at
+		// least every few seconds, and exactly when a backoff ends.
+		wait := 2 * time.Second
+		if !next.IsZero() {
+			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
+		}
+		if !c.idleSince.IsZero() {
+			wait = min(wait, max(time.Until(c.idleSince.Add(idleGrace)), 10*time.Millisecond))
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			c.shutdown()
+			if c.tl != nil {
+				c.tl.poll()
+			}
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return &filestore.Error{Code: "timeout", Kind: filestore.ErrConflict, Message: "--timeout reached with work left",
+					Hint: "inspect `aipm status` and the logs under .ai-pm/runtime/spawns/"}
+			}
+			return nil
+		case ev := <-c.exits:
+			c.exited(ev)
+		case <-sub.C:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+func (c *Coordinator) maxProcs() int {
+	if c.opt.Max > 0 {
+		return c.opt.Max
+	}
+	if p, err := c.s.Project(); err == nil {
+		return p.Settings.MaxProcesses()
+	}
+	return 4
+}
+
+// evaluate starts what should run now. idle reports that nothing waits to run (work held
+// by a pause, a backoff or the process bound is not idle) and that every process still
+// running is a chat session with nothing to talk about; next is when a backoff ends.
+//
+// The bound counts only processes that work: a manager waiting for its workers, a task
+// session waiting for its delegation and a chat session waiting for a message or with
+// nothing to do hold no slot, since what they wait for may be exactly the start the bound
+// would refuse. Chat work starts before task work: a chat session is what another agent's
+// conversation or delegation waits for.
+func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
+	p, err := c.s.Project()
+	if err != nil {
+		c.Say("cannot read the project: %v", err)
+		return false, now.Add(time.Second)
+	}
+	paused := p.Status != filestore.ProjectActive
+	if paused != c.paused {
+		c.paused = paused
+		if paused {
+			c.Say("project %s: starting nothing until it is resumed", p.Status)
+		} else {
+			c.Say("project active again")
+		}
+	}
+	if n, err := c.s.EndOrphans(""); err == nil && n > 0 {
+		c.Say("ended %d orphaned session(s) whose process was gone", n)
+	}
+	agents, err := c.s.Agents()
+	if err != nil {
+		c.Say("cannot list agents: %v", err)
+		return false, now.Add(time.Second)
+	}
+	tasks, err := c.s.Tasks(filestore.TaskFilter{})
+	if err != nil {
+		c.Say("cannot list tasks: %v", err)
+		return false, now.Add(time.Second)
+	}
+	if n, err := c.s.LiftCascades(tasks); err != nil {
+		c.Say("lifting cascaded blocks: %v", err)
+	} else if n > 0 {
+		c.Say("lifted %d cascaded block(s) whose cause was gone", n)
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
+	var ais []*filestore.Agent
+	works := map[string]filestore.Work{}
+	for _, ag := range agents {
+		if ag.Type != filestore.AgentAI || ag.Status != filestore.AgentActive {
+			continue
+		}
+		w, err := c.s.DetectWork(ag.ID)
+		if err != nil {
+			c.Say("%s: cannot detect work: %v", ag.ID, err)
+			continue
+		}
+		ais = append(ais, ag)
+		works[ag.ID] = w
+	}
+	idle = true
+	busy := 0
+	open := c.openDelegations()
+	told := c.toldToWait()
+	for k, pr := range c.running {
+		switch c.waiting(pr, works[k.agent], tasks, open, told) {
+		case "":
+			busy++
+			idle = false
+		case waitIdleChat:
+		default:
+			idle = false
+		}
+	}
+	for _, purpose := range []string{filestore.PurposeChat, filestore.PurposeTask} {
+		for _, ag := range ais {
+			w := works[ag.ID]
+			k := workKey{ag.ID, purpose}
+			if purpose == filestore.PurposeTask && w.TaskID == "" || purpose == filestore.PurposeChat && !w.Chat {
+				delete(c.held, k)
+				continue
+			}
+			if _, ok := c.running[k]; ok {
+				continue
+			}
+			ac, ok := p.Settings.AgentCommands[AIType(ag)]
+			if !ok {
+				if !c.warned[ag.ID] {
+					c.warned[ag.ID] = true
+					c.Say("%s has work but settings.agent_commands has no %q command (set ai_type or add the command to .ai-pm/project.json)", ag.ID, AIType(ag))
+				}
+				continue
+			}
+			if ok, err := c.s.CommandApproved(AIType(ag), ac); !ok {
+				// A command from a clone or a pull runs only once this machine approved it.
+				key := "trust:" + filestore.CommandHash(AIType(ag), ac)
+				if !c.warned[key] {
+					c.warned[key] = true
+					if err != nil {
+						c.Say("settings.agent_commands.%s: cannot read the approvals: %v", AIType(ag), err)
+					} else {
+						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", AIType(ag), ag.ID)
+					}
+				}
+				continue
+			}
+			idle = false
+			if paused {
+				continue
+			}
+			if purpose == filestore.PurposeTask && ag.Hierarchy == filestore.HierarchyManager {
+				if why := managerHold(tasks, w.TaskID); why != "" {
+					c.hold(k, why)
+					continue
+				}
+			}
+			if u := c.until[k]; now.Before(u) {
+				if next.IsZero() || u.Before(next) {
+					next = u
+				}
+				continue
+			}
+			if busy >= c.maxProcs() {
+				c.hold(k, fmt.Sprintf("%d agent processes already work (%d more only wait)", busy, len(c.running)-busy))
+				continue
+			}
+			delete(c.held, k)
+			if c.start(p, ag, ac, purpose, w, tasks) {
+				busy++
+			}
+		}
+	}
+	return idle, next
+}
+
+// What a running process waits for (see waiting); "" means it works.
+const (
+	waitIdleChat  = "nothing to talk about"
+	waitPartner   = "a conversation partner"
+	waitWorkers   = "its workers"
+	waitDelegated = "its delegation"
+)
+
+// openDelegations counts the unfinished delegations per task, by delegating agent.
+func (c *Coordinator) openDelegations() map[workKey]int {
+	out := map[workKey]int{}
+	ds, err := c.s.Delegations(filestore.DelegationFilter{})
+	if err != nil {
+		return out
+	}
+	for _, d := range ds {
+		if !d.Finished() {
+			out[workKey{d.AgentID, d.TaskID}]++
+		}
+	}
+	return out
+}
+
+// toldToWait maps each spawn whose live task session get_next_action told to wait to what
+// it waits for.
+func (c *Coordinator) toldToWait() map[string]string {
+	out := map[string]string{}
+	all, err := c.s.Sessions("")
+	if err != nil {
+		return out
+	}
+	now := c.s.Now()
+	for _, se := range all {
+		if se.Waiting != "" && se.SpawnID != "" && se.Live(now) {
+			out[se.SpawnID] = se.Waiting
+		}
+	}
+	return out
+}
+
+// waiting says what a running process only waits for, or "" when it works (or may: a
+// process that just started, a task that changed under it). w is its agent's work now;
+// told is what get_next_action told the live sessions to wait for, by spawn.
+func (c *Coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Task, open map[workKey]int, told map[string]string) string {
+	if pr.key.purpose == filestore.PurposeChat {
+		if w.ChatInput() {
+			return ""
+		}
+		if busy, err := c.s.ChatBusy(pr.key.agent); err != nil || busy {
+			return waitPartner
+		}
+		return waitIdleChat
+	}
+	t := findTask(tasks, pr.taskID)
+	if t == nil || t.Status != filestore.StatusInProgress {
+		return ""
+	}
+	if open[workKey{pr.key.agent, pr.taskID}] > 0 {
+		return waitDelegated
+	}
+	if pr.manager && managerHold(tasks, pr.taskID) != "" {
+		return waitWorkers
+	}
+	if what := told[pr.spawn.ID]; what != "" {
+		return what // e.g. a worker's wait for a dependency that is someone else's work
+	}
+	return ""
+}
+
+func (c *Coordinator) hold(k workKey, why string) {
+	if c.held[k] != why {
+		c.held[k] = why
+		c.Say("hold %s: %s", k, why)
+	}
+}
+
+// AIType is the agent's configured CLI kind; agents that name none run Claude Code.
+func AIType(a *filestore.Agent) string {
+	if a.AIType == "" {
+		return "claude"
+	}
+	return a.AIType
+}
+
+// managerHold says why a manager with task work should not be started now: its sub-work is
+// merely in progress with nothing for it to react to (no blocked sub-task, nothing to
+// dispatch, not everything finished). Starting it would only make it wait, and restarting
+// it each time it exits is the spawn loop the original system suffered.
+func managerHold(tasks []*filestore.Task, taskID string) string {
+	byID := map[string]*filestore.Task{}
+	kids := map[string][]*filestore.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+		kids[t.ParentID] = append(kids[t.ParentID], t)
+	}
+	children := kids[taskID]
+	if len(children) == 0 {
+		return ""
+	}
+	finished := 0
+	for _, ch := range children {
+		switch ch.Status {
+		case filestore.StatusBlocked:
+			return ""
+		case filestore.StatusDone, filestore.StatusCancelled:
+			finished++
+		case filestore.StatusTodo, filestore.StatusBacklog:
+			ready := true
+			for _, d := range ch.Dependencies {
+				if dt := byID[d]; dt == nil || dt.Status != filestore.StatusDone {
+					ready = false
+				}
+			}
+			if ready {
+				return ""
+			}
+		}
+	}
+	if finished == len(children) {
+		return ""
+	}
+	running := 0
+	var walk func(id string)
+	walk = func(id string) {
+		for _, t := range kids[id] {
+			if t.Status == filestore.StatusInProgress {
+				running++
+			}
+			walk(t.ID)
+		}
+	}
+	walk(taskID)
+	if running == 0 {
+		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
+	}
+	return "waiting for workers (sub-tasks in progress, nothing to react to)"
+}
+
+// fingerprint summarizes the work a start is for; the same fingerprint after the process
+// exits means it made no progress.
+func fingerprint(purpose string, w filestore.Work, tasks []*filestore.Task) string {
+	if purpose == filestore.PurposeChat {
+		return fmt.Sprintf("chat unread=%d delegations=%d requests=%d notices=%d opened=%v",
+			w.Unread, w.PendingDelegations, w.ConversationRequests, w.Notices, w.ChatOpened)
+	}
+	kids := map[string][]*filestore.Task{}
+	var root *filestore.Task
+	for _, t := range tasks {
+		kids[t.ParentID] = append(kids[t.ParentID], t)
+		if t.ID == w.TaskID {
+			root = t
+		}
+	}
+	if root == nil {
+		return "task " + w.TaskID
+	}
+	var parts []string
+	var walk func(t *filestore.Task)
+	walk = func(t *filestore.Task) {
+		parts = append(parts, fmt.Sprintf("%s:%s:%d", t.ID, t.Status, t.Version))
+		for _, k := range kids[t.ID] {
+			walk(k)
+		}
+	}
+	walk(root)
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+// start mints a spawn ticket and starts the agent's command for one purpose; it reports
+// whether a process started.
+func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filestore.AgentCommand, purpose string, w filestore.Work, tasks []*filestore.Task) bool {
+	k := workKey{ag.ID, purpose}
+	taskID := ""
+	if purpose == filestore.PurposeTask {
+		taskID = w.TaskID
+	}
+	fail := func(sp *filestore.Spawn, err error) {
+		c.Say("start %s failed: %v", k, err)
+		if sp != nil {
+			c.s.EndSpawn(sp.ID, -1, "start_failed")
+		}
+		c.backoff(k, sp, "the start failed")
+	}
+	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag)})
+	if err != nil {
+		fail(nil, err)
+		return false
+	}
+	vars := spawnVars{AIPM: c.aipm, Workdir: c.s.Root(), AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
+		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, c.s.Root())}
+	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
+	if err != nil {
+		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
+		return false
+	}
+	log, err := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID))
+	if err != nil {
+		fail(sp, err)
+		return false
+	}
+	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
+	cmd.Dir = c.s.Root()
+	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		if plan.MCPConfig != "" {
+			os.Remove(plan.MCPConfig)
+		}
+		fail(sp, err)
+		return false
+	}
+	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	c.running[k] = pr
+	c.starts++
+	c.peak = max(c.peak, len(c.running))
+	what := "chat"
+	if taskID != "" {
+		what = "task " + taskID
+		if t := findTask(tasks, taskID); t != nil {
+			what += " (" + t.Title + ")"
+		}
+	}
+	c.Say("start %s for %s: %s, pid %d, %s", ag.ID, what, AIType(ag), cmd.Process.Pid, sp.ID)
+	go func() {
+		err := cmd.Wait()
+		c.exits <- exitEvent{p: pr, err: err}
+	}()
+	return true
+}
+
+func findTask(tasks []*filestore.Task, id string) *filestore.Task {
+	for _, t := range tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return nil
+}
+
+// childEnv is the coordinator's environment minus every AIPM_* variable: a start sets its
+// own (who the agent is, the ticket, the store), and nothing of the coordinator's user or
+// of another agent may leak into it.
+func childEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "AIPM_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// describeArgv is the command for the spawn record: the prompt elided, nothing secret.
+func describeArgv(argv []string, prompt string) string {
+	parts := make([]string, len(argv))
+	for i, s := range argv {
+		if prompt != "" && strings.Contains(s, prompt) {
+			s = strings.ReplaceAll(s, prompt, "{prompt}")
+		}
+		parts[i] = s
+	}
+	return strings.Join(parts, " ")
+}
+
+// exited reconciles a finished process: its spawn record, its sessions (only its own),
+// its runs' logs, and whether the next start for the same work must wait.
+func (c *Coordinator) exited(ev exitEvent) {
+	pr := ev.p
+	delete(c.running, pr.key)
+	pr.log.Close()
+	if pr.mcpConfig != "" {
+		os.Remove(pr.mcpConfig)
+	}
+	code, outcome := 0, "exited"
+	if ev.err != nil {
+		var ee *exec.ExitError
+		if errors.As(ev.err, &ee) {
+			code = ee.ExitCode()
+			outcome = "failed"
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				outcome = "signal " + ws.Signal().String()
+			}
+		} else {
+			code, outcome = -1, "failed"
+		}
+	}
+	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
+	if err != nil {
+		c.Say("%s: recording the exit: %v", pr.key, err)
+	}
+	msg := fmt.Sprintf("exit %s: %s", pr.key, outcome)
+	if outcome != "exited" || code != 0 {
+		msg += fmt.Sprintf(" (code %d)", code)
+	}
+	msg += fmt.Sprintf(" after %.2fs", time.Since(pr.started).Seconds())
+	if len(ended) > 0 {
+		msg += "; ended its session(s) " + strings.Join(ended, ", ")
+	}
+	c.Say("%s", msg)
+	if (code != 0 || outcome != "exited") && !c.stopping {
+		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
+	}
+
+	if c.stopping {
+		return
+	}
+	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
+		// The pause sent it away (or refused it): no failure, and nothing starts until the
+		// project is resumed anyway.
+		return
+	}
+	sp, _ := c.s.Spawn(pr.spawn.ID)
+	authenticated := sp != nil && sp.TicketUsedAt != nil
+	w, err := c.s.DetectWork(pr.key.agent)
+	if err != nil {
+		return
+	}
+	tasks, _ := c.s.Tasks(filestore.TaskFilter{})
+	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
+	switch {
+	case code != 0 || outcome != "exited":
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, outcome)
+	case !authenticated && left:
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, "it never authenticated")
+	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
+		c.wasted++
+		c.backoff(pr.key, pr.spawn, "it left its work unchanged")
+	default:
+		delete(c.fails, pr.key)
+		delete(c.until, pr.key)
+	}
+}
+
+// backoff delays the next start for k: the base delay, doubled per consecutive failure.
+// The spawn that failed (if any) records it, for `aipm status`.
+func (c *Coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
+	c.fails[k]++
+	d := c.opt.Backoff << min(c.fails[k]-1, 20)
+	d = min(d, maxBackoff)
+	c.until[k] = time.Now().Add(d)
+	if sp != nil {
+		if err := c.s.SetSpawnBackoff(sp.ID, c.until[k]); err != nil {
+			c.Say("%s: recording the backoff: %v", k, err)
+		}
+	}
+	c.Say("backoff %s: %s; next start in %s at the earliest", k, why, d)
+}
+
+// shutdown stops every agent process: SIGTERM to its process group, SIGKILL after 5 s.
+func (c *Coordinator) shutdown() {
+	if len(c.running) == 0 {
+		return
+	}
+	c.stopping = true
+	c.Say("stopping %d agent process(es)", len(c.running))
+	for _, pr := range c.running {
+		syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+	}
+	deadline := time.After(5 * time.Second)
+	for len(c.running) > 0 {
+		select {
+		case ev := <-c.exits:
+			c.exited(ev)
+		case <-deadline:
+			for _, pr := range c.running {
+				syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+			}
+			deadline = nil
+		}
+	}
+}
