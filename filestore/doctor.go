@@ -240,8 +240,8 @@ func (c *checker) tasksDir() {
 		if strings.TrimSpace(t.Title) == "" {
 			c.add(path, keyLine(data, "title"), "title is empty")
 		}
-		if !slices.Contains(Statuses, t.Status) {
-			c.add(path, keyLine(data, "status"), "invalid status %q (want %s)", t.Status, strings.Join(Statuses, ", "))
+		if p := statusProblem(t.Status); p != "" {
+			c.add(path, keyLine(data, "status"), "%s", p)
 		}
 		if !slices.Contains(Priorities, t.Priority) {
 			c.add(path, keyLine(data, "priority"), "invalid priority %q (want %s)", t.Priority, strings.Join(Priorities, ", "))

@@ -87,6 +87,42 @@ type Task struct {
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
 
+// TaskFile is the path of a task's file.
+func (s *Store) TaskFile(id string) string { return s.taskPath(id) }
+
+// Problem is what makes a task unusable by the rules, in the words `aipm doctor` uses for
+// it, or "" for a sound task: a status outside the transition table, left by a hand edit or
+// a bad merge. Every view reports such a task with these words.
+func (t *Task) Problem() string { return statusProblem(t.Status) }
+
+func statusProblem(status string) string {
+	if slices.Contains(Statuses, status) {
+		return ""
+	}
+	return fmt.Sprintf("invalid status %q (want %s)", status, strings.Join(Statuses, ", "))
+}
+
+// TaskIDs lists the ids of the task files, sorted (so, by creation time), reading only the
+// directory: what a command line needs to expand an abbreviated id.
+func (s *Store) TaskIDs() ([]string, error) {
+	entries, err := os.ReadDir(s.path("tasks"))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && e.Type().IsRegular() && ValidateEntityID(PrefixTask, id) == nil {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
 // Task reads one task from its file.
 func (s *Store) Task(id string) (*Task, error) {
 	if err := ValidateEntityID(PrefixTask, id); err != nil {
@@ -99,7 +135,7 @@ func (s *Store) readTask(id string) (*Task, error) {
 	var t Task
 	if err := s.readJSON(s.taskPath(id), &t); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, newErr(ErrNotFound, "task_not_found", "list tasks with list_tasks (or `aipm task list`)", "task %s not found", id)
+			return nil, newErr(ErrNotFound, "task_not_found", "list tasks with list_tasks", "task %s not found", id)
 		}
 		return nil, err
 	}
@@ -629,6 +665,11 @@ func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 	if !slices.Contains(Statuses, to) {
 		return newErr(ErrInvalid, "invalid_status", "use one of "+strings.Join(Statuses, ", "), "invalid status %q", clip(to))
 	}
+	if p := statusProblem(t.Status); p != "" {
+		// Broken by hand: no transition applies until a human repairs the file.
+		return newErr(ErrConflict, "task_file_invalid", "a human must repair the file by hand (aipm doctor lists it)",
+			"task %s cannot change status: tasks/%s.json: %s", t.ID, t.ID, p)
+	}
 	if t.Status == to {
 		return newErr(ErrConflict, "invalid_status_transition", "the task already has this status; nothing to do", "task %s is already %s", t.ID, to)
 	}
@@ -643,7 +684,7 @@ func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 	switch to {
 	case StatusInProgress:
 		if t.AssigneeID == "" {
-			return newErr(ErrConflict, "assignee_required", "assign the task first (assign_task, or `aipm task assign`)", "task %s has no assignee and cannot start", t.ID)
+			return newErr(ErrConflict, "assignee_required", "assign the task first (assign_task)", "task %s has no assignee and cannot start", t.ID)
 		}
 		switch t.Approval {
 		case ApprovalPending:

@@ -53,7 +53,9 @@ var hints = []translation{
 	{"unauthorized", "call list_subordinates to see whom you can assign", "list_subordinates を呼び出して、割り当てられる相手を確認してください"},
 
 	// Tasks.
-	{"task_not_found", "list tasks with list_tasks (or `aipm task list`)", "list_tasks（または `aipm task list`）でタスクの一覧を確認してください"},
+	{"task_not_found", "list tasks with list_tasks", "list_tasks でタスクの一覧を確認してください"},
+	{"task_file_invalid", "a human must repair the file by hand (aipm doctor lists it)", "人がファイルを手で修復する必要があります（aipm doctor が一覧表示します）"},
+	{"invalid_argument", "give at least one of title, description, priority, dependencies", "title、description、priority、dependencies のいずれかを指定してください"},
 	{"task_not_found", "check parent_task_id", "parent_task_id を確認してください"},
 	{"task_not_found", "check the id with list_tasks", "list_tasks で ID を確認してください"},
 	{"task_not_found", "check the parent task id with list_tasks", "list_tasks で親タスクの ID を確認してください"},
@@ -74,7 +76,7 @@ var hints = []translation{
 	{"invalid_status_transition", "from %s a task can move to %s", "%s のタスクが移れるのは %s です"},
 	{"invalid_status_transition", "the task is %s; report blocked or failed, or ask the owner", "タスクは %s です。blocked か failed で報告するか、オーナーに相談してください"},
 	{"invalid_status_transition", "only a todo or backlog task can be split; block or finish a running one instead", "分割できるのは todo か backlog のタスクだけです。実行中のタスクはブロックするか完了させてください"},
-	{"assignee_required", "assign the task first (assign_task, or `aipm task assign`)", "先にタスクを割り当ててください（assign_task、または `aipm task assign`）"},
+	{"assignee_required", "assign the task first (assign_task)", "先にタスクを割り当ててください（assign_task）"},
 	{"assignee_required", "assign the task first; its assignee's ancestors decide on it", "先にタスクを割り当ててください。担当者の上位者が判断します"},
 	{"approval_required", "an ancestor of the assignee must approve it first (approve_task_request)", "先に担当者の上位者が承認する必要があります（approve_task_request）"},
 	{"task_rejected", "a rejected request cannot start; create a new request if it is still needed", "却下された依頼は開始できません。まだ必要なら新しく依頼してください"},

@@ -1,0 +1,103 @@
+package filestore
+
+import (
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// TaskEdit is a change of a task's own fields by a human (aipm task edit): nil leaves a
+// field as it is. Dependencies replaces the whole list.
+type TaskEdit struct {
+	Title        *string
+	Description  *string
+	Priority     *string
+	Dependencies *[]string
+}
+
+// EditTask changes a task's title, description, priority or dependencies under the rules
+// the tools apply: a non-empty title under 200 characters, a known priority, dependencies
+// that exist and form no cycle, and no change to a finished task. A field given with its
+// current value is not a change; all changes are one write and one history event naming
+// the fields. It returns the task and the fields changed.
+func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, error) {
+	if err := ValidateEntityID(PrefixTask, id); err != nil {
+		return nil, nil, err
+	}
+	if e.Title == nil && e.Description == nil && e.Priority == nil && e.Dependencies == nil {
+		return nil, nil, newErr(ErrInvalid, "invalid_argument", "give at least one of title, description, priority, dependencies",
+			"nothing to change in task %s", id)
+	}
+	if e.Title != nil {
+		title := strings.TrimSpace(*e.Title)
+		if title == "" {
+			return nil, nil, newErr(ErrInvalid, "invalid_argument", "give the task a short title, or leave title out", "task title is empty")
+		}
+		if n := utf8.RuneCountInString(title); n > 200 {
+			return nil, nil, newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", n)
+		}
+		e.Title = &title
+	}
+	if e.Priority != nil && !slices.Contains(Priorities, *e.Priority) {
+		return nil, nil, newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(*e.Priority))
+	}
+	if e.Dependencies != nil {
+		s.warmTasks()
+	}
+	var t *Task
+	var fields []string
+	err := s.locked(func() error {
+		var err error
+		if t, err = s.Task(id); err != nil {
+			return err
+		}
+		var deps []string
+		if e.Dependencies != nil {
+			all, err := s.taskSetLocked()
+			if err != nil {
+				return err
+			}
+			if deps, err = checkDeps(t.ID, *e.Dependencies, all); err != nil {
+				return err
+			}
+		}
+		if e.Title != nil && *e.Title != t.Title {
+			fields = append(fields, "title")
+		}
+		if e.Description != nil && *e.Description != t.Description {
+			fields = append(fields, "description")
+		}
+		if e.Priority != nil && *e.Priority != t.Priority {
+			fields = append(fields, "priority")
+		}
+		if e.Dependencies != nil && !slices.Equal(deps, t.Dependencies) {
+			fields = append(fields, "dependencies")
+		}
+		if len(fields) == 0 {
+			return nil
+		}
+		if Finished(t.Status) {
+			return newErr(ErrConflict, "task_finished", "a finished task keeps its record; create a new task for further work",
+				"task %s is %s and cannot be changed", t.ID, t.Status)
+		}
+		if e.Title != nil {
+			t.Title = *e.Title
+		}
+		if e.Description != nil {
+			t.Description = *e.Description
+		}
+		if e.Priority != nil {
+			t.Priority = *e.Priority
+		}
+		ev := Event{Change: "updated", Fields: fields}
+		if slices.Contains(fields, "dependencies") {
+			t.Dependencies = deps
+			ev.To = strings.Join(deps, ",") // as SetDependencies records them
+		}
+		return s.commitTask(actor, t, s.Now(), ev)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return t, fields, nil
+}
