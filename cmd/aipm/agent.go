@@ -7,36 +7,19 @@ import (
 	"github.com/aipm/aipm/filestore"
 )
 
-func (a *app) cmdAgent(args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: aipm agent add|list|show|passkey ...")
-	}
-	switch args[0] {
-	case "add":
-		return a.agentAdd(args[1:])
-	case "list":
-		return a.agentList(args[1:])
-	case "show":
-		return a.agentShow(args[1:])
-	case "passkey":
-		return a.agentPasskey(args[1:])
-	}
-	return fmt.Errorf("unknown agent command %q (want add, list, show or passkey)", args[0])
-}
-
 func (a *app) agentAdd(args []string) error {
 	fs := newFlags(a, "agent add")
 	var n filestore.NewAgent
-	fs.StringVar(&n.Name, "name", "", "display name (default: the id)")
+	fs.StringVar(&n.Name, "name", "", "the display `NAME` (default: the id)")
 	fs.StringVar(&n.Type, "type", "ai", "human or ai")
 	fs.StringVar(&n.Hierarchy, "hierarchy", "worker", "owner, manager or worker")
-	fs.StringVar(&n.Role, "role", "", "free-text role, used by managers to pick workers")
-	fs.StringVar(&n.ParentID, "parent", "", "the parent agent (manager or owner)")
-	fs.IntVar(&n.MaxParallelTasks, "max-parallel", 1, "max top-level tasks in progress at once")
-	fs.StringVar(&n.AIType, "ai-type", "", "which agent CLI runs it (e.g. claude, codex, gemini, custom)")
+	fs.StringVar(&n.Role, "role", "", "a free-text `ROLE`, used by managers to pick workers")
+	fs.StringVar(&n.ParentID, "parent", "", "the parent agent `ID` (a manager or the owner)")
+	fs.IntVar(&n.MaxParallelTasks, "max-parallel", 1, "at most `N` top-level tasks in progress at once")
+	fs.StringVar(&n.AIType, "ai-type", "", "which agent CLI runs it: a `KIND` of settings.agent_commands (claude, codex, gemini, …)")
 	fs.StringVar(&n.Model, "model", "", "model name")
 	fs.StringVar(&n.SystemPrompt, "system-prompt", "", "extra instructions for the agent")
-	fs.StringVar(&n.Passkey, "passkey", "", "use this passkey (at least 8 characters) instead of a generated one")
+	fs.StringVar(&n.Passkey, "passkey", "", "use this `SECRET` (at least 8 characters) instead of a generated passkey")
 	pos, err := fs.parse(args, 1, 1, "ID [--type ai|human] [--hierarchy manager|worker] [--parent ID] [--role R]")
 	if err != nil {
 		return err
@@ -98,7 +81,11 @@ func (a *app) agentShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	ag, err := s.Agent(pos[0])
+	id, err := agentID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	ag, err := s.Agent(id)
 	if err != nil {
 		return err
 	}
@@ -137,12 +124,16 @@ func (a *app) agentPasskey(args []string) error {
 	if err != nil {
 		return err
 	}
-	passkey, err := s.RotatePasskey(actor, pos[0])
+	id, err := agentID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	passkey, err := s.RotatePasskey(actor, id)
 	if err != nil {
 		return err
 	}
 	if fs.json {
-		return a.printJSON(map[string]string{"agent_id": pos[0], "passkey": passkey})
+		return a.printJSON(map[string]string{"agent_id": id, "passkey": passkey})
 	}
 	a.printf("passkey: %s\n", passkey)
 	return nil

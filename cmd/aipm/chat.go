@@ -21,27 +21,10 @@ import (
 // acting human of every other command (--as, AIPM_USER, the owner); its mailbox is the
 // one read.
 
-func (a *app) cmdChat(args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: aipm chat send|log|open|close ...")
-	}
-	switch args[0] {
-	case "send":
-		return a.chatSend(args[1:])
-	case "log":
-		return a.chatLog(args[1:])
-	case "open":
-		return a.chatSetOpen(args[1:], true)
-	case "close":
-		return a.chatSetOpen(args[1:], false)
-	}
-	return fmt.Errorf("unknown chat command %q (want send, log, open or close)", args[0])
-}
-
 func (a *app) chatSend(args []string) error {
 	fs := newFlags(a, "chat send")
-	to := fs.String("to", "", "the agent to send to (required)")
-	task := fs.String("task", "", "the task the message is about (recorded as relatedTaskId)")
+	to := fs.String("to", "", "the agent `ID` to send to (required)")
+	task := fs.String("task", "", "the `TASK` the message is about (recorded as relatedTaskId)")
 	pos, err := fs.parse(args, 1, 1, `--to AGENT "TEXT" (TEXT - reads it from stdin) [--task TASK]`)
 	if err != nil {
 		return err
@@ -60,6 +43,12 @@ func (a *app) chatSend(args []string) error {
 	}
 	s, actor, err := a.openAs(fs.as)
 	if err != nil {
+		return err
+	}
+	if *to, err = agentID(s, *to); err != nil {
+		return err
+	}
+	if *task, err = taskID(s, *task); err != nil {
 		return err
 	}
 	sent, err := s.SendMessage(actor, filestore.SendRequest{To: *to, Content: text, RelatedTaskID: *task})
@@ -94,7 +83,11 @@ func (a *app) chatLog(args []string) error {
 		}
 		return a.chatInbox(s, actor.ID, fs.json)
 	}
-	partner, err := s.Agent(pos[0])
+	pid, err := agentID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	partner, err := s.Agent(pid)
 	if err != nil {
 		return err
 	}
@@ -360,6 +353,9 @@ func agentNames(s *filestore.Store) (map[string]string, error) {
 	return names, nil
 }
 
+func (a *app) chatOpen(args []string) error  { return a.chatSetOpen(args, true) }
+func (a *app) chatClose(args []string) error { return a.chatSetOpen(args, false) }
+
 func (a *app) chatSetOpen(args []string, open bool) error {
 	verb := "close"
 	if open {
@@ -374,15 +370,19 @@ func (a *app) chatSetOpen(args []string, open bool) error {
 	if err != nil {
 		return err
 	}
-	before, err := s.Chat(pos[0])
+	id, err := agentID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	before, err := s.Chat(id)
 	if err != nil {
 		return err
 	}
 	var st *filestore.ChatState
 	if open {
-		st, err = s.OpenChat(actor, pos[0])
+		st, err = s.OpenChat(actor, id)
 	} else {
-		st, err = s.CloseChat(actor, pos[0])
+		st, err = s.CloseChat(actor, id)
 	}
 	if err != nil {
 		return err

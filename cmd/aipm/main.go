@@ -7,7 +7,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -26,66 +25,159 @@ func main() {
 type app struct {
 	stdin  io.Reader
 	stdout io.Writer
+	// term is standard output before control characters are dropped: only aipm's own
+	// escape sequences (aipm status --watch clearing the screen) are written to it.
+	term   io.Writer
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
 }
 
-// command is one subcommand: a name, a one-line summary and the function that runs it.
+// command is one sub-command (aipm task add) or a group of them (aipm task): its name, a
+// one-line summary for its group's list, examples for its help, and either the function
+// that runs it or its sub-commands. A sub-command's usage line and flags come from its own
+// flag set (newFlags, flags.parse), so its help cannot drift from what it accepts.
 type command struct {
-	name    string
-	summary string
-	run     func(a *app, args []string) error
+	name     string
+	summary  string
+	examples []string
+	run      func(a *app, args []string) error
+	subs     []*command
 }
 
-func commands() []command {
-	return []command{
-		{"init", "create .ai-pm/ in the current directory", (*app).cmdInit},
-		{"agent", "add, list, show agents; rotate a passkey", (*app).cmdAgent},
-		{"task", "add, list, show tasks; change status or assignee; approve or reject requests", (*app).cmdTask},
-		{"chat", "send messages to an agent, read or follow a chat, open or close a chat", (*app).cmdChat},
-		{"project", "pause or resume the project", (*app).cmdProject},
-		{"status", "agents, live sessions, notifications and tasks at a glance", (*app).cmdStatus},
-		{"doctor", "check every file under .ai-pm/ and the agent commands", (*app).cmdDoctor},
-		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
-		{"mcp-config", "print or write the block that declares aipm's MCP server to claude, codex or gemini", (*app).cmdMCPConfig},
-		{"trust", "show the agent commands (and what changed) and approve them to run on this machine", (*app).cmdTrust},
-		{"run", "the coordinator: start each AI agent's command when it has work", (*app).cmdRun},
-		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
-		{"sim-agent", "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", (*app).cmdSimAgent},
+func commands() []*command {
+	return []*command{
+		{name: "init", summary: "create .ai-pm/ in the current directory", run: (*app).cmdInit,
+			examples: []string{"aipm init", "aipm init --name shop --owner alice"}},
+		{name: "agent", summary: "add, list, show agents; rotate a passkey", subs: []*command{
+			{name: "add", summary: "add a human or AI agent to the project", run: (*app).agentAdd,
+				examples: []string{"aipm agent add lead --hierarchy manager --parent owner --role planning",
+					"aipm agent add w1 --parent lead --role backend --ai-type claude"}},
+			{name: "list", summary: "list the agents", run: (*app).agentList, examples: []string{"aipm agent list"}},
+			{name: "show", summary: "show one agent and its live sessions", run: (*app).agentShow, examples: []string{"aipm agent show w1"}},
+			{name: "passkey", summary: "issue a new passkey for an AI agent (the old one stops working)", run: (*app).agentPasskey,
+				examples: []string{"aipm agent passkey w1"}},
+		}},
+		{name: "task", summary: "add, list, show, edit tasks; change status or assignee; approve or reject requests", subs: []*command{
+			{name: "add", summary: "create a task (or a sub-task with --parent)", run: (*app).taskAdd,
+				examples: []string{`aipm task add "Write the parser" --assign w1 --priority high --status todo`,
+					`aipm task add "Parse headers" --parent tsk_01m8 --dep tsk_01m9`}},
+			{name: "list", summary: "list tasks, filtered by status, assignee or parent", run: (*app).taskList,
+				examples: []string{"aipm task list", "aipm task list --status blocked", "aipm task list --assignee w1"}},
+			{name: "show", summary: "show a task: details, sub-tasks, history and runs", run: (*app).taskShow,
+				examples: []string{"aipm task show tsk_01m8"}},
+			{name: "tree", summary: "draw the task hierarchy (all top-level tasks, or one task's subtree)", run: (*app).taskTree,
+				examples: []string{"aipm task tree", "aipm task tree tsk_01m8"}},
+			{name: "edit", summary: "change a task's title, description, priority or dependencies", run: (*app).taskEdit,
+				examples: []string{`aipm task edit tsk_01m8 --title "Parse HTTP headers" --priority urgent`,
+					"aipm task edit tsk_01m8 --add-dep tsk_01m9 --remove-dep tsk_01ma", "aipm task edit tsk_01m8 --description - < notes.md"}},
+			{name: "status", summary: "change a task's status (the transition rules apply)", run: (*app).taskStatus,
+				examples: []string{"aipm task status tsk_01m8 in_progress", `aipm task status tsk_01m8 blocked --reason "waiting for the API key"`}},
+			{name: "assign", summary: "assign a task to an agent, or unassign it with -", run: (*app).taskAssign,
+				examples: []string{"aipm task assign tsk_01m8 w2", "aipm task assign tsk_01m8 -"}},
+			{name: "approve", summary: "approve a task an agent requested", run: (*app).taskApprove,
+				examples: []string{"aipm task approve tsk_01m8"}},
+			{name: "reject", summary: "reject a task an agent requested", run: (*app).taskReject,
+				examples: []string{`aipm task reject tsk_01m8 --reason "out of scope"`}},
+		}},
+		{name: "chat", summary: "send messages to an agent, read or follow a chat, open or close a chat", subs: []*command{
+			{name: "send", summary: "send a message to an agent", run: (*app).chatSend,
+				examples: []string{`aipm chat send --to lead "How far is the parser?"`, "echo done | aipm chat send --to w1 -"}},
+			{name: "log", summary: "show your chat with an agent (or, alone, your unread messages)", run: (*app).chatLog,
+				examples: []string{"aipm chat log", "aipm chat log lead --limit 50", "aipm chat log lead --follow"}},
+			{name: "open", summary: "open a chat with an AI agent: aipm run starts a chat session for it", run: (*app).chatOpen,
+				examples: []string{"aipm chat open lead"}},
+			{name: "close", summary: "close a chat: the agent's chat session is told to exit", run: (*app).chatClose,
+				examples: []string{"aipm chat close lead"}},
+		}},
+		{name: "project", summary: "pause or resume the project", subs: []*command{
+			{name: "pause", summary: "pause the project: live sessions are interrupted, none starts", run: (*app).projectPause,
+				examples: []string{"aipm project pause"}},
+			{name: "resume", summary: "resume a paused project", run: (*app).projectResume, examples: []string{"aipm project resume"}},
+		}},
+		{name: "status", summary: "agents, live sessions, blocked tasks and notifications at a glance", run: (*app).cmdStatus,
+			examples: []string{"aipm status", "aipm status --watch", "aipm status --json"}},
+		{name: "doctor", summary: "check every file under .ai-pm/ and the agent commands", run: (*app).cmdDoctor,
+			examples: []string{"aipm doctor"}},
+		{name: "mcp", summary: "serve MCP on stdin/stdout for one agent process", run: (*app).cmdMCP,
+			examples: []string{"claude mcp add aipm -- aipm mcp"}},
+		{name: "mcp-config", summary: "print or write the block that declares aipm's MCP server to claude, codex or gemini", run: (*app).cmdMCPConfig,
+			examples: []string{"aipm mcp-config claude", "aipm mcp-config gemini --write"}},
+		{name: "trust", summary: "show the agent commands (and what changed) and approve them to run on this machine", run: (*app).cmdTrust,
+			examples: []string{"aipm trust", "aipm trust --check"}},
+		{name: "run", summary: "the coordinator: start each AI agent's command when it has work", run: (*app).cmdRun,
+			examples: []string{"aipm run", "aipm run --max 2 --timeline", "aipm run --exit-when-idle --timeout 10m"}},
+		{name: "demo", summary: "run a demonstration on a temporary project", run: (*app).cmdDemo,
+			examples: []string{"aipm demo", "aipm demo /tmp/aipm-demo"}},
+		{name: "sim-agent", summary: "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", run: (*app).cmdSimAgent,
+			examples: []string{"AIPM_AGENT_ID=w1 AIPM_PURPOSE=task aipm sim-agent"}},
+		{name: "version", summary: "print aipm's version", run: (*app).cmdVersion, examples: []string{"aipm version", "aipm --version"}},
 	}
 }
 
 func (a *app) run(args []string) int {
 	args = globalFlagsLast(args)
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		a.usage(a.stdout)
+	switch {
+	case len(args) == 0:
+		a.usage(a.stderr, nil, commands())
+		return 2
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
+		a.usage(a.stdout, nil, commands())
+		return 0
+	case args[0] == "--version" || args[0] == "-version":
+		args[0] = "version"
+	case args[0] == "help":
+		return a.help(args[1:])
+	}
+	if args[0] != "mcp" {
+		// The MCP server speaks JSON-RPC, which escapes control characters itself.
+		a.term = a.stdout
+		a.stdout, a.stderr = cleanWriter{a.stdout}, cleanWriter{a.stderr}
+	}
+	err := a.dispatch(nil, commands(), args)
+	if err == nil {
 		return 0
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			if c.name != "mcp" {
-				// The MCP server speaks JSON-RPC, which escapes control characters itself.
-				a.stdout, a.stderr = cleanWriter{a.stdout}, cleanWriter{a.stderr}
-			}
-			err := c.run(a, args[1:])
-			if err == nil {
-				return 0
-			}
-			var ex exitError
-			if errors.As(err, &ex) {
-				return int(ex)
-			}
-			if errors.Is(err, flag.ErrHelp) {
-				return 2
-			}
-			a.printErr(err)
-			return 1
-		}
+	var ex exitError
+	if errors.As(err, &ex) {
+		return int(ex)
 	}
-	fmt.Fprintf(a.stderr, "aipm: unknown command %q\n", args[0])
-	a.usage(a.stderr)
-	return 2
+	if errors.Is(err, errHelpShown) {
+		return 0
+	}
+	if jsonRequested(args) {
+		a.printJSONErr(err)
+	} else {
+		a.printErr(err)
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+// dispatch runs the command args name among cmds (the sub-commands of path): a group
+// dispatches its next argument, or prints its help.
+func (a *app) dispatch(path []string, cmds []*command, args []string) error {
+	c, err := findCommand(path, cmds, args)
+	if err != nil || c == nil {
+		return err
+	}
+	path = append(path, c.name)
+	if c.run != nil {
+		return c.run(a, args[1:])
+	}
+	rest := args[1:]
+	if len(rest) == 0 {
+		a.usage(a.stderr, path, c.subs)
+		return exitError(2)
+	}
+	if isHelpFlag(rest[0]) {
+		a.usage(a.stdout, path, c.subs)
+		return errHelpShown
+	}
+	return a.dispatch(path, c.subs, rest)
 }
 
 // globalFlagsLast moves the global flags given before the command (aipm --json task
@@ -114,69 +206,6 @@ func globalFlagsLast(args []string) []string {
 type exitError int
 
 func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
-
-func (a *app) printErr(err error) {
-	var fe *filestore.Error
-	if errors.As(err, &fe) {
-		fmt.Fprintf(a.stderr, "aipm: %s\n", fe.Message)
-		if fe.Hint != "" {
-			fmt.Fprintf(a.stderr, "hint: %s\n", fe.Hint)
-		}
-		return
-	}
-	fmt.Fprintf(a.stderr, "aipm: %v\n", err)
-}
-
-func (a *app) usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: aipm <command> [arguments]")
-	fmt.Fprintln(w)
-	width := 0
-	for _, c := range commands() {
-		width = max(width, len(c.name))
-	}
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-*s %s\n", width, c.name, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Global flags: --json (machine-readable output), --as ID (the acting human; or AIPM_USER; default the owner).")
-}
-
-// flags is a subcommand's flag set with the global flags, parsed with flags and
-// positional arguments in any order.
-type flags struct {
-	*flag.FlagSet
-	json bool
-	as   string
-}
-
-func newFlags(a *app, name string) *flags {
-	fs := &flags{FlagSet: flag.NewFlagSet("aipm "+name, flag.ContinueOnError)}
-	fs.SetOutput(a.stderr)
-	fs.BoolVar(&fs.json, "json", false, "print JSON")
-	fs.StringVar(&fs.as, "as", "", "the acting human's agent id (default $AIPM_USER, else the project owner)")
-	return fs
-}
-
-// parse parses args allowing flags after positional arguments, and checks the count of
-// positional arguments is within [min, max] (max < 0: unbounded).
-func (fs *flags) parse(args []string, min, max int, usage string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		args = fs.Args()
-		if len(args) == 0 {
-			break
-		}
-		pos = append(pos, args[0])
-		args = args[1:]
-	}
-	if len(pos) < min || (max >= 0 && len(pos) > max) {
-		return nil, fmt.Errorf("usage: %s %s", fs.Name(), usage)
-	}
-	return pos, nil
-}
 
 // stringList is a repeatable string flag.
 type stringList []string

@@ -1,30 +1,25 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
 )
 
-// cmdProject is `aipm project pause|resume`: the acting human stops or restarts the
-// project. A pause interrupts every live session (their next tool call is replaced by the
-// notice) and no session starts until it is resumed.
-func (a *app) cmdProject(args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: aipm project pause|resume")
-	}
-	var to string
-	switch args[0] {
-	case "pause":
-		to = filestore.ProjectPaused
-	case "resume":
-		to = filestore.ProjectActive
-	default:
-		return fmt.Errorf("unknown project command %q (want pause or resume)", args[0])
-	}
-	fs := newFlags(a, "project "+args[0])
-	if _, err := fs.parse(args[1:], 0, 0, ""); err != nil {
+// projectPause and projectResume are `aipm project pause|resume`: the acting human stops
+// or restarts the project. A pause interrupts every live session (their next tool call is
+// replaced by the notice) and no session starts until it is resumed.
+func (a *app) projectPause(args []string) error {
+	return a.setProjectStatus("pause", filestore.ProjectPaused, args)
+}
+
+func (a *app) projectResume(args []string) error {
+	return a.setProjectStatus("resume", filestore.ProjectActive, args)
+}
+
+func (a *app) setProjectStatus(verb, to string, args []string) error {
+	fs := newFlags(a, "project "+verb)
+	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
 	s, actor, err := a.openAs(fs.as)

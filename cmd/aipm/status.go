@@ -21,6 +21,18 @@ type statusView struct {
 	// Failing are the agent processes whose latest start by `aipm run` failed or was
 	// held back: what went wrong and where its output is.
 	Failing []startFailure `json:"failing_starts"`
+	// Blocked are the blocked tasks with why; Invalid the tasks whose file a hand edit
+	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
+	Blocked []taskNote `json:"blocked_tasks"`
+	Invalid []taskNote `json:"invalid_tasks"`
+}
+
+// taskNote is a task that needs a human's eye, and why.
+type taskNote struct {
+	ID         string `json:"id"`
+	Title      string `json:"title"`
+	AssigneeID string `json:"assignee_id,omitempty"`
+	Why        string `json:"why"`
 }
 
 // startFailure is the latest start for an agent and purpose that failed (or changed
@@ -91,13 +103,23 @@ type agentStatus struct {
 
 func (a *app) cmdStatus(args []string) error {
 	fs := newFlags(a, "status")
-	if _, err := fs.parse(args, 0, 0, ""); err != nil {
+	watchIt := fs.Bool("watch", false, "keep the view on screen and redraw it whenever a file under .ai-pm changes, until interrupted")
+	watchFor := fs.Duration("for", 0, "with --watch, stop after this `DURATION` (default: until interrupted)")
+	if _, err := fs.parse(args, 0, 0, "[--watch [--for DURATION]]"); err != nil {
 		return err
 	}
 	s, err := a.open()
 	if err != nil {
 		return err
 	}
+	if *watchIt {
+		return a.watchStatus(s, fs.json, *watchFor)
+	}
+	return a.printStatus(s, fs.json)
+}
+
+// printStatus prints the status view once.
+func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 	p, err := s.Project()
 	if err != nil {
 		return err
@@ -137,8 +159,22 @@ func (a *app) cmdStatus(args []string) error {
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
+	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
 	for _, t := range tasks {
+		if p := t.Problem(); p != "" {
+			v.TaskCounts["invalid"]++
+			v.Invalid = append(v.Invalid, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID,
+				Why: s.Rel(s.TaskFile(t.ID)) + ": " + p})
+			continue
+		}
 		v.TaskCounts[t.Status]++
+		if t.Status == filestore.StatusBlocked {
+			why := t.BlockedReason
+			if why == "" {
+				why = "no reason recorded"
+			}
+			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why})
+		}
 	}
 	for _, ag := range agents {
 		as := agentStatus{ID: ag.ID, Type: ag.Type, Hierarchy: ag.Hierarchy, Status: ag.Status}
@@ -163,7 +199,7 @@ func (a *app) cmdStatus(args []string) error {
 		}
 		v.Agents = append(v.Agents, as)
 	}
-	if fs.json {
+	if asJSON {
 		return a.printJSON(v)
 	}
 	a.printf("Project %s (%s) — %s\n", p.Name, p.Status, s.Root())
@@ -171,7 +207,27 @@ func (a *app) cmdStatus(args []string) error {
 	for _, st := range filestore.Statuses {
 		a.printf(" %s %d", st, v.TaskCounts[st])
 	}
-	a.printf("\n\n")
+	if n := v.TaskCounts["invalid"]; n > 0 {
+		a.printf(" invalid %d", n)
+	}
+	a.printf("\n")
+	sh, err := newShortener(s)
+	if err != nil {
+		return err
+	}
+	if len(v.Blocked) > 0 {
+		a.printf("\nBlocked tasks:\n")
+		for _, n := range v.Blocked {
+			a.printf("  %s  %s  %s: %s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why))
+		}
+	}
+	if len(v.Invalid) > 0 {
+		a.printf("\nInvalid tasks (repair the file by hand; `aipm doctor` checks every file):\n")
+		for _, n := range v.Invalid {
+			a.printf("  %s  %s  %s\n", sh.id(n.ID), n.Title, n.Why)
+		}
+	}
+	a.printf("\n")
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT\tTYPE\tHIERARCHY\tSTATUS\tIN PROGRESS\tUNREAD\tNOTIFICATIONS\tLIVE SESSIONS")
 	for _, as := range v.Agents {

@@ -2,34 +2,12 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/aipm/aipm/filestore"
 )
-
-func (a *app) cmdTask(args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("usage: aipm task add|list|show|status|assign|approve|reject ...")
-	}
-	switch args[0] {
-	case "add":
-		return a.taskAdd(args[1:])
-	case "list":
-		return a.taskList(args[1:])
-	case "show":
-		return a.taskShow(args[1:])
-	case "status":
-		return a.taskStatus(args[1:])
-	case "assign":
-		return a.taskAssign(args[1:])
-	case "approve":
-		return a.taskApprove(args[1:])
-	case "reject":
-		return a.taskReject(args[1:])
-	}
-	return fmt.Errorf("unknown task command %q (want add, list, show, status, assign, approve or reject)", args[0])
-}
 
 func (a *app) taskAdd(args []string) error {
 	fs := newFlags(a, "task add")
@@ -38,16 +16,25 @@ func (a *app) taskAdd(args []string) error {
 	fs.StringVar(&n.Description, "description", "", "what to do, in detail")
 	fs.StringVar(&n.Priority, "priority", "medium", "low, medium, high or urgent")
 	fs.StringVar(&n.Status, "status", "backlog", "backlog or todo")
-	fs.StringVar(&n.AssigneeID, "assign", "", "assignee agent id")
-	fs.StringVar(&n.ParentID, "parent", "", "parent task id (makes this a sub-task)")
-	fs.Var(&deps, "dep", "a task this one depends on (repeatable)")
+	fs.StringVar(&n.AssigneeID, "assign", "", "the assignee's agent `ID`")
+	fs.StringVar(&n.ParentID, "parent", "", "the parent `TASK` (makes this a sub-task)")
+	fs.Var(&deps, "dep", "a `TASK` this one depends on (repeatable)")
 	pos, err := fs.parse(args, 1, 1, `"TITLE" [--description D] [--assign AGENT] [--parent TASK] [--dep TASK]...`)
 	if err != nil {
 		return err
 	}
-	n.Title, n.Dependencies = pos[0], deps
+	n.Title = pos[0]
 	s, actor, err := a.openAs(fs.as)
 	if err != nil {
+		return err
+	}
+	if n.Dependencies, err = taskIDs(s, deps); err != nil {
+		return err
+	}
+	if n.ParentID, err = taskID(s, n.ParentID); err != nil {
+		return err
+	}
+	if n.AssigneeID, err = agentID(s, n.AssigneeID); err != nil {
 		return err
 	}
 	t, err := s.CreateTask(actor, n)
@@ -64,15 +51,26 @@ func (a *app) taskAdd(args []string) error {
 func (a *app) taskList(args []string) error {
 	fs := newFlags(a, "task list")
 	var f filestore.TaskFilter
-	fs.StringVar(&f.Status, "status", "", "only this status")
-	fs.StringVar(&f.AssigneeID, "assignee", "", "only this assignee")
-	fs.StringVar(&f.ParentID, "parent", "", "only sub-tasks of this task")
+	fs.StringVar(&f.Status, "status", "", "only tasks with this `STATUS`")
+	fs.StringVar(&f.AssigneeID, "assignee", "", "only tasks assigned to this agent `ID`")
+	fs.StringVar(&f.ParentID, "parent", "", "only the sub-tasks of this `TASK`")
+	full := fs.Bool("no-abbrev", false, "show whole task ids")
 	if _, err := fs.parse(args, 0, 0, "[--status S] [--assignee A] [--parent T]"); err != nil {
 		return err
 	}
 	s, err := a.open()
 	if err != nil {
 		return err
+	}
+	if f.ParentID, err = taskID(s, f.ParentID); err != nil {
+		return err
+	}
+	if f.AssigneeID, err = agentID(s, f.AssigneeID); err != nil {
+		return err
+	}
+	if f.Status != "" && !slices.Contains(filestore.Statuses, f.Status) {
+		return &filestore.Error{Code: "invalid_status", Kind: filestore.ErrInvalid,
+			Message: fmt.Sprintf("invalid status %q", f.Status), Hint: "use one of " + strings.Join(filestore.Statuses, ", ")}
 	}
 	tasks, err := s.Tasks(f)
 	if err != nil {
@@ -84,16 +82,33 @@ func (a *app) taskList(args []string) error {
 		}
 		return a.printJSON(tasks)
 	}
+	sh := shortener{}
+	if !*full {
+		if sh, err = newShortener(s); err != nil {
+			return err
+		}
+	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tPRIORITY\tASSIGNEE\tPARENT\tTITLE")
 	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Status, t.Priority, orDash(t.AssigneeID), orDash(t.ParentID), t.Title)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sh.id(t.ID), statusLabel(t), t.Priority, orDash(t.AssigneeID),
+			orDash(sh.id(t.ParentID)), t.Title)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A task broken by hand is named with the doctor's words wherever it is listed.
+	for _, t := range tasks {
+		if p := t.Problem(); p != "" {
+			a.printf("%s: %s: %s (repair the file by hand; `aipm doctor` checks every file)\n", sh.id(t.ID), s.Rel(s.TaskFile(t.ID)), p)
+		}
+	}
+	return nil
 }
 
 func (a *app) taskShow(args []string) error {
 	fs := newFlags(a, "task show")
+	full := fs.Bool("no-abbrev", false, "show whole task ids")
 	pos, err := fs.parse(args, 1, 1, "ID")
 	if err != nil {
 		return err
@@ -102,7 +117,11 @@ func (a *app) taskShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.Task(pos[0])
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := s.Task(id)
 	if err != nil {
 		return err
 	}
@@ -136,7 +155,10 @@ func (a *app) taskShow(args []string) error {
 		}{t, sub, hist, runs})
 	}
 	a.printf("%s  %s\n", t.ID, t.Title)
-	a.printf("  status: %s  priority: %s  assignee: %s  parent: %s\n", t.Status, t.Priority, orDash(t.AssigneeID), orDash(t.ParentID))
+	a.printf("  status: %s  priority: %s  assignee: %s  parent: %s\n", statusLabel(t), t.Priority, orDash(t.AssigneeID), orDash(t.ParentID))
+	if p := t.Problem(); p != "" {
+		a.printf("  problem: %s (fix %s by hand; `aipm doctor` checks every file)\n", p, s.Rel(s.TaskFile(t.ID)))
+	}
 	if t.Approval != filestore.ApprovalApproved {
 		a.printf("  approval: %s\n", t.Approval)
 	}
@@ -151,11 +173,13 @@ func (a *app) taskShow(args []string) error {
 	}
 	if len(sub) > 0 {
 		a.printf("sub-tasks:\n")
-		depth := map[string]int{t.ID: 0}
-		for _, c := range sub {
-			depth[c.ID] = depth[c.ParentID] + 1
-			a.printf("%s%s  %-11s %-10s %s\n", strings.Repeat("  ", depth[c.ID]), c.ID, c.Status, orDash(c.AssigneeID), c.Title)
+		sh := shortener{}
+		if !*full {
+			if sh, err = newShortener(s); err != nil {
+				return err
+			}
 		}
+		drawTree(a.stdout, t.ID, sub, sh, statusOf(s, sub), "  ")
 	}
 	if len(hist) > 0 {
 		a.printf("history:\n")
@@ -208,7 +232,7 @@ func taskRuns(s *filestore.Store, t *filestore.Task, sub []*filestore.Task) ([]*
 
 func (a *app) taskStatus(args []string) error {
 	fs := newFlags(a, "task status")
-	reason := fs.String("reason", "", "why (recorded; required context for blocked)")
+	reason := fs.String("reason", "", "why (recorded in the history; for blocked, what it waits for)")
 	pos, err := fs.parse(args, 2, 2, "ID STATUS [--reason R]")
 	if err != nil {
 		return err
@@ -217,7 +241,11 @@ func (a *app) taskStatus(args []string) error {
 	if err != nil {
 		return err
 	}
-	ch, err := s.SetTaskStatus(actor, pos[0], pos[1], *reason)
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	ch, err := s.SetTaskStatus(actor, id, pos[1], *reason)
 	if err != nil {
 		return err
 	}
@@ -237,15 +265,22 @@ func (a *app) taskAssign(args []string) error {
 	if err != nil {
 		return err
 	}
-	assignee := pos[1]
-	if assignee == "-" {
-		assignee = ""
-	}
 	s, actor, err := a.openAs(fs.as)
 	if err != nil {
 		return err
 	}
-	t, err := s.AssignTask(actor, pos[0], assignee)
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	assignee, err := agentID(s, pos[1])
+	if err != nil {
+		return err
+	}
+	if assignee == "-" {
+		assignee = ""
+	}
+	t, err := s.AssignTask(actor, id, assignee)
 	if err != nil {
 		return err
 	}

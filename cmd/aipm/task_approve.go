@@ -12,7 +12,11 @@ func (a *app) taskApprove(args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.ApproveTask(actor, pos[0])
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := s.ApproveTask(actor, id)
 	if err != nil {
 		return err
 	}
@@ -36,7 +40,11 @@ func (a *app) taskReject(args []string) error {
 	if err != nil {
 		return err
 	}
-	t, err := s.RejectTask(actor, pos[0], *reason)
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := s.RejectTask(actor, id, *reason)
 	if err != nil {
 		return err
 	}

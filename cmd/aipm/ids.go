@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// Ids on the command line, as in git: a task or agent id may be shortened to any prefix
+// that names one of them alone (for tasks, with or without "tsk_"), listings show ids
+// shortened to what is unique, and an id that names nothing gets the ids it was likely
+// meant to be.
+
+// minShortTask is the fewest characters after "tsk_" a listing shows: the ten of the
+// creation time and two more, so a short id stays unique as the project grows.
+const minShortTask = 12
+
+// ambiguousError is an abbreviated id that names several entities.
+type ambiguousError struct {
+	kind, prefix string
+	matches      []string // ids, with a label each
+}
+
+func (e *ambiguousError) Error() string {
+	return fmt.Sprintf("%s id %q is ambiguous: it is the start of %d ids:\n  %s", e.kind, e.prefix, len(e.matches),
+		strings.Join(e.matches, "\n  "))
+}
+
+func (e *ambiguousError) hint() string { return "type more of the id" }
+
+// taskID expands a task id typed on the command line: the whole id, or a unique prefix of
+// it, with or without "tsk_".
+func taskID(s *filestore.Store, arg string) (string, error) {
+	if arg == "" {
+		return "", nil
+	}
+	want := strings.ToLower(arg)
+	if !strings.HasPrefix(want, filestore.PrefixTask+"_") {
+		want = filestore.PrefixTask + "_" + want
+	}
+	if err := filestore.ValidateEntityID(filestore.PrefixTask, want); err != nil {
+		return "", err // no task id starts so
+	}
+	// A whole id names its file, whatever the file is: the store says what is wrong with it
+	// (a link, a broken file) better than "not found".
+	if _, err := os.Lstat(s.TaskFile(want)); err == nil {
+		return want, nil
+	}
+	ids, err := s.TaskIDs()
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, id := range ids {
+		if id == want {
+			return id, nil
+		}
+		if strings.HasPrefix(id, want) {
+			matches = append(matches, id)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", notFound("task", arg, nearIDs(want, ids), "list tasks with `aipm task list`")
+	}
+	short := shortTaskIDs(ids)
+	labels := make([]string, 0, len(matches))
+	for i, id := range matches {
+		if i == 8 {
+			labels = append(labels, fmt.Sprintf("… and %d more", len(matches)-i))
+			break
+		}
+		label := short[id]
+		if t, err := s.Task(id); err == nil {
+			label += "  " + oneLine(t.Title)
+		}
+		labels = append(labels, label)
+	}
+	return "", &ambiguousError{kind: "task", prefix: arg, matches: labels}
+}
+
+// taskIDs expands each of ids (see taskID).
+func taskIDs(s *filestore.Store, ids []string) ([]string, error) {
+	out := make([]string, 0, len(ids))
+	for _, arg := range ids {
+		id, err := taskID(s, arg)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// agentID expands an agent id typed on the command line: the whole id, or a unique prefix.
+func agentID(s *filestore.Store, arg string) (string, error) {
+	if arg == "" || arg == "-" {
+		return arg, nil
+	}
+	if err := filestore.ValidateAgentID(arg); err != nil {
+		return "", err
+	}
+	agents, err := s.Agents()
+	if err != nil {
+		return "", err
+	}
+	var ids, matches []string
+	for _, ag := range agents {
+		ids = append(ids, ag.ID)
+		if ag.ID == arg {
+			return arg, nil
+		}
+		if strings.HasPrefix(ag.ID, arg) {
+			matches = append(matches, ag.ID)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", notFound("agent", arg, closest(arg, ids), "list agents with `aipm agent list`")
+	}
+	return "", &ambiguousError{kind: "agent", prefix: arg, matches: matches}
+}
+
+func notFound(kind, arg string, near []string, list string) error {
+	hint := list
+	if len(near) > 0 {
+		hint = "did you mean " + orList(near) + "? or " + list
+	}
+	return &filestore.Error{Code: kind + "_not_found", Kind: filestore.ErrNotFound,
+		Message: fmt.Sprintf("%s %s not found", kind, arg), Hint: hint}
+}
+
+// nearIDs are the task ids a mistyped one was likely meant to be: those whose start is
+// within one edit of it (two for longer ids), at most three.
+func nearIDs(want string, ids []string) []string {
+	allowed := 1
+	if len(want) > 12 {
+		allowed = 2
+	}
+	var out []string
+	for _, id := range ids {
+		if len(id) < len(want)-1 {
+			continue
+		}
+		head := id[:min(len(id), len(want))]
+		if editDistance(want, head) <= allowed {
+			out = append(out, id)
+			if len(out) == 3 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// shortTaskIDs abbreviates each id to its shortest prefix that no other id shares, with
+// at least minShortTask characters after "tsk_".
+func shortTaskIDs(ids []string) map[string]string {
+	out := make(map[string]string, len(ids))
+	// ids are sorted: an id's longest common prefix with any other is with a neighbour.
+	for i, id := range ids {
+		n := len(filestore.PrefixTask) + 1 + minShortTask
+		for _, j := range []int{i - 1, i + 1} {
+			if j >= 0 && j < len(ids) {
+				n = max(n, commonPrefix(id, ids[j])+1)
+			}
+		}
+		out[id] = id[:min(n, len(id))]
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// shortener abbreviates task ids for a listing; ids it does not know stay whole.
+type shortener map[string]string
+
+func newShortener(s *filestore.Store) (shortener, error) {
+	ids, err := s.TaskIDs()
+	if err != nil {
+		return nil, err
+	}
+	return shortTaskIDs(ids), nil
+}
+
+func (sh shortener) id(id string) string {
+	if v, ok := sh[id]; ok {
+		return v
+	}
+	return id
+}
