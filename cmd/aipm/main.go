@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -29,6 +30,9 @@ type app struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// worktreeCopy is set by open in a linked worktree: the root of the worktree's own
+	// checked-out .ai-pm, which aipm leaves alone for the clone's shared store.
+	worktreeCopy string
 }
 
 // command is one subcommand: a name, a one-line summary and the function that runs it.
@@ -40,7 +44,7 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"init", "create .ai-pm/ in the current directory", (*app).cmdInit},
+		{"init", "create .ai-pm/ in the current directory, or prepare a clone of a project", (*app).cmdInit},
 		{"agent", "add, list, show agents; rotate a passkey", (*app).cmdAgent},
 		{"task", "add, list, show tasks; change status or assignee; approve or reject requests", (*app).cmdTask},
 		{"chat", "send messages to an agent, read or follow a chat, open or close a chat", (*app).cmdChat},
@@ -50,6 +54,8 @@ func commands() []command {
 		{"mcp", "serve MCP on stdin/stdout for one agent process", (*app).cmdMCP},
 		{"mcp-config", "print or write the block that declares aipm's MCP server to claude, codex or gemini", (*app).cmdMCPConfig},
 		{"trust", "show the agent commands (and what changed) and approve them to run on this machine", (*app).cmdTrust},
+		{"resolve", "settle a merge conflict in an .ai-pm entity file by taking one side of each conflicting field", (*app).cmdResolve},
+		{"merge-driver", "Git's merge driver for .ai-pm entity files (registered by `aipm init`)", (*app).cmdMergeDriver},
 		{"run", "the coordinator: start each AI agent's command when it has work", (*app).cmdRun},
 		{"demo", "run a demonstration on a temporary project", (*app).cmdDemo},
 		{"sim-agent", "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", (*app).cmdSimAgent},
@@ -198,7 +204,16 @@ func (a *app) open() (*filestore.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return filestore.Open(root, filestore.Options{Now: a.now})
+	// One store per clone: a linked worktree's checked-out copy of .ai-pm is never used,
+	// so agents served from different worktrees of a clone see one another.
+	shared, linked, err := clone.SharedRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	if linked {
+		a.worktreeCopy = root
+	}
+	return filestore.Open(shared, filestore.Options{Now: a.now})
 }
 
 // openAs opens the store and resolves the acting human, for commands that change state.
