@@ -53,6 +53,11 @@ type Settings struct {
 	ConversationSessionGraceSeconds int `json:"conversation_session_grace_seconds"`
 	// MaxAgentProcesses bounds the agent processes `aipm run` keeps at once (default 4).
 	MaxAgentProcesses int `json:"max_agent_processes"`
+	// AgentWorktrees gives each AI agent `aipm run` starts its own Git worktree of the
+	// clone ({workdir}), so their file edits do not collide: <repo>.worktrees/<agent-id>
+	// beside the repository, on branch aipm/<agent-id>, made on the agent's first start
+	// and left for a human to review and merge. They share the clone's one store.
+	AgentWorktrees bool `json:"agent_worktrees,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -201,6 +202,17 @@ func (a *app) open() (*filestore.Store, error) {
 		cwd = r
 	}
 	root, err := filestore.Find(cwd)
+	if errors.Is(err, filestore.ErrNoStore) {
+		// A linked worktree on a branch without .ai-pm still belongs to its clone's store.
+		if w, ok := clone.Find(cwd); ok && w.Main != "" {
+			if rel, rerr := filepath.Rel(w.Top, cwd); rerr == nil {
+				if r, ferr := filestore.Find(filepath.Join(w.Main, rel)); ferr == nil {
+					a.worktreeCopy = filepath.Join(w.Top, rel)
+					return filestore.Open(r, filestore.Options{Now: a.now})
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -179,3 +179,40 @@ func DriverProgram(cmd string) string {
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// AgentWorktree returns the directory an agent works in when each agent has its own
+// worktree (settings.agent_worktrees): the store root's place inside the worktree
+// <repo>.worktrees/<agent-id>, beside the clone's main worktree, on branch
+// aipm/<agent-id>. It is made from the current HEAD on first use (created) and never
+// removed: what the agent did there waits for a human to review and merge.
+func AgentWorktree(root, agentID string) (dir string, created bool, err error) {
+	w, ok := Find(root)
+	if !ok {
+		return "", false, fmt.Errorf("%s is not in a Git repository: per-agent worktrees need one", root)
+	}
+	top := w.Top
+	if w.Main != "" {
+		top = w.Main
+	}
+	rel, err := filepath.Rel(top, root)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		rel = "."
+	}
+	wt := filepath.Join(filepath.Dir(top), filepath.Base(top)+".worktrees", agentID)
+	dir = filepath.Join(wt, rel)
+	if fi, err := os.Lstat(filepath.Join(wt, ".git")); err == nil && fi.Mode().IsRegular() {
+		return dir, false, nil
+	}
+	if _, err := os.Lstat(wt); err == nil {
+		return "", false, fmt.Errorf("%s exists but is not a Git worktree: move it away, or turn settings.agent_worktrees off", wt)
+	}
+	branch := "aipm/" + agentID
+	args := []string{"worktree", "add", "-q", wt, branch}
+	if _, err := git(top, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
+		args = []string{"worktree", "add", "-q", "-b", branch, wt}
+	}
+	if _, err := git(top, args...); err != nil {
+		return "", false, err
+	}
+	return dir, true, nil
+}
