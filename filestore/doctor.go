@@ -28,7 +28,6 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Lin
 func (s *Store) Check() ([]Problem, error) {
 	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}}
 	c.links()
-	c.clone()
 	c.project()
 	c.agentsDir()
 	c.tasksDir()
@@ -611,14 +610,6 @@ func (c *checker) readLogs() {
 			}
 			return ""
 		})
-	}
-}
-
-// clone reports a .gitattributes that names no merge driver for the entity files (a
-// project made before there was one). The clone's Git config is the command's to check.
-func (c *checker) clone() {
-	if p := c.s.GitattributesProblem(); p != "" {
-		c.add(c.s.path(".gitattributes"), 1, "%s", p)
 	}
 }
 
