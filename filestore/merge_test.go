@@ -370,3 +370,43 @@ func TestEntityKind(t *testing.T) {
 		}
 	}
 }
+
+// Every pair of statuses the two sides can hold, from every base: the result is the
+// same both ways round, and it is a status the table reaches from the base (or the
+// base's own); only when neither side's is reachable is it a conflict.
+func TestMergeTaskStatusAllPairs(t *testing.T) {
+	for _, bs := range Statuses {
+		for _, os := range Statuses {
+			for _, ts := range Statuses {
+				if os == bs || ts == bs || os == ts {
+					continue
+				}
+				b := mergeBaseTask()
+				b.Status = bs
+				o, th := b, b
+				o.Status, o.StatusChangedAt, o.UpdatedAt, o.Version = os, mtAt(3), *mtAt(3), 4
+				th.Status, th.StatusChangedAt, th.UpdatedAt, th.Version = ts, mtAt(5), *mtAt(5), 4
+				r := mergeBoth(t, KindTask, enc(t, &b), enc(t, &o), enc(t, &th))
+				oOK, tOK := Reachable(bs, os), Reachable(bs, ts)
+				if !oOK && !tOK {
+					if len(r.Conflicts) != 1 || r.Conflicts[0].Field != "status" {
+						t.Errorf("%s → %s | %s: conflicts %v, want status", bs, os, ts, r.Conflicts)
+					}
+					continue
+				}
+				if len(r.Conflicts) > 0 {
+					t.Errorf("%s → %s | %s: conflicts %v", bs, os, ts, r.Conflicts)
+					continue
+				}
+				got := decTask(t, r.Data)
+				want := ts // the later change
+				if !tOK {
+					want = os
+				}
+				if got.Status != want {
+					t.Errorf("%s → %s | %s: got %s, want %s", bs, os, ts, got.Status, want)
+				}
+			}
+		}
+	}
+}
