@@ -107,6 +107,9 @@ func (s *Store) decodeJSON(path string, data []byte, v any) error {
 
 func (s *Store) corrupt(path string, data []byte, err error) *CorruptError {
 	line, problem := 0, err.Error()
+	if HasConflictMarkers(data) {
+		return &CorruptError{Path: s.Rel(path), Line: 1, Problem: "unresolved merge conflict (Git's markers): `aipm doctor` says which fields and how to settle them"}
+	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {

@@ -15,7 +15,7 @@
 //	  executions/<exec-id>.json     a task session's run record
 //	  events.jsonl                  history: every change, who made it, when, from what to what
 //	  .gitignore                    ignores runtime/, execution logs and temp files
-//	  .gitattributes                *.jsonl merge=union
+//	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
 //	  runtime/                      git-ignored machine-local state:
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
@@ -180,6 +180,19 @@
 // rule, and attribution of every change to the real actor in events.jsonl.
 // A file a human broke by hand is never overwritten: the write fails naming path and line,
 // and Check (`aipm doctor`) lists every such problem.
+//
+// # Merging clones
+//
+// Two clones of a project merge by Git. JSONL files are unions of lines. Entity files
+// (project.json, agents/<id>/agent.json, tasks/, conversations/, delegations/,
+// executions/) name the merge driver `aipm merge-driver %O %A %B %P`, registered in each
+// clone's Git config by `aipm init`; it runs Merge: field by field, a field changed on one
+// side taken, one changed on both decided by a rule that keeps the entity valid (a task's
+// status: reachable from the ancestor's by the transition table, the later
+// status_changed_at winning), free text changed on both sides a conflict marked around
+// those fields alone, version one more than both sides. Store reads report a file with
+// conflict markers as an unresolved merge, and Check names the entity, the fields and
+// both values.
 //
 // # A clone is untrusted input
 //

@@ -92,6 +92,10 @@ func (c *checker) decode(path string, v any) []byte {
 		c.add(path, 1, "cannot read: %v", err)
 		return nil
 	}
+	if HasConflictMarkers(data) {
+		c.conflict(path, data)
+		return nil
+	}
 	if err := c.s.decodeJSON(path, data, v); err != nil {
 		if ce, ok := err.(*CorruptError); ok {
 			c.add(path, ce.Line, "%s", ce.Problem)
@@ -316,7 +320,9 @@ func (c *checker) jsonl(path string, fn func([]byte) string) {
 			c.add(path, n, "torn last line without newline (an interrupted write; the next append repairs it)")
 			return
 		}
-		if p := fn(data[:i]); p != "" {
+		if line := data[:i]; isMarkerLine(line) {
+			c.add(path, n, "merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(line)))
+		} else if p := fn(line); p != "" {
 			c.add(path, n, "%s", p)
 		}
 		data = data[i+1:]
@@ -605,4 +611,52 @@ func (c *checker) readLogs() {
 			return ""
 		})
 	}
+}
+
+// conflict explains a file Git left with conflict markers: which entity, which fields
+// differ on the two sides and with what values, and how to settle it.
+func (c *checker) conflict(path string, data []byte) {
+	line := 1
+	for i, l := range strings.Split(string(data), "\n") {
+		if isMarkerLine([]byte(l)) {
+			line = i + 1
+			break
+		}
+	}
+	rel := c.s.Rel(path)
+	kind := EntityKind(rel)
+	what := rel
+	if kind != "" {
+		what = kind + " " + strings.TrimSuffix(filepath.Base(path), ".json")
+		if kind == KindAgent {
+			what = kind + " " + filepath.Base(filepath.Dir(path))
+		} else if kind == KindProject {
+			what = "the project"
+		}
+	}
+	ours, theirs, ok := SplitConflict(data)
+	var fields []string
+	var err error
+	if ok {
+		fields, err = ConflictFields(ours, theirs)
+	}
+	if !ok || err != nil || kind == "" {
+		c.add(path, line, "unresolved merge conflict in %s: edit the file keeping one side of each conflict (`git show :2:%s` is ours, `:3:` theirs), then `git add` it", what, rel)
+		return
+	}
+	var o, t obj
+	json.Unmarshal(ours, &o)
+	json.Unmarshal(theirs, &t)
+	var parts []string
+	for _, f := range fields {
+		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(compact(o[f])), clip(compact(t[f]))))
+	}
+	c.add(path, line, "unresolved merge conflict in %s: both sides changed %s; keep one side with `aipm resolve %s --ours` or `--theirs` (or edit the file), then `git add %s` and finish the merge or rebase",
+		what, strings.Join(parts, ", "), rel, rel)
+}
+
+func isMarkerLine(line []byte) bool {
+	l := string(line)
+	return strings.HasPrefix(l, markerOurs) || strings.HasPrefix(l, markerTheirs) || strings.TrimRight(l, "\r") == markerSep ||
+		l == strings.TrimSpace(markerOurs) || l == strings.TrimSpace(markerTheirs)
 }

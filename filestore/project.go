@@ -53,6 +53,11 @@ type Settings struct {
 	ConversationSessionGraceSeconds int `json:"conversation_session_grace_seconds"`
 	// MaxAgentProcesses bounds the agent processes `aipm run` keeps at once (default 4).
 	MaxAgentProcesses int `json:"max_agent_processes"`
+	// AgentWorktrees gives each AI agent `aipm run` starts its own Git worktree of the
+	// clone ({workdir}), so their file edits do not collide: <repo>.worktrees/<agent-id>
+	// beside the repository, on branch aipm/<agent-id>, made on the agent's first start
+	// and left for a human to review and merge. They share the clone's one store.
+	AgentWorktrees bool `json:"agent_worktrees,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
 }
@@ -119,7 +124,29 @@ executions/*.log
 const gitattributes = `# Mailboxes, notifications and history are append-only: a union merge keeps both sides'
 # lines, so two clones that worked independently merge without conflicts.
 *.jsonl merge=union
+# Entity files merge field by field with aipm's merge driver (` + "`aipm merge-driver`" + `), which
+# ` + "`aipm init`" + ` registers in each clone's Git config: changes of different fields merge,
+# a status changed on both sides resolves to a valid one.
+` + gitattributesDriver
+
+// gitattributesDriver names aipm's merge driver for every entity file (EntityKind).
+const gitattributesDriver = `project.json merge=aipm
+agents/*/agent.json merge=aipm
+tasks/*.json merge=aipm
+conversations/*.json merge=aipm
+delegations/*.json merge=aipm
+executions/*.json merge=aipm
 `
+
+// oldGitattributes is what init wrote before the merge driver: replaced, not appended to.
+const oldGitattributes = `# Mailboxes, notifications and history are append-only: a union merge keeps both sides'
+# lines, so two clones that worked independently merge without conflicts.
+*.jsonl merge=union
+`
+
+// runtimeDirs are the machine-local directories a store needs, created by Init and by
+// Prepare in a fresh clone (where Git brought none of them: runtime/ is ignored).
+var runtimeDirs = []string{"runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns", "runtime/locks"}
 
 // Init creates .ai-pm under root with project.json, the owner agent, .gitignore and
 // .gitattributes. It refuses to overwrite an existing project.
@@ -147,7 +174,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
-		for _, d := range []string{"agents", "tasks", "conversations", "delegations", "runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns"} {
+		for _, d := range append([]string{"agents", "tasks", "conversations", "delegations"}, runtimeDirs...) {
 			if err := ensureDir(s.path(d)); err != nil {
 				return err
 			}

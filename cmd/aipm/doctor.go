@@ -1,5 +1,14 @@
 package main
 
+import (
+	"fmt"
+	"os"
+	"os/exec"
+
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
+	"github.com/aipm/aipm/filestore"
+)
+
 func (a *app) cmdDoctor(args []string) error {
 	fs := newFlags(a, "doctor")
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
@@ -18,6 +27,7 @@ func (a *app) cmdDoctor(args []string) error {
 		return err
 	}
 	probs = append(probs, cmdProbs...)
+	probs = append(probs, cloneProblems(s)...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -34,4 +44,30 @@ func (a *app) cmdDoctor(args []string) error {
 		return exitError(1)
 	}
 	return nil
+}
+
+// cloneProblems reports, for a store in a Git clone, a .gitattributes that names no merge
+// driver (a project made before there was one), and a clone whose config lacks the
+// driver (every clone needs `aipm init` once) or names an aipm that is gone.
+func cloneProblems(s *filestore.Store) []filestore.Problem {
+	driver, err := clone.Driver(s.Root())
+	if err != nil {
+		return nil // not in Git: nothing to merge
+	}
+	at := s.Rel(s.Dir()) + "/.gitattributes"
+	var out []filestore.Problem
+	if p := s.GitattributesProblem(); p != "" {
+		out = append(out, filestore.Problem{Path: at, Line: 1, Problem: p})
+	}
+	if driver == "" {
+		return append(out, filestore.Problem{Path: at, Line: 1, Problem: "this clone is not prepared: Git has no merge.aipm.driver, so the entity files merge line by line and concurrent edits conflict; run `aipm init` in this clone"})
+	}
+	if prog := clone.DriverProgram(driver); prog != "" {
+		if _, err := os.Stat(prog); err != nil {
+			if _, err := exec.LookPath(prog); err != nil {
+				return append(out, filestore.Problem{Path: at, Line: 1, Problem: fmt.Sprintf("the merge driver registered in this clone runs %s, which is not there; run `aipm init` again", prog)})
+			}
+		}
+	}
+	return out
 }

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 )
@@ -26,13 +29,24 @@ func (a *app) cmdInit(args []string) error {
 	if *owner == "" {
 		*owner = defaultOwner(a.getenv("AIPM_USER"))
 	}
+	if _, err := os.Stat(filepath.Join(dir, filestore.DirName, "project.json")); err == nil {
+		// A clone (or a re-run): the project is there, this machine's side of it may not be.
+		return a.prepareClone(dir, fs.json)
+	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName,
 		AgentCommands: coordinator.DefaultAgentCommands()},
 		filestore.Options{Now: a.now})
+	if errors.Is(err, filestore.ErrExists) { // made meanwhile
+		return a.prepareClone(dir, fs.json)
+	}
 	if err != nil {
 		return err
 	}
 	p, err := s.Project()
+	if err != nil {
+		return err
+	}
+	driver, err := registerDriver(s.Root())
 	if err != nil {
 		return err
 	}
@@ -41,7 +55,91 @@ func (a *app) cmdInit(args []string) error {
 	}
 	a.printf("Initialized project %q in %s\n", p.Name, s.Dir())
 	a.printf("Owner: %s (human). Add agents with `aipm agent add ID --hierarchy manager|worker --parent ID`.\n", p.OwnerID)
+	if driver != "" {
+		a.printf("%s\n", driver)
+	}
 	return nil
+}
+
+// prepareClone is `aipm init` where the project exists: like re-running `git init`, it
+// changes nothing that is there and adds what this clone lacks — the runtime area Git
+// does not carry, the merge driver in the clone's Git config — and says which AI agents
+// need a passkey on this machine.
+func (a *app) prepareClone(dir string, asJSON bool) error {
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	shared, linked, err := clone.SharedRoot(root)
+	if err != nil {
+		return err
+	}
+	s, prep, err := filestore.Prepare(shared, filestore.Options{Now: a.now})
+	if err != nil {
+		return err
+	}
+	driver, err := registerDriver(s.Root())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(struct {
+			Store          string   `json:"store"`
+			CreatedRuntime bool     `json:"created_runtime"`
+			WroteGitFiles  []string `json:"wrote_git_files"`
+			MergeDriver    string   `json:"merge_driver"`
+			NoPasskey      []string `json:"no_passkey"`
+		}{s.Dir(), prep.CreatedRuntime, prep.WroteGitFiles, driver, prep.NoPasskey})
+	}
+	p, err := s.Project()
+	if err != nil {
+		return err
+	}
+	a.printf("Project %q is already in %s; prepared this clone:\n", p.Name, s.Dir())
+	if linked {
+		a.printf("  this is a linked worktree: it uses the clone's store above, never its own copy in %s\n", filepath.Join(root, filestore.DirName))
+	}
+	if prep.CreatedRuntime {
+		a.printf("  created the runtime area (%s, ignored by Git)\n", s.Rel(filepath.Join(s.Dir(), "runtime")))
+	} else {
+		a.printf("  runtime area present\n")
+	}
+	for _, f := range prep.WroteGitFiles {
+		a.printf("  wrote %s: commit it, so every clone merges the same way\n", f)
+	}
+	if driver != "" {
+		a.printf("  %s\n", driver)
+	}
+	if len(prep.NoPasskey) == 0 {
+		a.printf("  every AI agent has a passkey on this machine\n")
+		return nil
+	}
+	a.printf("AI agents with no passkey on this machine (passkeys are never committed); for each one you run here:\n")
+	for _, id := range prep.NoPasskey {
+		a.printf("  aipm agent passkey %s\n", id)
+	}
+	a.printf("(`aipm run` needs none: it gives each agent it starts a one-time ticket.)\n")
+	return nil
+}
+
+// registerDriver registers aipm's merge driver in the Git config of the clone holding
+// root and says what it did; "" outside a Git repository.
+func registerDriver(root string) (string, error) {
+	if !clone.IsRepo(root) {
+		return "", nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	changed, err := clone.RegisterDriver(root, exe)
+	if err != nil {
+		return "", err
+	}
+	if changed {
+		return "registered the merge driver in this clone's Git config (merge.aipm.driver): entity files merge field by field", nil
+	}
+	return "merge driver registered (merge.aipm.driver)", nil
 }
 
 // defaultOwner picks a valid agent id for the person running init.

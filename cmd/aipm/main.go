@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -31,6 +33,9 @@ type app struct {
 	stderr io.Writer
 	getenv func(string) string
 	now    func() time.Time
+	// worktreeCopy is set by open in a linked worktree: the root of the worktree's own
+	// checked-out .ai-pm, which aipm leaves alone for the clone's shared store.
+	worktreeCopy string
 }
 
 // command is one sub-command (aipm task add) or a group of them (aipm task): its name, a
@@ -47,8 +52,8 @@ type command struct {
 
 func commands() []*command {
 	return []*command{
-		{name: "init", summary: "create .ai-pm/ in the current directory", run: (*app).cmdInit,
-			examples: []string{"aipm init", "aipm init --name shop --owner alice"}},
+		{name: "init", summary: "create .ai-pm/ in the current directory, or prepare a clone of a project", run: (*app).cmdInit,
+			examples: []string{"aipm init", "aipm init --name shop --owner alice", "git clone URL shop && cd shop && aipm init"}},
 		{name: "agent", summary: "add, list, show agents; rotate a passkey", subs: []*command{
 			{name: "add", summary: "add a human or AI agent to the project", run: (*app).agentAdd,
 				examples: []string{"aipm agent add lead --hierarchy manager --parent owner --role planning",
@@ -105,6 +110,10 @@ func commands() []*command {
 			examples: []string{"aipm mcp-config claude", "aipm mcp-config gemini --write"}},
 		{name: "trust", summary: "show the agent commands (and what changed) and approve them to run on this machine", run: (*app).cmdTrust,
 			examples: []string{"aipm trust", "aipm trust --check"}},
+		{name: "resolve", summary: "settle a merge conflict in an .ai-pm entity file by taking one side of each conflicting field", run: (*app).cmdResolve,
+			examples: []string{"aipm resolve .ai-pm/tasks/tsk_01m8….json --theirs && git add .ai-pm/tasks/tsk_01m8….json"}},
+		{name: "merge-driver", summary: "Git's merge driver for .ai-pm entity files (registered by `aipm init`)", run: (*app).cmdMergeDriver,
+			examples: []string{"git config merge.aipm.driver 'aipm merge-driver %O %A %B %P'"}},
 		{name: "run", summary: "the coordinator: start each AI agent's command when it has work", run: (*app).cmdRun,
 			examples: []string{"aipm run", "aipm run --max 2 --timeline", "aipm run --exit-when-idle --timeout 10m"}},
 		{name: "demo", summary: "run a demonstration on a temporary project", run: (*app).cmdDemo,
@@ -224,10 +233,30 @@ func (a *app) open() (*filestore.Store, error) {
 		cwd = r
 	}
 	root, err := filestore.Find(cwd)
+	if errors.Is(err, filestore.ErrNoStore) {
+		// A linked worktree on a branch without .ai-pm still belongs to its clone's store.
+		if w, ok := clone.Find(cwd); ok && w.Main != "" {
+			if rel, rerr := filepath.Rel(w.Top, cwd); rerr == nil {
+				if r, ferr := filestore.Find(filepath.Join(w.Main, rel)); ferr == nil {
+					a.worktreeCopy = filepath.Join(w.Top, rel)
+					return filestore.Open(r, filestore.Options{Now: a.now})
+				}
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	return filestore.Open(root, filestore.Options{Now: a.now})
+	// One store per clone: a linked worktree's checked-out copy of .ai-pm is never used,
+	// so agents served from different worktrees of a clone see one another.
+	shared, linked, err := clone.SharedRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	if linked {
+		a.worktreeCopy = root
+	}
+	return filestore.Open(shared, filestore.Options{Now: a.now})
 }
 
 // openAs opens the store and resolves the acting human, for commands that change state.

@@ -7,6 +7,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 )
 
@@ -41,7 +42,8 @@ func (a *app) cmdRun(args []string) error {
 		defer cancel()
 	}
 	c, err := coordinator.New(s, coordinator.Options{Max: *maxProcs, ExitWhenIdle: *idle, Backoff: *backoff,
-		Timeline: *timeline, Out: a.stdout, Err: a.stderr})
+		Timeline: *timeline, Out: a.stdout, Err: a.stderr,
+		AgentWorktree: func(agentID string) (string, bool, error) { return clone.AgentWorktree(s.Root(), agentID) }})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -10,7 +11,11 @@ import (
 )
 
 type statusView struct {
-	Project      *filestore.Project   `json:"project"`
+	Project *filestore.Project `json:"project"`
+	// Store is the .ai-pm directory in use; WorktreeCopy, in a linked worktree, the
+	// worktree's own checked-out copy, which is not used (one store per clone).
+	Store        string               `json:"store"`
+	WorktreeCopy string               `json:"worktree_copy,omitempty"`
 	Agents       []agentStatus        `json:"agents"`
 	TaskCounts   map[string]int       `json:"task_counts"`
 	LiveSessions []*filestore.Session `json:"live_sessions"`
@@ -148,7 +153,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	v := statusView{Project: p, TaskCounts: map[string]int{}, LiveSessions: live,
+	v := statusView{Project: p, Store: s.Dir(), TaskCounts: map[string]int{}, LiveSessions: live,
 		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}, Failing: failingStarts(spawns, s.Now())}
 	v.Conversations = append(v.Conversations, convs...)
 	for _, d := range dels {
@@ -199,10 +204,18 @@ func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 		}
 		v.Agents = append(v.Agents, as)
 	}
+	if a.worktreeCopy != "" {
+		v.WorktreeCopy = filepath.Join(a.worktreeCopy, filestore.DirName)
+	}
 	if asJSON {
 		return a.printJSON(v)
 	}
 	a.printf("Project %s (%s) — %s\n", p.Name, p.Status, s.Root())
+	if a.worktreeCopy != "" {
+		a.printf("Store: %s, shared by this clone's worktrees (this linked worktree's own copy, %s, is not used)\n", s.Dir(), v.WorktreeCopy)
+	} else {
+		a.printf("Store: %s\n", s.Dir())
+	}
 	a.printf("Tasks:")
 	for _, st := range filestore.Statuses {
 		a.printf(" %s %d", st, v.TaskCounts[st])

@@ -31,6 +31,10 @@ type Options struct {
 	Timeline bool
 	// Out receives the timeline lines, Err the diagnostics.
 	Out, Err io.Writer
+	// AgentWorktree returns the Git worktree an agent works in when the project's
+	// settings.agent_worktrees is on, creating it on first use (created). The command
+	// wires it to Git; nil refuses the setting.
+	AgentWorktree func(agentID string) (dir string, created bool, err error)
 }
 
 // Lock takes the project's coordinator lock, so two coordinators never start the same
@@ -546,8 +550,24 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		fail(nil, err)
 		return false
 	}
-	vars := spawnVars{AIPM: c.aipm, Workdir: c.s.Root(), AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
-		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, c.s.Root())}
+	workdir := c.s.Root()
+	if p.Settings.AgentWorktrees {
+		if c.opt.AgentWorktree == nil {
+			fail(sp, fmt.Errorf("settings.agent_worktrees is on, but this coordinator cannot make worktrees"))
+			return false
+		}
+		dir, created, err := c.opt.AgentWorktree(ag.ID)
+		if err != nil {
+			fail(sp, fmt.Errorf("settings.agent_worktrees: %w", err))
+			return false
+		}
+		if created {
+			c.Say("made worktree %s for %s", dir, ag.ID)
+		}
+		workdir = dir
+	}
+	vars := spawnVars{AIPM: c.aipm, Workdir: workdir, AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
+		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, workdir)}
 	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
 	if err != nil {
 		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
@@ -559,7 +579,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		return false
 	}
 	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
-	cmd.Dir = c.s.Root()
+	cmd.Dir = workdir
 	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.

@@ -1,0 +1,761 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Entity kinds that Merge knows, named after what their files hold.
+const (
+	KindTask         = "task"
+	KindConversation = "conversation"
+	KindDelegation   = "delegation"
+	KindExecution    = "execution"
+	KindAgent        = "agent"
+	KindProject      = "project"
+)
+
+// EntityKind returns the kind of entity file a path under .ai-pm holds ("tasks/<id>.json"
+// is a task; a leading ".ai-pm/" or any directories above it are allowed), or "" for a
+// path that is not an entity file.
+func EntityKind(p string) string {
+	p = path.Clean(strings.ReplaceAll(p, "\\", "/"))
+	if i := strings.LastIndex(p, DirName+"/"); i >= 0 {
+		p = p[i+len(DirName)+1:]
+	}
+	dir, file := path.Split(p)
+	switch {
+	case p == "project.json":
+		return KindProject
+	case dir == "tasks/" && strings.HasSuffix(file, ".json"):
+		return KindTask
+	case dir == "conversations/" && strings.HasSuffix(file, ".json"):
+		return KindConversation
+	case dir == "delegations/" && strings.HasSuffix(file, ".json"):
+		return KindDelegation
+	case dir == "executions/" && strings.HasSuffix(file, ".json"):
+		return KindExecution
+	case strings.HasPrefix(dir, "agents/") && strings.Count(dir, "/") == 2 && file == "agent.json":
+		return KindAgent
+	}
+	return ""
+}
+
+// MergeConflict is a field both sides changed in a way no rule decides: free text, or a
+// status neither side reached by the transition table.
+type MergeConflict struct {
+	Field  string `json:"field"` // dotted for nested fields: settings.language
+	Ours   string `json:"ours"`  // compact JSON of each side's value
+	Theirs string `json:"theirs"`
+}
+
+// MergeResult is what Merge made of three versions of one entity file.
+type MergeResult struct {
+	// Data is the merged file, stably formatted; with conflicts it holds, around each
+	// conflicting field, Git's conflict markers (ours first), and the rest merged.
+	Data      []byte
+	Conflicts []MergeConflict
+}
+
+// Merge is the three-way merge of an entity file of the given kind (see EntityKind), the
+// one Git runs through `aipm merge-driver` when both sides of a merge or rebase changed
+// the same file. base is the common ancestor (empty when both sides added the file).
+//
+// It merges field by field. A field one side changed is taken from that side. A field
+// both sides changed is decided by a rule that keeps the entity valid:
+//   - a task's status, with the fields that go with it (status_changed_*, blocked_reason,
+//     the cascade fields, completion_*, completed_at): the side whose status is reachable
+//     from the base's by the transition table; if both are, the later status_changed_at
+//     (then a finished status, then the greater name). Neither reachable is a conflict.
+//   - a conversation's state, a delegation's or an execution's status, with their end
+//     fields: the side further along (ended or expired past terminating past active past
+//     pending; completed or failed past processing past pending); two different ends are
+//     decided by the later end time.
+//   - dependencies and a conversation's notified list: both sides' additions and
+//     removals, sorted; turns: the larger.
+//   - times (*_at): the later.
+//   - free text (titles, descriptions, names, roles, prompts, purposes, contexts, results,
+//     summaries) and identity fields (id, project_id, created_*): a conflict.
+//   - any other field (priority, assignee, settings, …): the side updated later
+//     (updated_at), then the greater value — so the result does not depend on which side
+//     is "ours".
+//
+// version becomes one more than the larger of both sides. Merge is symmetric: swapping
+// ours and theirs gives the same Data when there is no conflict.
+func Merge(kind string, base, ours, theirs []byte) (*MergeResult, error) {
+	r, ok := mergeRulesFor[kind]
+	if !ok {
+		return nil, fmt.Errorf("merge: unknown entity kind %q", kind)
+	}
+	var b, o, t obj
+	if len(bytes.TrimSpace(base)) == 0 {
+		b = obj{}
+	} else if err := decodeObj(base, &b); err != nil {
+		return nil, fmt.Errorf("merge base: %w", err)
+	}
+	if err := decodeObj(ours, &o); err != nil {
+		return nil, fmt.Errorf("ours: %w", err)
+	}
+	if err := decodeObj(theirs, &t); err != nil {
+		return nil, fmt.Errorf("theirs: %w", err)
+	}
+	m := &merger{rules: r, b: b, o: o, t: t, later: laterSide(o, t)}
+	merged, conflicts := m.object("", b, o, t)
+	merged["version"] = json.RawMessage(fmt.Sprint(max(intField(o, "version"), intField(t, "version")) + 1))
+	if len(conflicts) == 0 {
+		data, err := r.encode(merged)
+		if err != nil {
+			return nil, err
+		}
+		return &MergeResult{Data: data}, nil
+	}
+	// Two documents, each with one side's values for the conflicting fields and the merge
+	// elsewhere, differ only in those fields: the markers go around them.
+	oursDoc, theirsDoc := cloneObj(merged), cloneObj(merged)
+	for _, c := range conflicts {
+		setPath(oursDoc, c.Field, json.RawMessage(c.Ours))
+		setPath(theirsDoc, c.Field, json.RawMessage(c.Theirs))
+	}
+	od, err := r.encode(oursDoc)
+	if err != nil {
+		return nil, err
+	}
+	td, err := r.encode(theirsDoc)
+	if err != nil {
+		return nil, err
+	}
+	return &MergeResult{Data: markConflicts(od, td), Conflicts: conflicts}, nil
+}
+
+// obj is one JSON object, its values kept raw so that a field nobody changed is written
+// back exactly.
+type obj = map[string]json.RawMessage
+
+func decodeObj(data []byte, v *obj) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return err
+	}
+	if *v == nil {
+		return fmt.Errorf("not a JSON object")
+	}
+	return nil
+}
+
+func cloneObj(o obj) obj {
+	c := make(obj, len(o))
+	for k, v := range o {
+		c[k] = v
+	}
+	return c
+}
+
+// setPath sets a dotted field in o, descending into (copies of) nested objects.
+func setPath(o obj, field string, v json.RawMessage) {
+	head, rest, nested := strings.Cut(field, ".")
+	if !nested {
+		o[head] = v
+		return
+	}
+	var inner obj
+	if json.Unmarshal(o[head], &inner) != nil || inner == nil {
+		inner = obj{}
+	}
+	setPath(inner, rest, v)
+	data, _ := json.Marshal(inner)
+	o[head] = data
+}
+
+// statusGroup is a status field with the fields that change with it: when both sides
+// changed any of them, pick decides which side's whole group is taken.
+type statusGroup struct {
+	members []string // the status field first
+	// pick returns -1 for ours, +1 for theirs, 0 to merge the members field by field; or
+	// conflict when the status cannot be decided.
+	pick func(b, o, t obj) (side int, conflict bool)
+}
+
+type mergeRules struct {
+	text     []string // both changed: a conflict
+	sets     []string // three-way set merge, sorted
+	counters []string // the larger
+	groups   []statusGroup
+	encode   func(obj) ([]byte, error) // through the entity's struct: its field order
+}
+
+var mergeRulesFor = map[string]mergeRules{
+	KindTask: {
+		text: []string{"title", "description"},
+		sets: []string{"dependencies"},
+		groups: []statusGroup{
+			{members: []string{"status", "status_changed_by", "status_changed_at", "blocked_reason", "cascade_from",
+				"status_before_cascade", "completion_result", "completion_summary", "completed_at"}, pick: pickTaskStatus},
+			{members: []string{"approval", "approved_by", "rejected_reason"}, pick: pickLaterUpdate},
+		},
+		encode: encodeAs[Task],
+	},
+	KindConversation: {
+		text:     []string{"purpose"},
+		sets:     []string{"notified"},
+		counters: []string{"turns"},
+		groups: []statusGroup{{members: []string{"state", "ended_at", "ended_by", "end_reason"},
+			pick: pickByRank("state", "ended_at", map[string]int{ConvPending: 0, ConvActive: 1, ConvTerminating: 2, ConvEnded: 3, ConvExpired: 3})}},
+		encode: encodeAs[Conversation],
+	},
+	KindDelegation: {
+		text: []string{"purpose", "context"},
+		groups: []statusGroup{{members: []string{"status", "result", "completed_at"},
+			pick: pickByRank("status", "completed_at", map[string]int{DelegationPending: 0, DelegationProcessing: 1, DelegationCompleted: 2, DelegationFailed: 2})}},
+		encode: encodeAs[Delegation],
+	},
+	KindExecution: {
+		groups: []statusGroup{{members: []string{"status", "completed_at", "duration_seconds", "exit_code", "summary"},
+			pick: pickByRank("status", "completed_at", map[string]int{ExecRunning: 0, ExecCompleted: 1, ExecFailed: 1})}},
+		encode: encodeAs[Execution],
+	},
+	KindAgent: {
+		text:   []string{"name", "role", "system_prompt"},
+		encode: encodeAs[Agent],
+	},
+	KindProject: {
+		text:   []string{"name", "description", "settings.agent_commands"},
+		encode: encodeAs[Project],
+	},
+}
+
+// identity fields never change after creation: both sides changing them is a conflict.
+var identityFields = []string{"id", "project_id", "created_at", "created_by"}
+
+// encodeAs writes o through the entity struct T, so the result has the store's key order
+// and formatting and reads back to the same bytes.
+func encodeAs[T any](o obj) ([]byte, error) {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	var v T
+	if err := json.Unmarshal(data, &v); err != nil {
+		return nil, err
+	}
+	return encodeJSON(&v)
+}
+
+type merger struct {
+	rules   mergeRules
+	b, o, t obj
+	later   int // -1 ours, +1 theirs: the side updated later
+}
+
+// object merges one JSON object; prefix is the dotted path to it ("" at the top).
+func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
+	out := obj{}
+	var conflicts []MergeConflict
+	decided := map[string]bool{}
+	if prefix == "" {
+		for _, g := range m.rules.groups {
+			if !changed(b, o, g.members) || !changed(b, t, g.members) {
+				continue // one side or none: field by field takes it
+			}
+			side, conflict := g.pick(b, o, t)
+			if conflict {
+				f := g.members[0]
+				conflicts = append(conflicts, MergeConflict{Field: f, Ours: compact(o[f]), Theirs: compact(t[f])})
+				setOrDelete(out, f, o[f])
+				decided[f] = true
+				continue
+			}
+			if side == 0 {
+				continue
+			}
+			src := o
+			if side > 0 {
+				src = t
+			}
+			for _, f := range g.members {
+				setOrDelete(out, f, src[f])
+				decided[f] = true
+			}
+		}
+	}
+	keys := map[string]bool{}
+	for _, x := range []obj{b, o, t} {
+		for k := range x {
+			keys[k] = true
+		}
+	}
+	for _, k := range sortedKeys(keys) {
+		if decided[k] {
+			continue
+		}
+		field := k
+		if prefix != "" {
+			field = prefix + "." + k
+		}
+		bv, ov, tv := b[k], o[k], t[k]
+		switch {
+		case same(ov, tv):
+			setOrDelete(out, k, ov)
+		case same(bv, ov):
+			setOrDelete(out, k, tv)
+		case same(bv, tv):
+			setOrDelete(out, k, ov)
+		default:
+			v, c := m.both(field, bv, ov, tv)
+			if c != nil {
+				conflicts = append(conflicts, c...)
+			}
+			setOrDelete(out, k, v)
+		}
+	}
+	return out, conflicts
+}
+
+// both decides a field both sides changed differently.
+func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage, []MergeConflict) {
+	conflict := []MergeConflict{{Field: field, Ours: compact(ov), Theirs: compact(tv)}}
+	if slices.Contains(m.rules.text, field) || slices.Contains(identityFields, field) {
+		return ov, conflict
+	}
+	var bo, oo, to obj
+	if json.Unmarshal(ov, &oo) == nil && oo != nil && json.Unmarshal(tv, &to) == nil && to != nil {
+		if json.Unmarshal(bv, &bo) != nil || bo == nil {
+			bo = obj{}
+		}
+		merged, cs := m.object(field, bo, oo, to)
+		data, err := json.Marshal(merged)
+		if err != nil {
+			return ov, conflict
+		}
+		return data, cs
+	}
+	switch {
+	case slices.Contains(m.rules.sets, field):
+		return mergeSet(bv, ov, tv), nil
+	case slices.Contains(m.rules.counters, field):
+		if intOf(ov) >= intOf(tv) {
+			return ov, nil
+		}
+		return tv, nil
+	case strings.HasSuffix(field, "_at"):
+		if cmpTime(ov, tv) >= 0 {
+			return ov, nil
+		}
+		return tv, nil
+	}
+	if side := m.later; side < 0 || (side == 0 && compact(ov) > compact(tv)) {
+		return ov, nil
+	}
+	return tv, nil
+}
+
+// laterSide is -1 when ours was updated later, +1 when theirs was, 0 on a tie.
+func laterSide(o, t obj) int {
+	switch c := cmpTime(o["updated_at"], t["updated_at"]); {
+	case c > 0:
+		return -1
+	case c < 0:
+		return 1
+	}
+	return 0
+}
+
+// pickLaterUpdate takes the group of the side updated later, then of the greater bytes.
+func pickLaterUpdate(b, o, t obj) (int, bool) {
+	if side := laterSide(o, t); side != 0 {
+		return side, false
+	}
+	return tieBreak(o, t), false
+}
+
+// tieBreak orders the two sides by their bytes, so that a tie is decided the same way
+// whichever side is ours.
+func tieBreak(o, t obj) int {
+	od, _ := json.Marshal(o)
+	td, _ := json.Marshal(t)
+	switch c := bytes.Compare(od, td); {
+	case c > 0:
+		return -1
+	case c < 0:
+		return 1
+	}
+	return 0
+}
+
+// pickTaskStatus decides a task status both sides changed: only a status the table can
+// reach from the base's is possible; of two, the later change wins.
+func pickTaskStatus(b, o, t obj) (int, bool) {
+	bs, sO, sT := str(b["status"]), str(o["status"]), str(t["status"])
+	oOK := sO == bs || Reachable(bs, sO)
+	tOK := sT == bs || Reachable(bs, sT)
+	if len(b) == 0 {
+		oOK, tOK = slices.Contains(Statuses, sO), slices.Contains(Statuses, sT)
+	}
+	switch {
+	case oOK && !tOK:
+		return -1, false
+	case tOK && !oOK:
+		return 1, false
+	case !oOK && !tOK:
+		return 0, sO != sT
+	}
+	switch c := cmpTime(o["status_changed_at"], t["status_changed_at"]); {
+	case c > 0:
+		return -1, false
+	case c < 0:
+		return 1, false
+	}
+	if Finished(sO) != Finished(sT) {
+		if Finished(sO) {
+			return -1, false
+		}
+		return 1, false
+	}
+	if sO != sT {
+		if sO > sT {
+			return -1, false
+		}
+		return 1, false
+	}
+	return 0, false // the same status at the same time: merge its fields one by one
+}
+
+// pickByRank decides a state both sides changed: the one further along wins; two
+// different states at the same rank (completed and failed) by the later end time.
+func pickByRank(field, endField string, rank map[string]int) func(b, o, t obj) (int, bool) {
+	return func(b, o, t obj) (int, bool) {
+		sO, sT := str(o[field]), str(t[field])
+		ro, okO := rank[sO]
+		rt, okT := rank[sT]
+		switch {
+		case !okO && !okT:
+			return 0, sO != sT
+		case !okT || (okO && ro > rt):
+			return -1, false
+		case !okO || rt > ro:
+			return 1, false
+		case sO == sT:
+			return 0, false
+		}
+		switch c := cmpTime(o[endField], t[endField]); {
+		case c > 0:
+			return -1, false
+		case c < 0:
+			return 1, false
+		}
+		if sO > sT {
+			return -1, false
+		}
+		return 1, false
+	}
+}
+
+// Reachable reports whether the transition table leads from one status to another in one
+// or more steps.
+func Reachable(from, to string) bool {
+	seen := map[string]bool{from: true}
+	next := []string{from}
+	for len(next) > 0 {
+		cur := next[0]
+		next = next[1:]
+		for _, s := range transitions[cur] {
+			if s == to {
+				return true
+			}
+			if !seen[s] {
+				seen[s] = true
+				next = append(next, s)
+			}
+		}
+	}
+	return false
+}
+
+// changed reports whether side differs from base in any of the fields.
+func changed(base, side obj, fields []string) bool {
+	for _, f := range fields {
+		if !same(base[f], side[f]) {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeSet is the three-way merge of a list of strings as a set: what either side added
+// is in, what either side removed is out; sorted.
+func mergeSet(bv, ov, tv json.RawMessage) json.RawMessage {
+	var b, o, t []string
+	json.Unmarshal(bv, &b)
+	json.Unmarshal(ov, &o)
+	json.Unmarshal(tv, &t)
+	out := []string{}
+	for _, x := range append(slices.Clone(o), t...) {
+		if slices.Contains(out, x) {
+			continue
+		}
+		inB := slices.Contains(b, x)
+		removed := inB && (!slices.Contains(o, x) || !slices.Contains(t, x))
+		if !removed {
+			out = append(out, x)
+		}
+	}
+	slices.Sort(out)
+	data, _ := json.Marshal(out)
+	return data
+}
+
+func setOrDelete(o obj, k string, v json.RawMessage) {
+	if v == nil {
+		delete(o, k)
+		return
+	}
+	o[k] = v
+}
+
+// same compares two raw values as JSON, whatever their formatting; an absent value is
+// only the same as another absent one.
+func same(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return compact(a) == compact(b)
+}
+
+func compact(v json.RawMessage) string {
+	if v == nil {
+		return "null"
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, v) != nil {
+		return string(v)
+	}
+	return buf.String()
+}
+
+func str(v json.RawMessage) string {
+	var s string
+	json.Unmarshal(v, &s)
+	return s
+}
+
+func intOf(v json.RawMessage) int {
+	var n int
+	json.Unmarshal(v, &n)
+	return n
+}
+
+func intField(o obj, k string) int { return intOf(o[k]) }
+
+// cmpTime compares two JSON times; null, absent and unparseable sort first.
+func cmpTime(a, b json.RawMessage) int {
+	ta, oka := timeOf(a)
+	tb, okb := timeOf(b)
+	switch {
+	case !oka && !okb:
+		return 0
+	case !oka:
+		return -1
+	case !okb:
+		return 1
+	}
+	return ta.Compare(tb)
+}
+
+func timeOf(v json.RawMessage) (time.Time, bool) {
+	var t *time.Time
+	if v == nil || json.Unmarshal(v, &t) != nil || t == nil {
+		return time.Time{}, false
+	}
+	return *t, true
+}
+
+func sortedKeys(m map[string]bool) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// Conflict markers, as Git writes them.
+const (
+	markerOurs   = "<<<<<<< "
+	markerBase   = "||||||| "
+	markerSep    = "======="
+	markerTheirs = ">>>>>>> "
+)
+
+// markConflicts writes ours with Git's conflict markers around the top-level fields in
+// which theirs differs. Both are the store's formatting of one entity struct: the same
+// keys, one top-level field starting each chunk of lines.
+func markConflicts(ours, theirs []byte) []byte {
+	oc, tc := topChunks(ours), topChunks(theirs)
+	var out bytes.Buffer
+	var hunkO, hunkT []string
+	flush := func() {
+		if len(hunkO) == 0 && len(hunkT) == 0 {
+			return
+		}
+		out.WriteString(markerOurs + "ours\n")
+		for _, s := range hunkO {
+			out.WriteString(s)
+		}
+		out.WriteString(markerSep + "\n")
+		for _, s := range hunkT {
+			out.WriteString(s)
+		}
+		out.WriteString(markerTheirs + "theirs\n")
+		hunkO, hunkT = nil, nil
+	}
+	i, j := 0, 0
+	for i < len(oc) || j < len(tc) {
+		switch {
+		case i < len(oc) && j < len(tc) && oc[i].key == tc[j].key:
+			if oc[i].text == tc[j].text {
+				flush()
+				out.WriteString(oc[i].text)
+			} else {
+				hunkO, hunkT = append(hunkO, oc[i].text), append(hunkT, tc[j].text)
+			}
+			i, j = i+1, j+1
+		case i < len(oc) && !slices.ContainsFunc(tc[j:], func(c chunk) bool { return c.key == oc[i].key }):
+			hunkO = append(hunkO, oc[i].text)
+			i++
+		default:
+			hunkT = append(hunkT, tc[j].text)
+			j++
+		}
+	}
+	flush()
+	return out.Bytes()
+}
+
+type chunk struct{ key, text string }
+
+// topChunks splits an indented JSON object into its opening line, one chunk per
+// top-level field (the field's lines), and the closing line.
+func topChunks(data []byte) []chunk {
+	var out []chunk
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		key := ""
+		switch {
+		case strings.HasPrefix(line, "  \""):
+			key, _, _ = strings.Cut(line[3:], "\"")
+		case strings.HasPrefix(line, "  "):
+			out[len(out)-1].text += line
+			continue
+		default:
+			key = "\x00" + line // the braces
+		}
+		out = append(out, chunk{key: key, text: line})
+	}
+	return out
+}
+
+// HasConflictMarkers reports whether data holds a line Git writes around a conflict.
+func HasConflictMarkers(data []byte) bool {
+	for _, m := range []string{markerOurs, markerSep + "\n", markerTheirs} {
+		if bytes.HasPrefix(data, []byte(m)) || bytes.Contains(data, []byte("\n"+m)) {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitConflict returns the two sides of a file holding conflict markers: ours keeps the
+// first part of every conflict, theirs the last (a diff3 base part is dropped). ok is
+// false when the markers are not well nested.
+func SplitConflict(data []byte) (ours, theirs []byte, ok bool) {
+	var o, t bytes.Buffer
+	state := 0 // 0 outside, 1 ours, 2 base, 3 theirs
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, markerOurs) || line == strings.TrimSpace(markerOurs)+"\n":
+			if state != 0 {
+				return nil, nil, false
+			}
+			state = 1
+		case strings.HasPrefix(line, markerBase) && state == 1:
+			state = 2
+		case strings.TrimRight(line, "\r\n") == markerSep && (state == 1 || state == 2):
+			state = 3
+		case (strings.HasPrefix(line, markerTheirs) || line == strings.TrimSpace(markerTheirs)+"\n") && state == 3:
+			state = 0
+		default:
+			switch state {
+			case 0:
+				o.WriteString(line)
+				t.WriteString(line)
+			case 1:
+				o.WriteString(line)
+			case 3:
+				t.WriteString(line)
+			}
+		}
+	}
+	if state != 0 {
+		return nil, nil, false
+	}
+	return o.Bytes(), t.Bytes(), true
+}
+
+// ConflictFields lists, sorted, the top-level fields in which the two sides of a
+// conflicted JSON file differ. An error says a side is not a JSON object.
+func ConflictFields(ours, theirs []byte) ([]string, error) {
+	var o, t obj
+	if err := decodeObj(ours, &o); err != nil {
+		return nil, fmt.Errorf("ours: %w", err)
+	}
+	if err := decodeObj(theirs, &t); err != nil {
+		return nil, fmt.Errorf("theirs: %w", err)
+	}
+	keys := map[string]bool{}
+	for k := range o {
+		keys[k] = true
+	}
+	for k := range t {
+		keys[k] = true
+	}
+	var out []string
+	for _, k := range sortedKeys(keys) {
+		if !same(o[k], t[k]) && k != "version" {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// ResolveConflict takes one side (ours true: the first part of every conflict) of a JSON
+// entity file holding conflict markers and returns it stably formatted, with version one
+// more than either side's, ready to be written back.
+func ResolveConflict(kind string, data []byte, takeOurs bool) ([]byte, error) {
+	r, ok := mergeRulesFor[kind]
+	if !ok {
+		return nil, fmt.Errorf("resolve: unknown entity kind %q", kind)
+	}
+	ours, theirs, ok := SplitConflict(data)
+	if !ok {
+		return nil, fmt.Errorf("the conflict markers are not well nested: edit the file by hand")
+	}
+	var o, t obj
+	if err := decodeObj(ours, &o); err != nil {
+		return nil, fmt.Errorf("our side is not valid JSON (%v): edit the file by hand", err)
+	}
+	if err := decodeObj(theirs, &t); err != nil {
+		return nil, fmt.Errorf("their side is not valid JSON (%v): edit the file by hand", err)
+	}
+	v := fmt.Sprint(max(intField(o, "version"), intField(t, "version")) + 1)
+	pick := t
+	if takeOurs {
+		pick = o
+	}
+	pick["version"] = json.RawMessage(v)
+	return r.encode(pick)
+}
