@@ -104,7 +104,7 @@ func (a *app) usage(w io.Writer, path []string, cmds []*command) {
 	fmt.Fprintln(w)
 	if len(path) == 0 {
 		fmt.Fprintln(w, "Global flags, with every command:")
-		fmt.Fprintln(w, "  --json     print JSON (errors too, as {\"error\": {...}} on standard output)")
+		fmt.Fprintln(w, "  --json     print JSON (errors too: {\"error\": {...}} on standard error)")
 		fmt.Fprintln(w, "  --as ID    the acting human (default $AIPM_USER, else the project owner)")
 		fmt.Fprintln(w, "  --version  print aipm's version")
 		fmt.Fprintln(w)
@@ -366,14 +366,16 @@ func (a *app) printErr(err error) {
 	}
 }
 
-// printJSONErr prints an error as JSON on standard output, for --json.
+// printJSONErr prints an error as JSON, for --json: on standard error, where every error
+// goes (SPEC §9), so a script reads results from standard output and errors from standard
+// error, each as JSON.
 func (a *app) printJSONErr(err error) {
 	code, msg, hint := describeErr(err)
 	e := map[string]string{"code": code, "message": msg}
 	if hint != "" {
 		e["hint"] = hint
 	}
-	enc := json.NewEncoder(a.stdout)
+	enc := json.NewEncoder(a.stderr)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	enc.Encode(map[string]any{"error": e})
