@@ -110,6 +110,7 @@ func (a *app) cmdStatus(args []string) error {
 	fs := newFlags(a, "status")
 	watchIt := fs.Bool("watch", false, "keep the view on screen and redraw it whenever a file under .ai-pm changes, until interrupted")
 	watchFor := fs.Duration("for", 0, "with --watch, stop after this `DURATION` (default: until interrupted)")
+	full := fs.Bool("no-abbrev", false, "show whole task ids")
 	if _, err := fs.parse(args, 0, 0, "[--watch [--for DURATION]]"); err != nil {
 		return err
 	}
@@ -118,13 +119,13 @@ func (a *app) cmdStatus(args []string) error {
 		return err
 	}
 	if *watchIt {
-		return a.watchStatus(s, fs.json, *watchFor)
+		return a.watchStatus(s, fs.json, *full, *watchFor)
 	}
-	return a.printStatus(s, fs.json)
+	return a.printStatus(s, fs.json, *full)
 }
 
 // printStatus prints the status view once.
-func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
+func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	p, err := s.Project()
 	if err != nil {
 		return err
@@ -224,9 +225,11 @@ func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 		a.printf(" invalid %d", n)
 	}
 	a.printf("\n")
-	sh, err := newShortener(s)
-	if err != nil {
-		return err
+	sh := shortener{}
+	if !fullIDs {
+		if sh, err = newShortener(s); err != nil {
+			return err
+		}
 	}
 	if len(v.Blocked) > 0 {
 		a.printf("\nBlocked tasks:\n")
@@ -258,7 +261,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 			if c.EndReason != "" {
 				state += " (" + c.EndReason + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", c.ID, c.InitiatorID, c.ParticipantID, state, c.Turns, c.MaxTurns, orDash(c.TaskID), orDash(oneLine(c.Purpose)))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", c.ID, c.InitiatorID, c.ParticipantID, state, c.Turns, c.MaxTurns, orDash(sh.id(c.TaskID)), orDash(oneLine(c.Purpose)))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -269,7 +272,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON bool) error {
 		tw = tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "DELEGATION\tAGENT\tTARGET\tSTATUS\tTASK\tCONVERSATION\tPURPOSE")
 		for _, d := range v.Delegations {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.AgentID, d.TargetAgentID, d.Status, orDash(d.TaskID), orDash(d.ConversationID), oneLine(d.Purpose))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.AgentID, d.TargetAgentID, d.Status, orDash(sh.id(d.TaskID)), orDash(d.ConversationID), oneLine(d.Purpose))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

@@ -18,7 +18,7 @@ import (
 // .ai-pm changes (through the same watcher that wakes agents: no polling), until
 // interrupted or, with --for, until that long has passed. On a terminal each view
 // replaces the last; otherwise views follow one another, each after a line with its time.
-func (a *app) watchStatus(s *filestore.Store, asJSON bool, limit time.Duration) error {
+func (a *app) watchStatus(s *filestore.Store, asJSON, fullIDs bool, limit time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if limit > 0 {
@@ -60,7 +60,7 @@ func (a *app) watchStatus(s *filestore.Store, asJSON bool, limit time.Duration) 
 		var buf bytes.Buffer
 		out := a.stdout
 		a.stdout = cleanWriter{&buf}
-		err := a.printStatus(s, asJSON)
+		err := a.printStatus(s, asJSON, fullIDs)
 		a.stdout = out
 		if err != nil {
 			fmt.Fprintf(a.stderr, "aipm: %v\n", err) // a half-written file: the next change redraws
