@@ -108,6 +108,17 @@ func (s *Server) postRead(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, map[string]any{"marked_read": len(msgs) > 0, "unread": 0})
 }
 
+// postInboxRead marks every unread message of the human read, as `aipm chat log` with no
+// agent does after showing them: the page showed them in its attention list.
+func (s *Server) postInboxRead(w http.ResponseWriter, r *http.Request) {
+	msgs, err := s.o.Store.TakeUnread(s.o.Human)
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	writeJSON(w, map[string]any{"marked_read": len(msgs)})
+}
+
 func (s *Server) postOpen(w http.ResponseWriter, r *http.Request) {
 	st, err := s.o.Store.OpenChat(s.actor(), r.PathValue("agent"))
 	if err != nil {

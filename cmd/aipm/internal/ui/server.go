@@ -68,6 +68,7 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.token(s.postReject))
 	s.mux.HandleFunc("POST /api/chat/{agent}/send", s.token(s.postSend))
 	s.mux.HandleFunc("POST /api/chat/{agent}/read", s.token(s.postRead))
+	s.mux.HandleFunc("POST /api/inbox/read", s.token(s.postInboxRead))
 	s.mux.HandleFunc("POST /api/chat/{agent}/open", s.token(s.postOpen))
 	s.mux.HandleFunc("POST /api/chat/{agent}/close", s.token(s.postClose))
 	s.mux.HandleFunc("POST /api/project/{status}", s.token(s.postProject))

@@ -57,13 +57,14 @@ type agentRow struct {
 }
 
 type sessionRow struct {
-	ID           string    `json:"id"`
-	Purpose      string    `json:"purpose"`
-	TaskID       string    `json:"task_id"`
-	Workflow     string    `json:"workflow"`
-	Waiting      string    `json:"waiting"`
-	StartedAt    time.Time `json:"started_at"`
-	LastActivity time.Time `json:"last_activity_at"`
+	ID        string    `json:"id"`
+	Purpose   string    `json:"purpose"`
+	TaskID    string    `json:"task_id"`
+	Workflow  string    `json:"workflow"`
+	Waiting   string    `json:"waiting"`
+	StartedAt time.Time `json:"started_at"`
+	// No last activity: it changes with every tool call, and the page redraws only when
+	// what it shows changed.
 }
 
 // attention is one thing that waits for the human.
@@ -145,7 +146,7 @@ func (s *Server) readState() (*state, error) {
 		for _, se := range live {
 			if se.AgentID == ag.ID {
 				row.Sessions = append(row.Sessions, sessionRow{ID: se.ID, Purpose: se.Purpose, TaskID: se.TaskID,
-					Workflow: se.Workflow, Waiting: se.Waiting, StartedAt: se.CreatedAt, LastActivity: se.LastActivityAt})
+					Workflow: se.Workflow, Waiting: se.Waiting, StartedAt: se.CreatedAt})
 			}
 		}
 		for _, m := range unread {

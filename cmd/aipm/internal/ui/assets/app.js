@@ -70,8 +70,13 @@ async function refresh() {
     do {
       again = false;
       try {
-        S = await api('/api/state');
-        renderHeader(); renderBoard(); renderAttention(); renderAgents();
+        const next = await api('/api/state');
+        // Redraw only what changed, so that a change elsewhere under .ai-pm/ (an agent's
+        // session touched, say) does not replace what the human is about to click.
+        if (JSON.stringify(next) !== JSON.stringify(S)) {
+          S = next;
+          renderHeader(); renderBoard(); renderAttention(); renderAgents();
+        }
         await renderDetails();
         await renderChat();
         document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
@@ -152,26 +157,25 @@ function card(t, depth, byID) {
   },
   h('div', { class: 'title' }, t.title),
   h('div', { class: 'meta' },
-    h('span', {}, t.id.slice(0, 12)),
     h('span', {}, t.assignee_id ? '@' + t.assignee_id : 'unassigned'),
     h('span', { class: 'prio-' + t.priority }, t.priority),
     t.approval === 'pending_approval' && h('span', { class: 'pending' }, 'awaits approval')),
   parent && parent.status !== t.status && h('div', { class: 'hint' }, '↳ part of: ' + parent.title),
   deps.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
-    (open.length ? '⧗ after: ' : '✓ after: ') + deps.map(d => d.title + (d.status === 'done' ? ' ✓' : ' (' + d.status + ')')).join(', ')),
-  t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, '⛔ ' + t.blocked_reason));
+    (open.length ? 'waits for: ' : 'after: ') + deps.map(d => d.title + ' (' + d.status.replace('_', ' ') + ')').join(', ')),
+  t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason));
 }
 
 function selectTask(id) {
   selTask = id;
   renderBoard();
-  renderDetails();
+  renderDetails(true);
 }
 
 function selectAgent(id) {
   chatAgent = id;
   renderAgents();
-  renderChat();
+  renderChat(true);
 }
 
 function renderAttention() {
@@ -181,14 +185,21 @@ function renderAttention() {
     ul.replaceChildren(h('li', { class: 'empty', style: 'background:none' }, 'Nothing waits for you.'));
     return;
   }
-  ul.replaceChildren(...S.attention.map(a => {
+  const messages = S.attention.filter(a => a.kind === 'message').length;
+  const items = S.attention.map(a => {
     const go = () => { if (a.kind === 'message') selectAgent(a.agent_id); else if (a.task_id) selectTask(a.task_id); };
     return h('li', { class: 'k-' + a.kind, dataset: { kind: a.kind, taskId: a.task_id || '' }, onclick: go },
       h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.text,
       a.kind === 'approval' && h('div', { class: 'acts' },
         h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
         h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')));
-  }));
+  });
+  if (messages > 0) {
+    // As `aipm chat log` with no agent: every unread message counts as read.
+    items.push(h('li', { class: 'mark-read', style: 'background:none' },
+      h('button', { class: 'read-all', onclick: () => act('messages marked read', '/api/inbox/read') }, 'Mark ' + messages + ' message' + (messages > 1 ? 's' : '') + ' read')));
+  }
+  ul.replaceChildren(...items);
 }
 
 function reject(id) {
@@ -219,7 +230,7 @@ function fmtTime(s) {
   return d.toISOString().replace('T', ' ').slice(0, 19);
 }
 
-async function renderDetails() {
+async function renderDetails(force) {
   const pane = document.getElementById('details');
   if (!selTask) return;
   let d;
@@ -229,6 +240,9 @@ async function renderDetails() {
     pane.replaceChildren(h('p', { class: 'empty' }, 'Task ' + selTask + ': ' + (e.message || e.error)));
     return;
   }
+  const key = JSON.stringify([d, [...openLogs], S.tasks.length]);
+  if (!force && pane.dataset.key === key) return;
+  pane.dataset.key = key;
   const ref = id => h('a', { class: 'ref', onclick: () => selectTask(id) }, taskTitle(id));
   const statusSel = h('select', { name: 'status' }, S.statuses.map(s => h('option', { value: s, selected: s === d.status }, s)));
   const reason = h('input', { name: 'reason', placeholder: 'reason (for blocked, cancelled)', size: 22 });
@@ -239,7 +253,7 @@ async function renderDetails() {
       r.completed_at ? ' in ' + r.duration_seconds.toFixed(1) + 's' : ' (running)',
       r.exit_code !== null && r.exit_code !== undefined ? ', exit code ' + r.exit_code : '',
       r.summary ? ' — ' + r.summary : '', ' ',
-      h('a', { class: 'ref', onclick: () => { openLogs.has(r.id) ? openLogs.delete(r.id) : openLogs.add(r.id); renderDetails(); } },
+      h('a', { class: 'ref', onclick: () => { openLogs.has(r.id) ? openLogs.delete(r.id) : openLogs.add(r.id); renderDetails(true); } },
         openLogs.has(r.id) ? 'hide log' : 'log'));
     if (openLogs.has(r.id)) {
       const pre = h('pre', { class: 'log' }, 'reading…');
@@ -282,7 +296,7 @@ async function renderDetails() {
       e.reason ? ' (' + e.reason + ')' : ''))));
 }
 
-async function renderChat() {
+async function renderChat(force) {
   const pane = document.getElementById('chat');
   if (!chatAgent) return;
   const agent = S.agents.find(a => a.id === chatAgent);
@@ -293,6 +307,9 @@ async function renderChat() {
     pane.replaceChildren(h('p', { class: 'empty' }, 'Chat with ' + chatAgent + ': ' + (e.message || e.error)));
     return;
   }
+  const key = JSON.stringify([c, agent]);
+  if (!force && pane.dataset.key === key) return;
+  pane.dataset.key = key;
   // Keep what the human is typing across redraws.
   const old = pane.querySelector('textarea');
   const draft = old ? old.value : '';
