@@ -256,7 +256,6 @@ func TestUIBrowser(t *testing.T) {
 	git(repo, "add", "-A")
 	git(repo, "commit", "-q", "-m", "local work")
 	live("a git pull", card("backlog", translate), func() { git(repo, "pull", "-q", "--no-rebase", "--no-edit", clone, "main") })
-	t.Logf("changes on the page after the writing process returned: %s", strings.Join(took, "; "))
 
 	// Approving the request from the page approves it, as alice, via ui.
 	req := eval(`document.querySelector('#attention [data-kind="approval"]').dataset.taskId`)
@@ -299,12 +298,31 @@ func TestUIBrowser(t *testing.T) {
 	live("an agent's answer in the chat pane", `[...document.querySelectorAll('#chat .msg:not(.mine)')].some(m => m.innerText.includes(`+jsString(answer)+`))`, func() {
 		chat.call(t, "send_message", map[string]any{"target_agent_id": "alice", "content": answer})
 	})
-	t.Logf("with the chat: %s", took[len(took)-1])
+
+	// be1's task session opens its run, and its process exits before reporting: the failed
+	// run waits for the human, and the task's details show it with its log.
+	var myTask struct {
+		ExecutionID string `json:"execution_id"`
+	}
+	if err := json.Unmarshal([]byte(be1.call(t, "get_my_task", map[string]any{})), &myTask); err != nil || myTask.ExecutionID == "" {
+		t.Fatalf("get_my_task: no execution_id (%v)", err)
+	}
+	live("an agent process's exit (a failed run)", `!!document.querySelector('#attention [data-kind="failed_run"][data-task-id="`+api+`"]')`, func() {
+		be1.c.Close()
+	})
+	t.Logf("on the page after the writing process returned: %s", strings.Join(took, "; "))
+	// The output aipm run keeps of the process, beside the run record.
+	if err := os.WriteFile(filepath.Join(repo, ".ai-pm", "executions", myTask.ExecutionID+".log"),
+		[]byte("reading the orders schema\nPOST /orders: 201\nerror: the payments service is unreachable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	click("the failed run in the attention list", `#attention [data-kind="failed_run"]`)
+	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed'))`, 5*time.Second)
+	click("showing the run's log", `#details .runs a.ref`)
+	waitFor("the run's log", `!!document.querySelector('#details pre.log') && document.querySelector('#details pre.log').innerText.includes('the payments service is unreachable')`, 5*time.Second)
 
 	// The README's screenshots: the board with a task's details, and the chat pane.
 	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
-		click("selecting a task", `[data-task-id="`+checkout+`"]`)
-		waitFor("the details pane", `!!document.querySelector('#details h3')`, 5*time.Second)
 		eval(`document.getElementById('toast').hidden = true; ""`)
 		shot := func(name string, a chromedp.Action[[]byte]) {
 			b, err := chromedp.Run(bctx, a)
