@@ -84,6 +84,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			strings.Join(s.o.Hosts, " or "), r.Host), http.StatusForbidden)
 		return
 	}
+	// The page's own files only: task titles and messages come from agents and clones, and
+	// the page sets them as text; this is the second line if one ever were not.
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")

@@ -78,6 +78,14 @@ func TestForeignHostRefused(t *testing.T) {
 	if code, body := do(t, ts, "GET", "/", "", "", ""); code != http.StatusOK || !strings.Contains(body, "<title>aipm</title>") {
 		t.Errorf("GET / with the served Host: %d %.80q, want the page", code, body)
 	}
+	resp, err := ts.Client().Get(ts.URL + "/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("Content-Security-Policy %q, want the page's own files only", csp)
+	}
 }
 
 func TestTokenRequired(t *testing.T) {
