@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -35,10 +37,11 @@ func chromiumPath() string {
 
 // TestUIBrowser drives the page of a real `aipm ui` process with a real headless
 // Chromium: the board renders the project; changes made by the CLI, an agent's `aipm mcp`,
-// a hand edit and a `git pull` appear without a reload within a second; a chat message
-// sent from the page lands in both mailboxes and the agent's answer appears; approving a
-// request from the page approves it; a page loaded under a foreign host name (DNS
-// rebinding) is refused. With AIPM_UI_SHOTS=DIR it writes the README's screenshots there
+// a hand edit, a `git pull`, an agent process's exit and a second `aipm ui` appear without
+// a reload within a second; a chat message sent from the page lands in both mailboxes and
+// the agent's answer appears; approving a request from the page approves it; a failed
+// run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
+// refused. With AIPM_UI_SHOTS=DIR it writes the README's screenshots there
 // (ui-board.png, ui-chat.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
@@ -111,32 +114,7 @@ func TestUIBrowser(t *testing.T) {
 	// aipm ui, a real process; its first line is the URL.
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ui := exec.CommandContext(ctx, "aipm", "ui")
-	ui.Dir, ui.Env = repo, env
-	uiOut, err := ui.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var uiErr strings.Builder
-	ui.Stderr = &uiErr
-	if err := ui.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ui.Process.Signal(os.Interrupt)
-		ui.Wait()
-		if t.Failed() {
-			t.Logf("aipm ui stderr:\n%s", uiErr.String())
-		}
-	}()
-	line, err := bufio.NewReader(uiOut).ReadString('\n')
-	if err != nil {
-		t.Fatalf("reading the URL from aipm ui: %v (stderr: %s)", err, uiErr.String())
-	}
-	url := strings.TrimSpace(line)
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
-		t.Fatalf("aipm ui's first line %q, want http://127.0.0.1:PORT/?token=…", url)
-	}
+	url := startUI(ctx, t, repo, env)
 	port := strings.TrimPrefix(url, "http://127.0.0.1:")
 	port = port[:strings.Index(port, "/")]
 
@@ -310,6 +288,25 @@ func TestUIBrowser(t *testing.T) {
 	live("an agent process's exit (a failed run)", `!!document.querySelector('#attention [data-kind="failed_run"][data-task-id="`+api+`"]')`, func() {
 		be1.c.Close()
 	})
+	// A second aipm ui beside the first (it holds no state): its Assign shows here.
+	other := startUI(ctx, t, repo, env)
+	live("another aipm ui (its Assign)", `document.querySelector('[data-task-id="`+checkout+`"]').innerText.includes('@be1')`, func() {
+		base, tok, _ := strings.Cut(other, "/?token=")
+		req, err := http.NewRequest("POST", base+"/api/tasks/"+checkout+"/assign", strings.NewReader(`{"assignee":"be1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Aipm-Token", tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("Assign through the second aipm ui: %d %s", resp.StatusCode, b)
+		}
+	})
 	t.Logf("on the page after the writing process returned: %s", strings.Join(took, "; "))
 	// The output aipm run keeps of the process, beside the run record.
 	if err := os.WriteFile(filepath.Join(repo, ".ai-pm", "executions", myTask.ExecutionID+".log"),
@@ -431,4 +428,37 @@ func (p *agentProc) call(t *testing.T, tool string, args map[string]any) string 
 		}
 	}
 	return sb.String()
+}
+
+// startUI starts `aipm ui` in repo and returns the URL its first line prints; the process
+// is interrupted when the test ends.
+func startUI(ctx context.Context, t *testing.T, repo string, env []string) string {
+	t.Helper()
+	ui := exec.CommandContext(ctx, "aipm", "ui")
+	ui.Dir, ui.Env = repo, env
+	out, err := ui.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	ui.Stderr = &stderr
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ui.Process.Signal(os.Interrupt)
+		ui.Wait()
+		if t.Failed() {
+			t.Logf("aipm ui stderr:\n%s", stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the URL from aipm ui: %v", err)
+	}
+	url := strings.TrimSpace(line)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
+		t.Fatalf("aipm ui's first line %q, want http://127.0.0.1:PORT/?token=…", url)
+	}
+	return url
 }
