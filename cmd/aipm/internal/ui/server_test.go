@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +213,38 @@ func TestEventStream(t *testing.T) {
 	}
 	if name != "change" || len(got.Paths) != 1 || got.Paths[0] != "tasks/tsk_x.json" {
 		t.Errorf("event %q %s, want change naming tasks/tsk_x.json", name, data)
+	}
+}
+
+// TestInvalidTaskReported: a task file whose status a hand edit put outside the table is on
+// the board with the words of aipm doctor, and waits for the human.
+func TestInvalidTaskReported(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	path := filepath.Join(st.Dir(), "tasks", task+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"status": "todo"`, `"status": "wip"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.Changed("tasks/" + task + ".json") // what the watcher of aipm ui reports
+	code, body := do(t, ts, "GET", "/api/state", "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %s", code, body)
+	}
+	var got state
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tasks) != 1 || !strings.Contains(got.Tasks[0].Problem, `invalid status "wip"`) {
+		t.Errorf("tasks %+v, want the task with its problem", got.Tasks)
+	}
+	found := false
+	for _, a := range got.Attention {
+		found = found || a.Kind == "invalid" && a.TaskID == task
+	}
+	if !found {
+		t.Errorf("attention %+v, want the invalid task", got.Attention)
 	}
 }

@@ -39,6 +39,10 @@ type taskRow struct {
 	Dependencies  []string `json:"dependencies"`
 	BlockedReason string   `json:"blocked_reason"`
 	Approval      string   `json:"approval"`
+	// Problem is why a task is unusable by the rules (a status outside the table, left by
+	// a hand edit or a merge), in the words of `aipm doctor`; the page gives such tasks a
+	// column of their own.
+	Problem string `json:"problem,omitempty"`
 }
 
 // agentRow is an agent, its live sessions and what it does now.
@@ -69,7 +73,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run
+	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, invalid
 	TaskID  string    `json:"task_id,omitempty"`
 	AgentID string    `json:"agent_id,omitempty"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -106,9 +110,13 @@ func (s *Server) readState() (*state, error) {
 			deps = []string{}
 		}
 		st.Tasks = append(st.Tasks, taskRow{ID: t.ID, Title: t.Title, Status: t.Status, Priority: t.Priority,
-			AssigneeID: t.AssigneeID, ParentID: t.ParentID, Dependencies: deps, BlockedReason: t.BlockedReason, Approval: t.Approval})
+			AssigneeID: t.AssigneeID, ParentID: t.ParentID, Dependencies: deps, BlockedReason: t.BlockedReason, Approval: t.Approval,
+			Problem: t.Problem()})
 		at := t.UpdatedAt
 		switch {
+		case t.Problem() != "":
+			st.Attention = append(st.Attention, attention{Kind: "invalid", TaskID: t.ID, AgentID: t.AssigneeID,
+				Text: t.Title + ": " + t.Problem() + "; fix tasks/" + t.ID + ".json (aipm doctor)", At: at})
 		case t.Approval == filestore.ApprovalPending:
 			text := "approve or reject: " + t.Title
 			if t.RequesterID != "" {

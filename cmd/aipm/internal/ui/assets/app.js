@@ -137,8 +137,10 @@ function renderBoard() {
   const board = document.getElementById('board');
   const byID = new Map(S.tasks.map(t => [t.id, t]));
   const order = treeOrder(S.tasks);
-  const cols = S.statuses.map(st => {
-    const items = order.filter(([t]) => t.status === st);
+  const statuses = S.statuses.slice();
+  if (S.tasks.some(t => t.problem)) statuses.push('invalid');
+  const cols = statuses.map(st => {
+    const items = order.filter(([t]) => st === 'invalid' ? !!t.problem : t.status === st && !t.problem);
     return h('div', { class: 'column st st-' + st, id: 'col-' + st, dataset: { status: st } },
       h('h2', {}, st.replace('_', ' '), h('span', { class: 'n' }, items.length)),
       items.map(([t, d]) => card(t, d, byID)));
@@ -163,7 +165,8 @@ function card(t, depth, byID) {
   parent && parent.status !== t.status && h('div', { class: 'hint' }, '↳ part of: ' + parent.title),
   deps.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
     (open.length ? 'waits for: ' : 'after: ') + deps.map(d => d.title + ' (' + d.status.replace('_', ' ') + ')').join(', ')),
-  t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason));
+  t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason),
+  t.problem && h('div', { class: 'hint problem' }, t.problem));
 }
 
 function selectTask(id) {
