@@ -41,8 +41,8 @@ func chromiumPath() string {
 // a reload within a second; a chat message sent from the page lands in both mailboxes and
 // the agent's answer appears; approving a request from the page approves it; a failed
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
-// refused. With AIPM_UI_SHOTS=DIR it writes the README's screenshots there
-// (ui-board.png, ui-chat.png).
+// refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
+// the README's screenshots there (ui-board.png, ui-chat.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
