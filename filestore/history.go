@@ -17,10 +17,13 @@ const (
 	ViaCLI         = "cli"
 	ViaFile        = "file"
 	ViaCoordinator = "coordinator"
+	// ViaUI is a human's click on the page `aipm ui` serves: the same rules as the CLI.
+	ViaUI = "ui"
 )
 
 // Actor is who makes a change and through what: an agent's tool call, a human's CLI
-// command, a hand edit, or the coordinator. Every change records the real actor.
+// command or click in `aipm ui`, a hand edit, or the coordinator. Every change records
+// the real actor.
 type Actor struct {
 	ID  string
 	Via string

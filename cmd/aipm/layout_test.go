@@ -67,7 +67,7 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"filestore", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim"} {
+	for _, p := range []string{"filestore", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim", "cmd/aipm/internal/ui"} {
 		if _, ok := deps[mod+"/"+p]; !ok {
 			t.Errorf("go list did not list %s: the test no longer sees the layout it checks", p)
 		}

@@ -102,6 +102,8 @@ func commands() []*command {
 		}},
 		{name: "status", summary: "agents, live sessions, blocked tasks and notifications at a glance", run: (*app).cmdStatus,
 			examples: []string{"aipm status", "aipm status --watch", "aipm status --json"}},
+		{name: "ui", summary: "serve a live web view of the project on 127.0.0.1: board, agents, chat, approvals", run: (*app).cmdUI,
+			examples: []string{"aipm ui", "aipm ui --addr 127.0.0.1:8080"}},
 		{name: "doctor", summary: "check every file under .ai-pm/ and the agent commands", run: (*app).cmdDoctor,
 			examples: []string{"aipm doctor"}},
 		{name: "mcp", summary: "serve MCP on stdin/stdout for one agent process", run: (*app).cmdMCP,

@@ -1,0 +1,21 @@
+// Package ui is the web view of a project, served by `aipm ui`: one page (HTML, CSS and
+// JavaScript embedded in the binary, no framework, no build step) showing the task board,
+// the agents and their live sessions, what waits for the human, a chat pane per agent, and
+// buttons for what the command line can do.
+//
+// The page is live without polling: the server holds a server-sent-events stream per page
+// and writes to it when the process's watcher reports a change under .ai-pm/ (made by this
+// page, the CLI, an agent, an editor or a `git pull`); the page then re-reads what it shows.
+// The server holds no state of its own: every answer is read from the store, and every
+// button is a store call (SetTaskStatus, AssignTask, ApproveTask, RejectTask, SendMessage,
+// OpenChat, CloseChat, SetProjectStatus) by the acting human, recorded via "ui" — the same
+// rules the CLI goes through. Any number of `aipm ui` processes and agents may run at once.
+//
+// It answers only requests whose Host names the address it serves (a page of another site
+// whose name was rebound to 127.0.0.1 is refused), and only requests carrying the per-run
+// token for everything but the page itself: the token travels in the URL the command
+// prints, in the X-Aipm-Token header of the page's requests, and in the query of its event
+// stream.
+//
+// It imports filestore and watch, never cmd/aipm (which wires it up) or tools.
+package ui

@@ -1,0 +1,250 @@
+package ui
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/watch"
+)
+
+const testToken = "0123456789abcdef"
+
+// newTestServer serves a fresh project (owner alice, worker w1, a task pending approval)
+// the way `aipm ui` does, on httptest's address.
+func newTestServer(t *testing.T) (*httptest.Server, *filestore.Store, *watch.Hub, string) {
+	t.Helper()
+	st, err := filestore.Init(t.TempDir(), filestore.InitOptions{Name: "shop", OwnerID: "alice"}, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	task, err := st.CreateTask(owner, filestore.NewTask{Title: "Ship it", AssigneeID: "w1", Status: filestore.StatusTodo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := &watch.Hub{}
+	ts := httptest.NewUnstartedServer(nil)
+	host := ts.Listener.Addr().String()
+	ts.Config.Handler = New(Options{Store: st, Hub: hub, Human: "alice", Token: testToken, Hosts: []string{host}, Heartbeat: time.Hour})
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts, st, hub, task.ID
+}
+
+func do(t *testing.T, ts *httptest.Server, method, path, host, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	if token != "" {
+		req.Header.Set("X-Aipm-Token", token)
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sb strings.Builder
+	bufio.NewReader(resp.Body).WriteTo(&sb)
+	return resp.StatusCode, sb.String()
+}
+
+func TestForeignHostRefused(t *testing.T) {
+	ts, _, _, _ := newTestServer(t)
+	port := ts.URL[strings.LastIndex(ts.URL, ":"):]
+	for _, host := range []string{"evil.example" + port, "evil.example", "127.0.0.1:1", "localhost" + port} {
+		code, body := do(t, ts, "GET", "/", host, "", "")
+		if code != http.StatusForbidden || !strings.Contains(body, "refused") {
+			t.Errorf("GET / with Host %q: %d %q, want 403 refused", host, code, body)
+		}
+		if code, _ := do(t, ts, "GET", "/api/state?token="+testToken, host, "", ""); code != http.StatusForbidden {
+			t.Errorf("GET /api/state with Host %q and the token: %d, want 403", host, code)
+		}
+	}
+	if code, body := do(t, ts, "GET", "/", "", "", ""); code != http.StatusOK || !strings.Contains(body, "<title>aipm</title>") {
+		t.Errorf("GET / with the served Host: %d %.80q, want the page", code, body)
+	}
+	resp, err := ts.Client().Get(ts.URL + "/app.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+		t.Errorf("Content-Security-Policy %q, want the page's own files only", csp)
+	}
+}
+
+func TestTokenRequired(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	cases := []struct {
+		method, path, token string
+		want                int
+	}{
+		{"GET", "/api/state", "", http.StatusForbidden},
+		{"GET", "/api/state", "wrong", http.StatusForbidden},
+		{"GET", "/api/state?token=" + testToken, "", http.StatusOK},
+		{"GET", "/api/state", testToken, http.StatusOK},
+		{"POST", "/api/project/paused", "", http.StatusForbidden},
+		{"POST", "/api/project/paused?token=" + testToken, "", http.StatusForbidden}, // a POST needs the header
+		{"POST", "/api/tasks/" + task + "/status", "nope", http.StatusForbidden},
+		{"POST", "/api/chat/w1/send", "", http.StatusForbidden},
+	}
+	for _, c := range cases {
+		body := ""
+		if c.method == "POST" {
+			body = `{"status":"cancelled","content":"hi"}`
+		}
+		if code, out := do(t, ts, c.method, c.path, "", c.token, body); code != c.want {
+			t.Errorf("%s %s with token %q: %d %q, want %d", c.method, c.path, c.token, code, out, c.want)
+		}
+	}
+	// None of the refused requests changed anything.
+	p, err := st.Project()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != filestore.ProjectActive {
+		t.Errorf("project status %s after refused requests, want active", p.Status)
+	}
+	tk, err := st.Task(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != filestore.StatusTodo {
+		t.Errorf("task status %s after refused requests, want todo", tk.Status)
+	}
+}
+
+// TestActionsFollowStoreRules: the buttons go through the store as the acting human, via
+// "ui", and a refusal carries the store's code and hint.
+func TestActionsFollowStoreRules(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	code, body := do(t, ts, "POST", "/api/tasks/"+task+"/status", "", testToken, `{"status":"done"}`)
+	if code != http.StatusConflict || !strings.Contains(body, `"invalid_status_transition"`) || !strings.Contains(body, `"hint"`) {
+		t.Errorf("todo → done: %d %s, want 409 with the store's code and hint", code, body)
+	}
+	if code, body := do(t, ts, "POST", "/api/tasks/"+task+"/status", "", testToken, `{"status":"in_progress"}`); code != http.StatusOK {
+		t.Fatalf("todo → in_progress: %d %s", code, body)
+	}
+	if code, body := do(t, ts, "POST", "/api/chat/w1/send", "", testToken, `{"content":"hello from the page"}`); code != http.StatusOK {
+		t.Fatalf("send: %d %s", code, body)
+	}
+	if code, body := do(t, ts, "POST", "/api/tasks/tsk_nope/assign", "", testToken, `{"assignee":"w1"}`); code != http.StatusBadRequest && code != http.StatusNotFound {
+		t.Errorf("assign of a bad id: %d %s, want 400 or 404", code, body)
+	}
+	if code, body := do(t, ts, "POST", "/api/project/sleeping", "", testToken, ``); code != http.StatusBadRequest {
+		t.Errorf("project sleeping: %d %s, want 400", code, body)
+	}
+	evs, err := st.Events(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := evs[len(evs)-1]
+	if last.Actor != "alice" || last.Via != filestore.ViaUI || last.To != filestore.StatusInProgress {
+		t.Errorf("last event %+v, want alice via ui → in_progress", last)
+	}
+	page, err := st.MessagesWith("w1", "alice", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Messages) != 1 || page.Messages[0].Content != "hello from the page" {
+		t.Errorf("w1's mailbox with alice: %+v, want the message", page.Messages)
+	}
+}
+
+// TestEventStream: a change reported to the hub reaches an open stream as a change event
+// naming the path.
+func TestEventStream(t *testing.T) {
+	ts, _, hub, _ := newTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/events?token="+testToken, nil)
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q", ct)
+	}
+	r := bufio.NewReader(resp.Body)
+	readEvent := func() (string, string) {
+		var name, data string
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading the stream: %v", err)
+			}
+			line = strings.TrimRight(line, "\n")
+			switch {
+			case line == "" && name != "":
+				return name, data
+			case strings.HasPrefix(line, "event: "):
+				name = line[len("event: "):]
+			case strings.HasPrefix(line, "data: "):
+				data = line[len("data: "):]
+			}
+		}
+	}
+	if name, _ := readEvent(); name != "hello" {
+		t.Fatalf("first event %q, want hello", name)
+	}
+	hub.Notify("tasks/tsk_x.json")
+	name, data := readEvent()
+	var got struct{ Paths []string }
+	if err := json.Unmarshal([]byte(data), &got); err != nil {
+		t.Fatal(err)
+	}
+	if name != "change" || len(got.Paths) != 1 || got.Paths[0] != "tasks/tsk_x.json" {
+		t.Errorf("event %q %s, want change naming tasks/tsk_x.json", name, data)
+	}
+}
+
+// TestInvalidTaskReported: a task file whose status a hand edit put outside the table is on
+// the board with the words of aipm doctor, and waits for the human.
+func TestInvalidTaskReported(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	path := filepath.Join(st.Dir(), "tasks", task+".json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"status": "todo"`, `"status": "wip"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.Changed("tasks/" + task + ".json") // what the watcher of aipm ui reports
+	code, body := do(t, ts, "GET", "/api/state", "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %s", code, body)
+	}
+	var got state
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tasks) != 1 || !strings.Contains(got.Tasks[0].Problem, `invalid status "wip"`) {
+		t.Errorf("tasks %+v, want the task with its problem", got.Tasks)
+	}
+	found := false
+	for _, a := range got.Attention {
+		found = found || a.Kind == "invalid" && a.TaskID == task
+	}
+	if !found {
+		t.Errorf("attention %+v, want the invalid task", got.Attention)
+	}
+}

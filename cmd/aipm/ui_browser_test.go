@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// liveWithin is how soon a change made by another process must show on the page.
+const liveWithin = time.Second
+
+// chromiumPath finds the browser for TestUIBrowser: $AIPM_CHROMIUM, else chromium on PATH.
+func chromiumPath() string {
+	if p := os.Getenv("AIPM_CHROMIUM"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestUIBrowser drives the page of a real `aipm ui` process with a real headless
+// Chromium: the board renders the project; changes made by the CLI, an agent's `aipm mcp`,
+// a hand edit, a `git pull`, an agent process's exit and a second `aipm ui` appear without
+// a reload within a second; a chat message sent from the page lands in both mailboxes and
+// the agent's answer appears; approving a request from the page approves it; a failed
+// run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
+// refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
+// the README's screenshots there (ui-board.png, ui-chat.png).
+//
+// Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
+// is skipped, except under CI, where it fails.
+func TestUIBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	chromium := chromiumPath()
+	if chromium == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("chromium is not installed (apt-get install chromium; .ci/run does); under CI the browser test must run")
+		}
+		t.Skip("chromium is not installed (apt-get install chromium); set AIPM_CHROMIUM to use another")
+	}
+	if _, err := exec.LookPath("aipm"); err != nil {
+		t.Skip("aipm is not on PATH (TestMain puts it there)")
+	}
+
+	// The project: a manager and two workers under alice, a task tree with a dependency,
+	// a blocked task, and git history (for the pull below).
+	top := t.TempDir()
+	repo := filepath.Join(top, "shop")
+	clone := filepath.Join(top, "clone")
+	os.MkdirAll(repo, 0o755)
+	env := append(os.Environ(), "AIPM_USER=", "AIPM_ROOT=",
+		"GIT_AUTHOR_NAME=alice", "GIT_AUTHOR_EMAIL=alice@example.com", "GIT_COMMITTER_NAME=alice",
+		"GIT_COMMITTER_EMAIL=alice@example.com", "GIT_CONFIG_NOSYSTEM=1", "HOME="+top)
+	run := func(dir, prog string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(prog, args...)
+		cmd.Dir, cmd.Env = dir, env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", prog, strings.Join(args, " "), err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	aipm := func(args ...string) string { t.Helper(); return run(repo, "aipm", args...) }
+	git := func(dir string, args ...string) string { t.Helper(); return run(dir, "git", args...) }
+
+	git(repo, "init", "-q", "-b", "main")
+	aipm("init", "--name", "online-shop", "--owner", "alice", "--description", "The shop's first release")
+	aipm("agent", "add", "bob", "--type", "human", "--parent", "alice", "--role", "sales")
+	aipm("agent", "add", "lead", "--name", "Lead", "--hierarchy", "manager", "--parent", "alice", "--role", "tech lead", "--passkey", "lead-passkey")
+	aipm("agent", "add", "be1", "--parent", "lead", "--role", "backend", "--passkey", "be1-passkey")
+	aipm("agent", "add", "fe1", "--parent", "lead", "--role", "frontend", "--passkey", "fe1-passkey")
+	launch := aipm("task", "add", "Launch the online shop", "--assign", "lead", "--status", "todo", "--priority", "high",
+		"--description", "Everything for the first public release.")
+	aipm("task", "status", launch, "in_progress")
+	api := aipm("task", "add", "Build the orders API", "--parent", launch, "--assign", "be1", "--status", "todo", "--priority", "high")
+	aipm("task", "status", api, "in_progress")
+	checkout := aipm("task", "add", "Checkout page", "--parent", launch, "--assign", "fe1", "--status", "todo", "--dep", api)
+	pay := aipm("task", "add", "Choose a payment provider", "--parent", launch, "--assign", "be1", "--status", "todo")
+	aipm("task", "status", pay, "in_progress")
+	aipm("task", "status", pay, "done")
+	notes := aipm("task", "add", "Write the release notes", "--parent", launch)
+	hosting := aipm("task", "add", "Set up hosting", "--parent", launch, "--assign", "fe1", "--status", "todo")
+	aipm("task", "status", hosting, "blocked", "--reason", "waiting for the cloud account")
+	aipm("task", "add", "Product search", "--parent", checkout, "--assign", "fe1")
+	// bob asks be1 for a task outside bob's chain: be1's request of it waits for approval.
+	aipm("chat", "send", "--to", "be1", "Please add search to the user list", "--as", "bob")
+	git(repo, "add", "-A")
+	git(repo, "commit", "-q", "-m", "project")
+	git(top, "clone", "-q", repo, clone)
+
+	// be1's task session, a real `aipm mcp`.
+	be1 := startAgent(t, repo, env, "be1", "be1-passkey", "task")
+
+	// aipm ui, a real process; its first line is the URL.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	url := startUI(ctx, t, repo, env)
+	port := strings.TrimPrefix(url, "http://127.0.0.1:")
+	port = port[:strings.Index(port, "/")]
+
+	// Headless Chromium: a new profile, no network beyond this machine; evil.test resolves
+	// to 127.0.0.1, as a rebound name would.
+	actx, acancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("no-proxy-server", true),
+		chromedp.Flag("host-resolver-rules", "MAP evil.test 127.0.0.1"),
+		chromedp.UserDataDir(filepath.Join(top, "chromium-profile")),
+		chromedp.WindowSize(1440, 900),
+	)
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	// click clicks like a person: at the element's place on the screen. The page redraws
+	// when anything under .ai-pm/ changes; an element replaced between finding it and
+	// clicking it is looked up again.
+	click := func(what, sel string) {
+		t.Helper()
+		var err error
+		for range 5 {
+			if err = chromedp.Do(bctx, chromedp.Click(sel)); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	eval := func(expr string) string {
+		t.Helper()
+		v, err := chromedp.Run(bctx, chromedp.Evaluate[string](expr))
+		if err != nil {
+			t.Fatalf("evaluating %s: %v", expr, err)
+		}
+		return v
+	}
+	// waitFor waits for a JavaScript condition on the page, re-checked at every DOM change,
+	// and says how long it took.
+	waitFor := func(what, cond string, limit time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(limit))); err != nil {
+			t.Fatalf("%s: not on the page within %v: %v\nboard: %s", what, limit, err, eval(`document.getElementById('board').innerText`))
+		}
+		return time.Since(start)
+	}
+	card := func(status, id string) string {
+		return fmt.Sprintf(`!!document.querySelector('#col-%s [data-task-id="%s"]')`, status, id)
+	}
+
+	// The board renders the project.
+	do("opening the page", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(url))
+	waitFor("the board", card("in_progress", api), 30*time.Second)
+	for _, c := range []struct{ status, id string }{{"in_progress", launch}, {"todo", checkout}, {"done", pay},
+		{"backlog", notes}, {"blocked", hosting}} {
+		waitFor("task "+c.id+" in column "+c.status, card(c.status, c.id), 5*time.Second)
+	}
+	board := eval(`document.getElementById('board').innerText`)
+	for _, want := range []string{"Launch the online shop", "waits for: Build the orders API (in progress)", "waiting for the cloud account", "Product search"} {
+		if !strings.Contains(board, want) {
+			t.Errorf("the board lacks %q:\n%s", want, board)
+		}
+	}
+	// Sub-tasks are indented under their parent.
+	if indent := eval(`document.querySelector('[data-task-id="` + api + `"]').style.marginLeft`); indent != "14px" {
+		t.Errorf("sub-task indentation %q, want 14px", indent)
+	}
+	if got := eval(`document.getElementById('project-name').textContent`); got != "online-shop" {
+		t.Errorf("project name %q", got)
+	}
+	waitFor("be1's live task session", `document.querySelector('[data-agent-id="be1"]').innerText.includes('task session')`, 5*time.Second)
+	waitFor("the blocked task in the attention list", `!!document.querySelector('#attention [data-kind="blocked"][data-task-id="`+hosting+`"]')`, 5*time.Second)
+	eval(`window.aipmMark = "not reloaded"; ""`)
+
+	// Changes by other processes appear without a reload.
+	var took []string
+	live := func(what, cond string, change func()) {
+		t.Helper()
+		change()
+		d := waitFor(what, cond, liveWithin)
+		took = append(took, fmt.Sprintf("%s %v", what, d.Round(time.Millisecond)))
+	}
+	live("the CLI (aipm task status)", card("todo", notes), func() { aipm("task", "status", notes, "todo") })
+	live("an agent (request_task through aipm mcp)", `!!document.querySelector('#attention [data-kind="approval"]')`, func() {
+		res := be1.call(t, "request_task", map[string]any{"title": "Add search to the user list", "requester_id": "bob"})
+		if !strings.Contains(res, `"approval":"pending_approval"`) {
+			t.Fatalf("request_task: %s", res)
+		}
+	})
+	live("a hand edit of tasks/<id>.json", `document.querySelector('[data-task-id="`+hosting+`"]').innerText.includes('Set up hosting on two zones')`, func() {
+		path := filepath.Join(repo, ".ai-pm", "tasks", hosting+".json")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(strings.Replace(string(b), `"title": "Set up hosting"`, `"title": "Set up hosting on two zones"`, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	})
+	translate := run(clone, "aipm", "task", "add", "Translate the shop", "--parent", launch)
+	git(clone, "add", "-A")
+	git(clone, "commit", "-q", "-m", "translation task")
+	git(repo, "add", "-A")
+	git(repo, "commit", "-q", "-m", "local work")
+	live("a git pull", card("backlog", translate), func() { git(repo, "pull", "-q", "--no-rebase", "--no-edit", clone, "main") })
+
+	// Approving the request from the page approves it, as alice, via ui.
+	req := eval(`document.querySelector('#attention [data-kind="approval"]').dataset.taskId`)
+	click("clicking Approve", `#attention [data-kind="approval"] button.approve`)
+	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]')`, 5*time.Second)
+	var shown struct {
+		Approval   string `json:"approval"`
+		ApprovedBy string `json:"approved_by"`
+		History    []struct{ Actor, Via, Change string }
+	}
+	if err := json.Unmarshal([]byte(aipm("task", "show", req, "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.Approval != "approved" || shown.ApprovedBy != "alice" {
+		t.Errorf("request %s after Approve: approval %q by %q, want approved by alice", req, shown.Approval, shown.ApprovedBy)
+	}
+	if last := shown.History[len(shown.History)-1]; last.Actor != "alice" || last.Via != "ui" {
+		t.Errorf("last history event of %s: %+v, want alice via ui", req, last)
+	}
+
+	// Chat: alice writes to be1 from the page; the message lands in both mailboxes; be1's
+	// chat session answers and the answer appears in the pane.
+	click("opening the chat with be1", `#agents [data-agent-id="be1"]`)
+	waitFor("the chat pane", `!!document.querySelector('#chat textarea')`, 5*time.Second)
+	const hello = "Hi be1, how is the orders API going?"
+	do("typing a message", chromedp.SendKeys(`#chat textarea`, hello))
+	click("sending it", `#chat button.send`)
+	waitFor("the sent message in the pane", `[...document.querySelectorAll('#chat .msg.mine')].some(m => m.innerText.includes(`+jsString(hello)+`))`, 5*time.Second)
+	for _, box := range []string{"alice", "be1"} {
+		b, err := os.ReadFile(filepath.Join(repo, ".ai-pm", "agents", box, "chat.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), `"senderId":"alice"`) || !strings.Contains(string(b), hello) {
+			t.Errorf("%s's mailbox lacks alice's message:\n%s", box, b)
+		}
+	}
+	chat := startAgent(t, repo, env, "be1", "be1-passkey", "chat")
+	const answer = "Going well: orders can be created; payments next."
+	live("an agent's answer in the chat pane", `[...document.querySelectorAll('#chat .msg:not(.mine)')].some(m => m.innerText.includes(`+jsString(answer)+`))`, func() {
+		chat.call(t, "send_message", map[string]any{"target_agent_id": "alice", "content": answer})
+	})
+
+	// be1's task session opens its run, and its process exits before reporting: the failed
+	// run waits for the human, and the task's details show it with its log.
+	var myTask struct {
+		ExecutionID string `json:"execution_id"`
+	}
+	if err := json.Unmarshal([]byte(be1.call(t, "get_my_task", map[string]any{})), &myTask); err != nil || myTask.ExecutionID == "" {
+		t.Fatalf("get_my_task: no execution_id (%v)", err)
+	}
+	live("an agent process's exit (a failed run)", `!!document.querySelector('#attention [data-kind="failed_run"][data-task-id="`+api+`"]')`, func() {
+		be1.c.Close()
+	})
+	// A second aipm ui beside the first (it holds no state): its Assign shows here.
+	other := startUI(ctx, t, repo, env)
+	live("another aipm ui (its Assign)", `document.querySelector('[data-task-id="`+checkout+`"]').innerText.includes('@be1')`, func() {
+		base, tok, _ := strings.Cut(other, "/?token=")
+		req, err := http.NewRequest("POST", base+"/api/tasks/"+checkout+"/assign", strings.NewReader(`{"assignee":"be1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Aipm-Token", tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("Assign through the second aipm ui: %d %s", resp.StatusCode, b)
+		}
+	})
+	t.Logf("on the page after the writing process returned: %s", strings.Join(took, "; "))
+	// The output aipm run keeps of the process, beside the run record.
+	if err := os.WriteFile(filepath.Join(repo, ".ai-pm", "executions", myTask.ExecutionID+".log"),
+		[]byte("reading the orders schema\nPOST /orders: 201\nerror: the payments service is unreachable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	click("the failed run in the attention list", `#attention [data-kind="failed_run"]`)
+	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed'))`, 5*time.Second)
+	click("showing the run's log", `#details .runs a.ref`)
+	waitFor("the run's log", `!!document.querySelector('#details pre.log') && document.querySelector('#details pre.log').innerText.includes('the payments service is unreachable')`, 5*time.Second)
+
+	// The README's screenshots: the board with a task's details, and the chat pane.
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		eval(`document.getElementById('toast').hidden = true; ""`)
+		shot := func(name string, a chromedp.Action[[]byte]) {
+			b, err := chromedp.Run(bctx, a)
+			if err != nil {
+				t.Fatalf("screenshot %s: %v", name, err)
+			}
+			if !strings.HasPrefix(string(b), "\x89PNG") {
+				t.Fatalf("screenshot %s is not a PNG", name)
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shot("ui-board.png", chromedp.FullScreenshot(100))
+		shot("ui-chat.png", chromedp.Screenshot(`#chat`))
+	}
+
+	// The attention list's messages are marked read as `aipm chat log` marks them.
+	click("marking the messages read", `#attention button.read-all`)
+	waitFor("no message in the attention list", `!document.querySelector('#attention [data-kind="message"]')`, 5*time.Second)
+	var status struct {
+		Agents []struct {
+			ID     string `json:"id"`
+			Unread int    `json:"unread_messages"`
+		} `json:"agents"`
+	}
+	if err := json.Unmarshal([]byte(aipm("status", "--json")), &status); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range status.Agents {
+		if a.ID == "alice" && a.Unread != 0 {
+			t.Errorf("alice has %d unread messages after Mark read", a.Unread)
+		}
+	}
+
+	if got := eval(`String(window.aipmMark)`); got != "not reloaded" {
+		t.Errorf("the page was reloaded (mark %q)", got)
+	}
+
+	// A page loaded under another name is refused (DNS rebinding), token or not.
+	do("opening the page as evil.test", chromedp.Navigate("http://evil.test:"+port+"/?token="+strings.SplitN(url, "token=", 2)[1]))
+	body := eval(`document.body.innerText`)
+	if !strings.Contains(body, "refused") || strings.Contains(body, "online-shop") {
+		t.Errorf("the page under evil.test:%s shows %q, want the refusal", port, body)
+	}
+	stateBody, err := chromedp.Run(bctx, chromedp.Evaluate[string](`fetch('/api/state?token=`+strings.SplitN(url, "token=", 2)[1]+`').then(r => r.status + ' ' + r.statusText)`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(stateBody, "403") {
+		t.Errorf("GET /api/state under evil.test: %s, want 403", stateBody)
+	}
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// agentProc is a real `aipm mcp` process authenticated as one agent.
+type agentProc struct {
+	c *client.Client
+}
+
+// startAgent starts `aipm mcp` in repo and authenticates agent for purpose.
+func startAgent(t *testing.T, repo string, env []string, agent, passkey, purpose string) *agentProc {
+	t.Helper()
+	c, err := client.NewStdioMCPClient("aipm", append(env, "AIPM_ROOT="+repo), "mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "ui-test", Version: "1"}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	p := &agentProc{c: c}
+	res := p.call(t, "authenticate", map[string]any{"agent_id": agent, "passkey": passkey, "purpose": purpose})
+	if !strings.Contains(res, `"purpose":"`+purpose+`"`) {
+		t.Fatalf("authenticate %s for %s: %s", agent, purpose, res)
+	}
+	return p
+}
+
+// call calls a tool and returns its text.
+func (p *agentProc) call(t *testing.T, tool string, args map[string]any) string {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = tool
+	req.Params.Arguments = args
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := p.c.CallTool(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String()
+}
+
+// startUI starts `aipm ui` in repo and returns the URL its first line prints; the process
+// is interrupted when the test ends.
+func startUI(ctx context.Context, t *testing.T, repo string, env []string) string {
+	t.Helper()
+	ui := exec.CommandContext(ctx, "aipm", "ui")
+	ui.Dir, ui.Env = repo, env
+	out, err := ui.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	ui.Stderr = &stderr
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ui.Process.Signal(os.Interrupt)
+		ui.Wait()
+		if t.Failed() {
+			t.Logf("aipm ui stderr:\n%s", stderr.String())
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("reading the URL from aipm ui: %v", err)
+	}
+	url := strings.TrimSpace(line)
+	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
+		t.Fatalf("aipm ui's first line %q, want http://127.0.0.1:PORT/?token=…", url)
+	}
+	return url
+}
