@@ -23,7 +23,7 @@
 //	                                  the latest one to end ended (dates a session_expired)
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
-//	    cursors/<agent-id>.json       mailbox read offsets
+//	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
@@ -63,7 +63,11 @@
 // settings.message_max_chars (4000) characters, counted in Unicode code points. An agent
 // reads its own mailbox only; its read position is a byte offset in
 // runtime/cursors/<agent-id>.json, so reading new mail costs what is new, and a line
-// appended during a read lies past the offset and stays unread. Recent context and
+// appended during a read lies past the offset and stays unread. The cursor fingerprints the
+// bytes before its offset: when a `git pull` rewrites the mailbox under it (a rebase puts
+// the other clone's lines before ones already read), it is rebuilt from
+// runtime/cursors/<agent-id>.read.jsonl, the ids of the messages read, so no message is
+// lost or read twice. Recent context and
 // conversation pages are read from the end of the file backward. Messages are not history
 // events: the mailboxes are their record.
 //

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -258,9 +259,22 @@ func (s *Store) appendMessage(agentID string, m Message) error {
 // cursor is runtime/cursors/<agent>.json: the byte offset up to which the agent has read its
 // mailbox. Reading costs O(new lines), and a line that lands during a read is past the
 // offset, so it is never lost (anchor defect 9.4.31).
+//
+// A mailbox is committed and union-merged, so a `git pull` (above all with --rebase) can
+// rewrite it under the cursor: lines from the other clone land before lines this machine
+// has read. Check fingerprints the bytes before Offset; when they differ, the cursor is
+// rebuilt from the read log (runtime/cursors/<agent>.read.jsonl, the ids of every message
+// marked read): Offset moves back to the first unread line, and Skip lists the read
+// messages after it. No message is lost and none is delivered twice.
 type cursor struct {
 	Offset    int64     `json:"offset"`
+	Check     string    `json:"offset_check,omitempty"`
+	Skip      []string  `json:"skip,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+func (s *Store) readLogOf(agentID string) string {
+	return s.path("runtime", "cursors", agentID+".read.jsonl")
 }
 
 func (s *Store) readCursor(agentID string) (cursor, error) {
@@ -272,6 +286,64 @@ func (s *Store) readCursor(agentID string) (cursor, error) {
 	return c, err
 }
 
+// currentCursor is the agent's cursor, rebuilt when the mailbox was rewritten under it. A
+// cursor written before fingerprints existed (no Check) is taken as it is.
+func (s *Store) currentCursor(agentID string) (cursor, error) {
+	c, err := s.readCursor(agentID)
+	if err != nil || c.Offset == 0 || c.Check == "" {
+		return c, err
+	}
+	got, err := tailCheck(s.mailboxPath(agentID), c.Offset)
+	if err != nil {
+		return c, err
+	}
+	if got == c.Check {
+		return c, nil
+	}
+	return s.rebuildCursor(agentID)
+}
+
+// rebuildCursor finds, from the read log, the first received message not read and the
+// read ones after it.
+func (s *Store) rebuildCursor(agentID string) (cursor, error) {
+	read := map[string]bool{}
+	logLines, err := readLines(s.readLogOf(agentID), 0)
+	if err != nil {
+		return cursor{}, err
+	}
+	for _, l := range logLines {
+		var m readMarks
+		if json.Unmarshal(l.Data, &m) == nil {
+			for _, id := range m.IDs {
+				read[id] = true
+			}
+		}
+	}
+	lines, err := readLines(s.mailboxPath(agentID), 0)
+	if err != nil {
+		return cursor{}, err
+	}
+	var c cursor
+	gap := false // an unread message lies before this line
+	for _, l := range lines {
+		var m Message
+		isRead := true
+		if json.Unmarshal(l.Data, &m) == nil && m.received(agentID) {
+			isRead = read[m.ID]
+		}
+		switch {
+		case !gap && isRead:
+			c.Offset = l.Next
+		case !isRead:
+			gap = true
+		case m.ID != "" && m.received(agentID):
+			c.Skip = append(c.Skip, m.ID)
+		}
+	}
+	c.Check, err = tailCheck(s.mailboxPath(agentID), c.Offset)
+	return c, err
+}
+
 // Unread returns the messages the agent received after its read cursor, and the offset that
 // marks them read. Pass that offset, not the file's size, to MarkRead: a message appended
 // after this read lies beyond it and stays unread.
@@ -279,7 +351,7 @@ func (s *Store) Unread(agentID string) ([]Message, int64, error) {
 	if err := ValidateAgentID(agentID); err != nil {
 		return nil, 0, err
 	}
-	c, err := s.readCursor(agentID)
+	c, err := s.currentCursor(agentID)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -295,7 +367,7 @@ func (s *Store) Unread(agentID string) ([]Message, int64, error) {
 		if json.Unmarshal(l.Data, &m) != nil {
 			continue // doctor reports it
 		}
-		if m.received(agentID) {
+		if m.received(agentID) && !slices.Contains(c.Skip, m.ID) {
 			out = append(out, m)
 		}
 	}
@@ -316,15 +388,52 @@ func (s *Store) MarkRead(agentID string, offset int64) error {
 	return s.locked(func() error { return s.markReadLocked(agentID, offset) })
 }
 
+// markReadLocked records the received messages between the cursor and offset in the read
+// log, then moves the cursor. The caller holds the lock.
 func (s *Store) markReadLocked(agentID string, offset int64) error {
-	c, err := s.readCursor(agentID)
+	c, err := s.currentCursor(agentID)
 	if err != nil {
 		return err
 	}
 	if offset <= c.Offset {
 		return nil
 	}
-	return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, UpdatedAt: s.Now()}, 0o644)
+	lines, err := readLines(s.mailboxPath(agentID), c.Offset)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	skip := c.Skip
+	for _, l := range lines {
+		if l.Next > offset {
+			break
+		}
+		var m Message
+		if json.Unmarshal(l.Data, &m) != nil || !m.received(agentID) {
+			continue
+		}
+		if slices.Contains(skip, m.ID) {
+			skip = slices.DeleteFunc(slices.Clone(skip), func(id string) bool { return id == m.ID })
+			continue
+		}
+		ids = append(ids, m.ID)
+	}
+	if len(ids) > 0 {
+		if err := EnsureDir(filepath.Dir(s.readLogOf(agentID))); err != nil {
+			return err
+		}
+		if err := appendLine(s.readLogOf(agentID), readMarks{At: s.Now(), IDs: ids}, false); err != nil {
+			return err
+		}
+	}
+	check, err := tailCheck(s.mailboxPath(agentID), offset)
+	if err != nil {
+		return err
+	}
+	if len(skip) == 0 {
+		skip = nil
+	}
+	return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, UpdatedAt: s.Now()}, 0o644)
 }
 
 // TakeUnread returns the agent's unread messages, oldest first, and marks them read, in one

@@ -815,3 +815,73 @@ func TestMultiProcessMessages(t *testing.T) {
 		t.Errorf("doctor: %v", problems)
 	}
 }
+
+// A `git pull` rewrites a mailbox under the read cursor: a merge appends the other clone's
+// lines, a rebase puts them before this clone's, an editor may drop lines. Every received
+// message is still read exactly once.
+func TestUnreadSurvivesAMailboxRewrite(t *testing.T) {
+	contents := func(msgs []Message) []string {
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Content)
+		}
+		return out
+	}
+	mailboxLines := func(t *testing.T, s *Store) []string {
+		data, err := os.ReadFile(s.mailboxPath("w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.SplitAfter(string(data), "\n")
+		return lines[:len(lines)-1] // after the last newline: nothing
+	}
+	for _, c := range []struct {
+		name string
+		// rewrite builds the new mailbox from the lines read (ours) and the other
+		// clone's lines (theirs).
+		rewrite func(ours, theirs []string) []string
+		want    []string // unread after the rewrite
+	}{
+		{"merge: theirs after ours", func(o, th []string) []string { return append(o, th...) }, []string{"b1", "b2"}},
+		{"rebase: theirs before ours", func(o, th []string) []string { return append(slices.Clone(th), o...) }, []string{"b1", "b2"}},
+		{"interleaved", func(o, th []string) []string { return []string{o[0], th[0], o[1], th[1]} }, []string{"b1", "b2"}},
+		{"an editor dropped a read line", func(o, th []string) []string { return append([]string{o[1]}, th...) }, []string{"b1", "b2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestStore(t)
+			send(t, s, "owner", "w1", "a1")
+			send(t, s, "owner", "w1", "a2")
+			if got, err := s.TakeUnread("w1"); err != nil || len(got) != 2 {
+				t.Fatalf("TakeUnread = %v, %v", contents(got), err)
+			}
+			ours := mailboxLines(t, s)
+			// The other clone's lines: made in a second store, copied over.
+			other := newTestStore(t)
+			send(t, other, "owner", "w1", "b1")
+			send(t, other, "owner", "w1", "b2")
+			theirs := mailboxLines(t, other)
+			if err := os.WriteFile(s.mailboxPath("w1"), []byte(strings.Join(c.rewrite(ours, theirs), "")), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			msgs, _, err := s.Unread("w1")
+			if err != nil || !slices.Equal(contents(msgs), c.want) {
+				t.Fatalf("Unread after the rewrite = %v, %v; want %v", contents(msgs), err, c.want)
+			}
+			if n, _ := s.UnreadCount("w1"); n != len(c.want) {
+				t.Errorf("UnreadCount = %d, want %d", n, len(c.want))
+			}
+			got, err := s.TakeUnread("w1")
+			if err != nil || !slices.Equal(contents(got), c.want) {
+				t.Fatalf("TakeUnread after the rewrite = %v, %v", contents(got), err)
+			}
+			send(t, s, "owner", "w1", "c1")
+			got, err = s.TakeUnread("w1")
+			if err != nil || !slices.Equal(contents(got), []string{"c1"}) {
+				t.Fatalf("the next message = %v, %v; want only c1", contents(got), err)
+			}
+			if got, _ := s.TakeUnread("w1"); len(got) != 0 {
+				t.Errorf("nothing left, got %v", contents(got))
+			}
+		})
+	}
+}

@@ -447,10 +447,17 @@ func (s *Store) offsetFits(agentID string, off int64, check string) (bool, error
 // inboxCheck fingerprints the checkWindow bytes before off ("" if the inbox is shorter or
 // off is not at the end of a line).
 func (s *Store) inboxCheck(agentID string, off int64) (string, error) {
+	return tailCheck(s.inboxPath(agentID), off)
+}
+
+// tailCheck fingerprints the checkWindow bytes of a JSONL file before off: "" if the file
+// is shorter or off is not at the end of a line. A cursor keeps it to notice the file
+// rewritten under it.
+func tailCheck(path string, off int64) (string, error) {
 	if off == 0 {
 		return "", nil
 	}
-	f, err := openRead(s.inboxPath(agentID), 0)
+	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", nil
