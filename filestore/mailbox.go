@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -300,7 +299,47 @@ func (s *Store) currentCursor(agentID string) (cursor, error) {
 	if got == c.Check {
 		return c, nil
 	}
-	return s.rebuildCursor(agentID)
+	// Until the next MarkRead writes it, every count would rebuild the cursor from the
+	// whole mailbox; the process keeps the rebuilt one while the files stay as they were.
+	key, ok := s.rebuildKey(agentID)
+	s.rebuiltMu.Lock()
+	r, hit := s.rebuilt[agentID]
+	s.rebuiltMu.Unlock()
+	if ok && hit && r.key == key {
+		return r.c, nil
+	}
+	c, err = s.rebuildCursor(agentID)
+	if err == nil && ok {
+		s.rebuiltMu.Lock()
+		if s.rebuilt == nil {
+			s.rebuilt = map[string]rebuiltCursor{}
+		}
+		s.rebuilt[agentID] = rebuiltCursor{key: key, c: c}
+		s.rebuiltMu.Unlock()
+	}
+	return c, err
+}
+
+// rebuiltCursor is a cursor rebuilt from the read log, valid while key (the identities of
+// the cursor, the mailbox and the read log) holds.
+type rebuiltCursor struct {
+	key [3]stamp
+	c   cursor
+}
+
+func (s *Store) rebuildKey(agentID string) ([3]stamp, bool) {
+	var k [3]stamp
+	for i, p := range []string{s.cursorPath(agentID), s.mailboxPath(agentID), s.readLogOf(agentID)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return k, false
+		}
+		k[i] = stampOf(fi)
+	}
+	return k, true
 }
 
 // rebuildCursor finds, from the read log, the first received message not read and the
@@ -360,6 +399,10 @@ func (s *Store) Unread(agentID string) ([]Message, int64, error) {
 		return nil, 0, err
 	}
 	next := c.Offset
+	skip := make(map[string]bool, len(c.Skip))
+	for _, id := range c.Skip {
+		skip[id] = true
+	}
 	var out []Message
 	for _, l := range lines {
 		next = l.Next
@@ -367,7 +410,7 @@ func (s *Store) Unread(agentID string) ([]Message, int64, error) {
 		if json.Unmarshal(l.Data, &m) != nil {
 			continue // doctor reports it
 		}
-		if m.received(agentID) && !slices.Contains(c.Skip, m.ID) {
+		if m.received(agentID) && !skip[m.ID] {
 			out = append(out, m)
 		}
 	}
@@ -403,7 +446,11 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 		return err
 	}
 	var ids []string
-	skip := c.Skip
+	passed := map[string]bool{} // skipped messages the cursor moves past
+	skipping := make(map[string]bool, len(c.Skip))
+	for _, id := range c.Skip {
+		skipping[id] = true
+	}
 	for _, l := range lines {
 		if l.Next > offset {
 			break
@@ -412,11 +459,17 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 		if json.Unmarshal(l.Data, &m) != nil || !m.received(agentID) {
 			continue
 		}
-		if slices.Contains(skip, m.ID) {
-			skip = slices.DeleteFunc(slices.Clone(skip), func(id string) bool { return id == m.ID })
+		if skipping[m.ID] {
+			passed[m.ID] = true
 			continue
 		}
 		ids = append(ids, m.ID)
+	}
+	var skip []string
+	for _, id := range c.Skip {
+		if !passed[id] {
+			skip = append(skip, id)
+		}
 	}
 	if len(ids) > 0 {
 		if err := EnsureDir(filepath.Dir(s.readLogOf(agentID))); err != nil {
@@ -429,9 +482,6 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 	check, err := tailCheck(s.mailboxPath(agentID), offset)
 	if err != nil {
 		return err
-	}
-	if len(skip) == 0 {
-		skip = nil
 	}
 	return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, UpdatedAt: s.Now()}, 0o644)
 }

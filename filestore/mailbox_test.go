@@ -885,3 +885,76 @@ func TestUnreadSurvivesAMailboxRewrite(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkUnreadCount measures the chat check of the wake path on a mailbox of 2000
+// messages: all read (the cursor at the end), 5 new past the cursor, right after a rewrite
+// that put 5 lines from another clone first (rebuilt from the read log on every call until
+// the next MarkRead), and, for comparison, a no-op floor (reading the cursor file alone).
+func BenchmarkUnreadCount(b *testing.B) {
+	setup := func(b *testing.B) *Store {
+		s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := s.AddAgent(human, NewAgent{ID: "w1", ParentID: "owner", Passkey: "w1-passkey"}); err != nil {
+			b.Fatal(err)
+		}
+		for i := range 2000 {
+			if _, err := s.SendMessage(human, SendRequest{To: "w1", Content: fmt.Sprintf("message %d", i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.TakeUnread("w1"); err != nil {
+			b.Fatal(err)
+		}
+		return s
+	}
+	run := func(b *testing.B, s *Store, want int) {
+		for b.Loop() {
+			if n, err := s.UnreadCount("w1"); err != nil || n != want {
+				b.Fatalf("%d %v", n, err)
+			}
+		}
+	}
+	b.Run("floor_cursor_read", func(b *testing.B) {
+		s := setup(b)
+		for b.Loop() {
+			if _, err := s.readCursor("w1"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("all_read", func(b *testing.B) { run(b, setup(b), 0) })
+	b.Run("5_new", func(b *testing.B) {
+		s := setup(b)
+		for i := range 5 {
+			if _, err := s.SendMessage(human, SendRequest{To: "w1", Content: fmt.Sprintf("new %d", i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		run(b, s, 5)
+	})
+	b.Run("after_rewrite", func(b *testing.B) {
+		s := setup(b)
+		data, err := os.ReadFile(s.mailboxPath("w1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		other := setup(b)
+		for i := range 5 {
+			if _, err := other.SendMessage(human, SendRequest{To: "w1", Content: fmt.Sprintf("theirs %d", i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		theirs, err := os.ReadFile(other.mailboxPath("w1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		lines := bytes.SplitAfter(theirs, []byte("\n"))
+		tail := bytes.Join(lines[2000:], nil) // the 5 new lines
+		if err := os.WriteFile(s.mailboxPath("w1"), append(tail, data...), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		run(b, s, 5)
+	})
+}

@@ -51,6 +51,10 @@ type Store struct {
 	// inboxKeys indexes each agent's notifications.jsonl by notification key.
 	inboxMu   sync.Mutex
 	inboxKeys map[string]*lineIndex
+	// rebuilt holds each agent's chat cursor as rebuilt after its mailbox was rewritten,
+	// until the cursor, the mailbox or the read log changes (mailbox.go).
+	rebuiltMu sync.Mutex
+	rebuilt   map[string]rebuiltCursor
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
