@@ -130,15 +130,9 @@ func (c *dirCache[T]) syncLocked(full bool) error {
 // validateLocked compares the whole directory with the cache by file identity, reading
 // only the files that are new or changed. The first call reads everything.
 func (c *dirCache[T]) validateLocked() error {
-	entries, err := os.ReadDir(c.s.path(c.dir))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	ids, err := c.listIDs()
+	if err != nil {
 		return err
-	}
-	var ids []string
-	for _, e := range entries {
-		if id, ok := c.idOf(e); ok {
-			ids = append(ids, id)
-		}
 	}
 	if !c.loaded {
 		c.ents = make(map[string]*cacheEntry[T], len(ids))
@@ -207,6 +201,22 @@ func (s *Store) Warm() {
 }
 
 // idOf is the entity id of a directory entry, if it names one.
+// listIDs lists the ids of the directory's entities from the directory alone, in
+// directory order.
+func (c *dirCache[T]) listIDs() ([]string, error) {
+	entries, err := os.ReadDir(c.s.path(c.dir))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	var ids []string
+	for _, e := range entries {
+		if id, ok := c.idOf(e); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
+}
+
 func (c *dirCache[T]) idOf(e os.DirEntry) (string, bool) {
 	if c.leaf != "" {
 		return e.Name(), e.IsDir() && ValidateAgentID(e.Name()) == nil

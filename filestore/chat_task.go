@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aipm/aipm/filestore/msg"
 )
@@ -141,18 +140,8 @@ func (r *ChatTaskUpdate) validate() error {
 		return newErr(ErrInvalid, "invalid_argument", "give at least one of title, description, priority, status, blocked_reason",
 			"nothing to update in task %s", r.TaskID)
 	}
-	if r.Title != nil {
-		title := strings.TrimSpace(*r.Title)
-		if title == "" {
-			return newErr(ErrInvalid, "invalid_argument", "give the task a short title, or leave title out", "task title is empty")
-		}
-		if n := utf8.RuneCountInString(title); n > 200 {
-			return newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", n)
-		}
-		r.Title = &title
-	}
-	if r.Priority != nil && !slices.Contains(Priorities, *r.Priority) {
-		return newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(*r.Priority))
+	if err := checkEditedFields(&r.Title, r.Priority); err != nil {
+		return err
 	}
 	if r.Status != nil && !slices.Contains(Statuses, *r.Status) {
 		return newErr(ErrInvalid, "invalid_status", "use one of "+strings.Join(Statuses, ", "), "invalid status %q", clip(*r.Status))

@@ -105,22 +105,9 @@ func statusProblem(status string) string {
 // TaskIDs lists the ids of the task files, sorted (so, by creation time), reading only the
 // directory: what a command line needs to expand an abbreviated id.
 func (s *Store) TaskIDs() ([]string, error) {
-	entries, err := os.ReadDir(s.path("tasks"))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		return nil, err
-	}
-	var ids []string
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if ok && e.Type().IsRegular() && ValidateEntityID(PrefixTask, id) == nil {
-			ids = append(ids, id)
-		}
-	}
+	ids, err := s.tasks.listIDs()
 	sort.Strings(ids)
-	return ids, nil
+	return ids, err
 }
 
 // Task reads one task from its file.

@@ -28,18 +28,8 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 		return nil, nil, newErr(ErrInvalid, "invalid_argument", "give at least one of title, description, priority, dependencies",
 			"nothing to change in task %s", id)
 	}
-	if e.Title != nil {
-		title := strings.TrimSpace(*e.Title)
-		if title == "" {
-			return nil, nil, newErr(ErrInvalid, "invalid_argument", "give the task a short title, or leave title out", "task title is empty")
-		}
-		if n := utf8.RuneCountInString(title); n > 200 {
-			return nil, nil, newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", n)
-		}
-		e.Title = &title
-	}
-	if e.Priority != nil && !slices.Contains(Priorities, *e.Priority) {
-		return nil, nil, newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(*e.Priority))
+	if err := checkEditedFields(&e.Title, e.Priority); err != nil {
+		return nil, nil, err
 	}
 	if e.Dependencies != nil {
 		s.warmTasks()
@@ -100,4 +90,24 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 		return nil, nil, err
 	}
 	return t, fields, nil
+}
+
+// checkEditedFields checks a new title (trimming it in place) and a new priority, either
+// nil when not changed: the rules every edit of a task's own fields follows (EditTask,
+// UpdateTaskFromChat).
+func checkEditedFields(title **string, priority *string) error {
+	if *title != nil {
+		t := strings.TrimSpace(**title)
+		if t == "" {
+			return newErr(ErrInvalid, "invalid_argument", "give the task a short title, or leave title out", "task title is empty")
+		}
+		if n := utf8.RuneCountInString(t); n > 200 {
+			return newErr(ErrInvalid, "invalid_argument", "keep the title under 200 characters; put details in the description", "task title is too long (%d characters)", n)
+		}
+		*title = &t
+	}
+	if priority != nil && !slices.Contains(Priorities, *priority) {
+		return newErr(ErrInvalid, "invalid_argument", "use one of "+strings.Join(Priorities, ", "), "invalid priority %q", clip(*priority))
+	}
+	return nil
 }

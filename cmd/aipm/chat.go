@@ -12,7 +12,6 @@ import (
 	"syscall"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/watch"
 )
 
 // The human side of chat (SPEC §9): a human sends messages to an agent, reads the
@@ -162,40 +161,17 @@ func (t *transcript) print(limit int) error {
 func (t *transcript) follow(ctx context.Context, limit int) error {
 	// The human is a member, so its directory exists (agent.json is in it).
 	dir := filepath.Join(t.s.Dir(), "agents", t.human)
-	// The watcher queues events from the moment New returns, so a message sent while the
-	// first page is read is either on that page or reported to Run below: never lost.
-	w, err := watch.New(dir, watch.Options{Logf: func(format string, args ...any) {
-		fmt.Fprintf(t.a.stderr, "aipm: "+format+"\n", args...)
-	}})
+	// Changes are queued from the moment wakeOn returns, so a message sent while the first
+	// page is read is either on that page or wakes the loop below: never lost.
+	wake, stop, err := t.a.wakeOn(dir, func(path string) bool { return path == "chat.jsonl" })
 	if err != nil {
 		return err
 	}
+	defer stop()
 	if err := t.print(limit); err != nil {
-		w.Close()
 		return err
 	}
 	fmt.Fprintf(t.a.stderr, "Following the chat with %s; interrupt (Ctrl-C) to stop.\n", t.partner)
-	ctx, cancel := context.WithCancel(ctx)
-	wake := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx, func(cs []watch.Change) {
-			for _, c := range cs {
-				if c.Rescan || c.Path == "chat.jsonl" {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-					return
-				}
-			}
-		})
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
 	for {
 		select {
 		case <-ctx.Done():

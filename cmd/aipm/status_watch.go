@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
-	"github.com/aipm/aipm/watch"
 )
 
 // watchStatus is `aipm status --watch`: the status view, redrawn whenever a file under
@@ -26,32 +25,11 @@ func (a *app) watchStatus(s *filestore.Store, asJSON, fullIDs bool, limit time.D
 		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
-	w, err := watch.New(s.Dir(), watch.Options{Logf: func(format string, args ...any) {
-		fmt.Fprintf(a.stderr, "aipm: "+format+"\n", args...)
-	}})
+	wake, stopWatch, err := a.wakeOn(s.Dir(), statusRelevant)
 	if err != nil {
 		return err
 	}
-	wake := make(chan struct{}, 1)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.Run(ctx, func(cs []watch.Change) {
-			for _, c := range cs {
-				if c.Rescan || statusRelevant(c.Path) {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-					return
-				}
-			}
-		})
-	}()
-	defer func() {
-		stop()
-		<-done
-	}()
+	defer stopWatch()
 	tty := isTerminal(a.term)
 	var last []byte
 	for {

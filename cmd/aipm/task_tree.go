@@ -71,15 +71,7 @@ func (a *app) taskTree(args []string) error {
 // drawTree draws the descendants of id found in tasks, each line prefixed by indent and
 // the branches of the tree.
 func drawTree(w io.Writer, id string, tasks []*filestore.Task, sh shortener, status map[string]string, indent string) {
-	kids := map[string][]*filestore.Task{}
-	for _, t := range tasks {
-		if t.ParentID != "" {
-			kids[t.ParentID] = append(kids[t.ParentID], t)
-		}
-	}
-	for _, k := range kids {
-		sort.Slice(k, func(i, j int) bool { return k[i].ID < k[j].ID })
-	}
+	kids := childrenOf(tasks)
 	var walk func(id, prefix string)
 	walk = func(id, prefix string) {
 		list := kids[id]
@@ -149,16 +141,11 @@ type treeNode struct {
 }
 
 func treeJSON(roots, tasks []*filestore.Task) []*treeNode {
-	kids := map[string][]*filestore.Task{}
-	for _, t := range tasks {
-		kids[t.ParentID] = append(kids[t.ParentID], t)
-	}
+	kids := childrenOf(tasks)
 	var build func(t *filestore.Task) *treeNode
 	build = func(t *filestore.Task) *treeNode {
 		n := &treeNode{Task: t, Children: []*treeNode{}}
-		list := kids[t.ID]
-		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
-		for _, c := range list {
+		for _, c := range kids[t.ID] {
 			n.Children = append(n.Children, build(c))
 		}
 		return n
@@ -168,4 +155,18 @@ func treeJSON(roots, tasks []*filestore.Task) []*treeNode {
 		out = append(out, build(r))
 	}
 	return out
+}
+
+// childrenOf maps each task id to its sub-tasks among tasks, in creation (id) order.
+func childrenOf(tasks []*filestore.Task) map[string][]*filestore.Task {
+	kids := map[string][]*filestore.Task{}
+	for _, t := range tasks {
+		if t.ParentID != "" {
+			kids[t.ParentID] = append(kids[t.ParentID], t)
+		}
+	}
+	for _, k := range kids {
+		sort.Slice(k, func(i, j int) bool { return k[i].ID < k[j].ID })
+	}
+	return kids
 }
