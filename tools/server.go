@@ -308,6 +308,16 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 			if err := s.resolve(c); err != nil {
 				return c.errorResult(err), nil
 			}
+		}
+		// An unread interrupt for this session replaces the tool's result (seed 004: every
+		// tool's, so also a refusal the call would have met): the tool does not run, so
+		// nothing happens that the agent would not learn of.
+		if c.session != nil && !interruptExempt[t.def.Name] {
+			if res := c.interrupted(); res != nil {
+				return res, nil
+			}
+		}
+		if c.session != nil {
 			if err := permits(t.perm, c.session, c.agent); err != nil {
 				return c.errorResult(err), nil
 			}
@@ -315,13 +325,6 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 		if c.session != nil && c.session.Purpose == filestore.PurposeTask && changesTask[t.def.Name] {
 			if err := c.taskStillMine(); err != nil {
 				return c.errorResult(err), nil
-			}
-		}
-		// An unread interrupt for this session replaces the tool's result (seed 004): the
-		// tool does not run, so nothing happens that the agent would not learn of.
-		if c.session != nil && !interruptExempt[t.def.Name] {
-			if res := c.interrupted(); res != nil {
-				return res, nil
 			}
 		}
 		// A busy chat session hears of new messages in this response, whatever the timing of
