@@ -528,10 +528,11 @@ func (c *call) notificationSentence(unread int) string {
 }
 
 // changesTask are the tools by which a task session changes tasks or starts work for its
-// task. A session whose task is no longer its agent's may call none of them.
+// task. A session whose task is no longer its agent's may call none of them; it may end
+// with report_completed, which then leaves the task alone (seed 004's interrupt flow).
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
 	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
-	"report_completed": true, "approve_task_request": true, "reject_task_request": true}
+	"approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or
 // cancelled while it ran: whatever it would change now belongs to another session, or to

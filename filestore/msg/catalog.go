@@ -286,6 +286,11 @@ var texts = map[string]text{
 	"report_completed.done": {
 		"Reported. Your task session has ended: exit now, without calling get_next_action or logout.",
 		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
+	"report_completed.released_cancelled":  {"Task %s was cancelled by %s, so your report did not change it. ", "タスク %[1]s は %[2]s によってキャンセルされたため、報告でタスクは変更していません。"},
+	"report_completed.released_reassigned": {"Task %s is now assigned to %s, so your report did not change it. ", "タスク %[1]s は現在 %[2]s に割り当てられているため、報告でタスクは変更していません。"},
+	"report_completed.released": {
+		"Your summary is kept in your execution record. Your task session has ended: exit now, without calling get_next_action or logout.",
+		"サマリーは実行記録に残しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
 	"report_delegation_completed.notice": {
 		"Your chat session finished delegation %s (%s) with %s: %s",
 		"チャットセッションが %[3]s との委譲 %[1]s を終えました（%[2]s）: %[4]s"},
