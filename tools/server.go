@@ -327,6 +327,9 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return c.errorResult(err), nil
 			}
 		}
+		if err := unknownArgs(t, c.args); err != nil {
+			return c.errorResult(err), nil
+		}
 		// A busy chat session hears of new messages in this response, whatever the timing of
 		// the watcher; the tools that read messages need no notice of them.
 		if c.session != nil && c.session.Purpose == filestore.PurposeChat && t.def.Name != "get_next_action" && t.def.Name != "get_pending_messages" {

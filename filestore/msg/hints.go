@@ -26,6 +26,7 @@ var hints = []translation{
 	{"invalid_argument", "pass your passkey, or let `aipm run` start you (it passes a one-time spawn ticket to aipm mcp)", "passkey を渡すか、`aipm run` から起動されるようにしてください（aipm mcp に1回限りの spawn チケットを渡します）"},
 
 	// Arguments and the envelope.
+	{"invalid_argument", "call again without it, under the names this tool takes (help with tool_name shows them)", "その引数を外し、このツールが受け付ける名前で呼び出し直してください（tool_name を指定して help を呼び出すと確認できます）"},
 	{"invalid_argument", "call help with tool_name to see this tool's parameters", "tool_name を指定して help を呼び出し、このツールのパラメーターを確認してください"},
 	{"invalid_argument", `pass named arguments, e.g. {"session_token": "..."}`, `名前付きの引数を渡してください（例: {"session_token": "..."}）`},
 	{"tool_not_found", "call help without tool_name to list the tools", "tool_name を指定せずに help を呼び出すとツールの一覧が表示されます"},
