@@ -213,11 +213,15 @@ var texts = map[string]text{
 	"change.cancelled":        {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
 	"change.status":           {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
 	"change.edited":           {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
-	"change.go_on":            {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
-	"change.reread":           {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
-	"change.stop_blocked":     {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
-	"change.stop_logout":      {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
-	"change.stop_subtask":     {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.handed_blocked":   {"Sub-task %s (%s), assigned to %s, was blocked by %s: %s", "%[3]s に割り当てたサブタスク %[1]s（%[2]s）は %[4]s によってブロックされました: %[5]s"},
+	"change.handed_blocked_instruction": {
+		"Deal with the block once your current step is done: call get_next_action, which shows the blocked sub-tasks and what you may do about them.",
+		"今の作業の区切りでブロックに対処してください。get_next_action を呼び出すと、ブロックされたサブタスクと取れる対応を示します。"},
+	"change.go_on":        {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.reread":       {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
+	"change.stop_blocked": {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
+	"change.stop_logout":  {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
+	"change.stop_subtask": {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
 
 	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
 	"self_notice.message": {"Your chat session asks you to check the chat.", "チャットセッションからチャット確認の依頼があります。"},
