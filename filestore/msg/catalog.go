@@ -282,8 +282,8 @@ var texts = map[string]text{
 	"logout.done":                 {"Terminate the process now.", "今すぐプロセスを終了してください。"},
 	"notify_task_session.done":    {"Sent: your task session gets it with its next tool call.", "タスクセッションに通知を送信しました。次回のツール呼び出し時に通知が届きます。"}, // seed 000
 	"notify_task_session.no_session": {
-		"Recorded, but you have no live task session now, so nobody reads it: tell the requester, or use request_task / start_task_from_chat so that task work starts.",
-		"記録しましたが、現在稼働中のタスクセッションがないため、誰も読みません。依頼者に伝えるか、request_task / start_task_from_chat でタスクの作業が始まるようにしてください。"},
+		"Sent. You have no live task session now: your next task session gets it with its first tool call. If no task work is under way, start it with start_task_from_chat, or ask for it with request_task.",
+		"タスクセッションに通知を送信しました。現在稼働中のタスクセッションはないため、次に始まるタスクセッションの最初のツール呼び出し時に通知が届きます。タスクの作業が始まっていなければ、start_task_from_chat で開始するか、request_task で依頼してください。"},
 	"reject_task_request.done": {
 		"Task %s is rejected and will not be worked on. Let %s know if they are waiting for it.",
 		"タスク %[1]s を却下しました。このタスクの作業は行われません。%[2]s が待っている場合は知らせてください。"},
