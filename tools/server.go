@@ -259,6 +259,8 @@ type call struct {
 	project *filestore.Project
 	tok     string // the session's bearer token
 	sum     *filestore.NotificationSummary
+	// failure marks errors with "success": false, the shape seed 000 gives its tools.
+	failure bool
 }
 
 func (c *call) actor() filestore.Actor {
@@ -289,7 +291,7 @@ func (c *call) text(key string, args ...any) string {
 // agent, errors as isError results, never JSON-RPC errors.
 func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		c := &call{srv: s, args: req.GetArguments()}
+		c := &call{srv: s, args: req.GetArguments(), failure: successOnError[t.def.Name]}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log("panic in %s: %v\n%s", t.def.Name, p, debug.Stack())
@@ -455,10 +457,18 @@ func (c *call) errorResult(err error) *mcp.CallToolResult {
 	for k, v := range te.Extra {
 		obj[k] = v
 	}
+	if c.failure {
+		obj["success"] = false
+	}
 	keys := []string{"error", "message", "hint"}
+	if _, ok := obj["success"]; ok {
+		keys = append([]string{"success"}, keys...) // seed 000: {"success": false, "error", "message"}
+	}
 	var rest []string
 	for k := range te.Extra {
-		rest = append(rest, k)
+		if k != "success" {
+			rest = append(rest, k)
+		}
 	}
 	sort.Strings(rest)
 	body := orderedJSON(obj, append(keys, rest...))
@@ -557,6 +567,11 @@ func (c *call) taskStillMine() error {
 	}
 	return nil
 }
+
+// successOnError are the tools of seed 000's chat → task operations, whose errors carry
+// "success": false beside the error code, as their successes carry "success": true
+// (authenticate's errors carry it too).
+var successOnError = map[string]bool{"start_task_from_chat": true, "update_task_from_chat": true, "notify_task_session": true}
 
 // interruptExempt are the tools an interrupted agent still needs: reading the
 // notifications, and leaving.
