@@ -325,9 +325,9 @@ var texts = map[string]text{
 	"start_conversation.done": { // seed 002, then what aipm adds
 		"Conversation requested. You may send_message to %s now; it reads them once its chat session accepts. Call get_next_action to wait for the answer.",
 		"会話リクエストを送信しました。send_messageでメッセージを送信できます。相手がオンラインになると会話が開始されます。（相手: %[1]s。メッセージは相手のチャットセッションが承諾した後に読まれます。）get_next_action を呼び出して返答を待ってください。"},
-	"start_task_from_chat.done": { // seed 000's first sentence; the task session is started for the agent
-		"Started. Tell %s it is under way. Do not do the work here: your task session does it (it is started for you).",
-		"タスクを開始しました。%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションが行います（タスクセッションは自動的に起動されます）。"},
+	"start_task_from_chat.done": { // seed 000 word for word, then what aipm adds
+		"Task started. End the chat session and start the work in the task session. (Before you end it with logout, tell %s the task is under way; do not do the work here. The task session is started for you.)",
+		"タスクを開始しました。チャットセッションを終了し、タスクセッションで作業を開始してください。（logout で終了する前に、%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションは自動的に起動されます。）"},
 	"update_task_from_chat.done":      {"Updated. Tell %s what changed.", "タスクを更新しました。%[1]s に変更内容を伝えてください。"}, // seed 000, then what aipm adds
 	"update_task_from_chat.unchanged": {"Nothing changed: the task already had these values.", "変更はありません。タスクはすでにこれらの値でした。"},
 	"update_task_status.done":         {"Call get_next_action for the next step.", "get_next_action を呼び出して次の段階を確認してください。"},
