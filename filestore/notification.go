@@ -908,8 +908,8 @@ func (s *Store) MarkNotificationsRead(se *Session, ids []string) error {
 // PendingNotifications counts the agent's notifications that one of its live sessions is
 // meant to read and has not read yet (each counted once, even if both sessions have it
 // unread): what `aipm status` shows as waiting. An agent with no live session has none
-// pending — a notification only reaches sessions live when it was made (or the one it
-// names), so nothing waits for a session that has not started.
+// pending — a notification reaches sessions live when it was made (or the one it names);
+// an until_read one waits for the next session, which is then the one that counts it.
 func (s *Store) PendingNotifications(agentID string) (int, error) {
 	if err := ValidateAgentID(agentID); err != nil {
 		return 0, err
