@@ -348,8 +348,8 @@ type TaskSessionNotice struct {
 // action check_chat; target the actor itself, purpose task. A conversation must exist and
 // include the actor (not_conversation_participant); a related task must exist; at least
 // one of conversation and message is needed. It also reports whether the agent has a live
-// task session now: a notification reaches only sessions live when it is made, so without
-// one nobody will read it and the caller should say so.
+// task session now. Without one, the notice is until_read: the agent's next task session
+// gets it (and the ones after, until one of them reads it).
 func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notification, bool, error) {
 	if err := ValidateAgentID(actor.ID); err != nil {
 		return nil, false, err
@@ -394,16 +394,15 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 					"agent %s is not part of conversation %s (between %s and %s)", actor.ID, c.ID, c.InitiatorID, c.ParticipantID)
 			}
 		}
-		var err error
-		if out, _, err = s.addNotificationLocked(actor, n); err != nil {
-			return err
-		}
 		sessions, err := s.LiveSessions(actor.ID)
 		if err != nil {
 			return err
 		}
 		live = slices.ContainsFunc(sessions, func(se *Session) bool { return se.Purpose == PurposeTask })
-		return nil
+		// With no task session to read it now, it waits for the next one (seed 000).
+		n.UntilRead = !live
+		out, _, err = s.addNotificationLocked(actor, n)
+		return err
 	})
 	if err != nil {
 		return nil, false, err

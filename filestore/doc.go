@@ -27,6 +27,8 @@
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
+//	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
+//	                                  read: {"id","session_id","at"} (later sessions skip them)
 //	    locks/store.lock              the store lock file
 //	    trust/commands.json           the agent commands this machine approved to run:
 //	                                  {"approved": {<sha256 of name, command, env>: {name,
@@ -89,7 +91,8 @@
 // the same way. An unordered pair of agents has at most one pending or active conversation.
 //
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
-// (processing), and completed or failed when that session reports the outcome;
+// (processing), and completed or failed when that session reports the outcome — only
+// from processing (seed 003: pending → processing → completed | failed);
 // conversation_id links the latest conversation started for it, and such a conversation
 // carries the delegation's task_id.
 //
@@ -107,7 +110,10 @@
 // target_purpose (task, chat or any) and that were live when it was made — or, if it names
 // one, for that session only — so a chat_session_notification (always purpose task)
 // reaches the task session and never the chat session that sent it, and a new session
-// does not inherit what its predecessors were told. key deduplicates: an inbox holds at
+// does not inherit what its predecessors were told. The exception is "until_read": true,
+// set on a notify_task_session notice made while the agent had no live task session: it
+// also reaches the task sessions that start later, until one of them reads it
+// (runtime/notifications/taken/<agent-id>.jsonl records which one did). key deduplicates: an inbox holds at
 // most one notification per key (e.g. project:<id>:paused:v7), however many processes
 // notice the change. Read state is per session: runtime/notifications/<ses-id>.read.jsonl
 // logs the ids it has read, with when, and <ses-id>.json indexes the inbox — a byte
