@@ -136,6 +136,14 @@
 // status_changed_by; the history event records requester_id, conversation_id and the
 // fields changed.
 //
+// An edit of a task's own fields (title, description, priority, dependencies,
+// blocked_reason) writes one history event with "fields", the names changed, and
+// "changes", each with its old and new value (dependencies as comma-separated ids):
+//
+//	{"at":"…","actor":"alice","via":"cli","entity":"task","id":"tsk_…","change":"updated","fields":["title","priority"],"changes":[{"field":"title","from":"Old","to":"New"},{"field":"priority","from":"medium","to":"high"}]}
+//
+// Events written before "changes" was kept have only "fields".
+//
 // # Format rules
 //
 // JSON files are written by Go structs with a fixed key order, two-space indented, with a

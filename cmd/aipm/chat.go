@@ -22,14 +22,19 @@ import (
 
 func (a *app) chatSend(args []string) error {
 	fs := newFlags(a, "chat send")
-	to := fs.String("to", "", "the agent `ID` to send to (required)")
+	to := fs.String("to", "", "the agent `ID` to send to (or give it first: aipm chat send AGENT \"TEXT\")")
 	task := fs.String("task", "", "the `TASK` the message is about (recorded as relatedTaskId)")
-	pos, err := fs.parse(args, 1, 1, `--to AGENT "TEXT" (TEXT - reads it from stdin) [--task TASK]`)
+	pos, err := fs.parse(args, 1, 2, `AGENT "TEXT" (or --to AGENT "TEXT"; TEXT - reads it from stdin) [--task TASK]`)
 	if err != nil {
 		return err
 	}
-	if *to == "" {
-		return fmt.Errorf(`usage: aipm chat send --to AGENT "TEXT": --to is required`)
+	switch {
+	case len(pos) == 2 && *to != "":
+		return &usageError{msg: fmt.Sprintf("name the agent once: either aipm chat send %s \"TEXT\" or --to %s", pos[0], *to), path: "chat send"}
+	case len(pos) == 2:
+		*to, pos = pos[0], pos[1:]
+	case *to == "":
+		return &usageError{msg: `usage: aipm chat send AGENT "TEXT" (or --to AGENT "TEXT"): say who the message is for`, path: "chat send"}
 	}
 	text := pos[0]
 	if text == "-" {

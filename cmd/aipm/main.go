@@ -87,7 +87,7 @@ func commands() []*command {
 		}},
 		{name: "chat", summary: "send messages to an agent, read or follow a chat, open or close a chat", subs: []*command{
 			{name: "send", summary: "send a message to an agent", run: (*app).chatSend,
-				examples: []string{`aipm chat send --to lead "How far is the parser?"`, "echo done | aipm chat send --to w1 -"}},
+				examples: []string{`aipm chat send lead "How far is the parser?"`, "echo done | aipm chat send w1 -"}},
 			{name: "log", summary: "show your chat with an agent (or, alone, your unread messages)", run: (*app).chatLog,
 				examples: []string{"aipm chat log", "aipm chat log lead --limit 50", "aipm chat log lead --follow"}},
 			{name: "open", summary: "open a chat with an AI agent: aipm run starts a chat session for it", run: (*app).chatOpen,
