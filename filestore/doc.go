@@ -28,6 +28,8 @@
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    locks/store.lock              the store lock file
+//	    ui-token                      the web view's token on this machine (mode 0600), kept
+//	                                  across `aipm ui` restarts; remove it to revoke it
 //	    trust/commands.json           the agent commands this machine approved to run:
 //	                                  {"approved": {<sha256 of name, command, env>: {name,
 //	                                  command, env, approved_at}}} (trust.go)

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
@@ -39,8 +40,9 @@ type Options struct {
 
 // Server serves the page, its read API, its event stream and its actions.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o     Options
+	mux   *http.ServeMux
+	board board
 }
 
 // New returns the server for o.
@@ -117,8 +119,11 @@ func (s *Server) actor() filestore.Actor {
 	return filestore.Actor{ID: s.o.Human, Via: filestore.ViaUI}
 }
 
-// events streams one "change" event per batch of changes under .ai-pm/, naming the paths
-// (relative to .ai-pm/; "" after a rescan: anything may have changed).
+// events streams one "change" event per batch of changes under .ai-pm/: the paths
+// (relative to .ai-pm/), the rows of the tasks whose files changed, the ids of those whose
+// file is gone, and the project, agents and attention list when they changed — so what a
+// change costs does not grow with the project. After a rescan (anything may have changed)
+// ("" among the paths) the event says "reset" and the page reads the state again.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -134,6 +139,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	beat := time.NewTicker(s.o.Heartbeat)
 	defer beat.Stop()
+	var lastMeta []byte // the meta this stream sent last; nil: the first change sends it
 	for {
 		select {
 		case <-r.Context().Done():
@@ -141,11 +147,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-beat.C:
 			fmt.Fprint(w, ": still here\n\n")
 		case <-sub.C:
-			paths := sub.Paths()
-			if paths == nil {
-				paths = []string{}
-			}
-			b, err := json.Marshal(map[string]any{"paths": paths})
+			b, err := s.change(sub.Paths(), &lastMeta)
 			if err != nil {
 				return
 			}
@@ -153,6 +155,36 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		fl.Flush()
 	}
+}
+
+// changeEvent is the data of a "change" event.
+type changeEvent struct {
+	Paths   []string        `json:"paths"`
+	Reset   bool            `json:"reset,omitempty"`
+	Tasks   []taskRow       `json:"tasks,omitempty"`
+	Removed []string        `json:"removed,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+func (s *Server) change(paths []string, lastMeta *[]byte) ([]byte, error) {
+	ev := changeEvent{Paths: paths}
+	if paths == nil || slices.Contains(paths, "") { // a rescan: anything may have changed
+		ev.Paths, ev.Reset = []string{}, true
+		*lastMeta = nil
+		return json.Marshal(ev)
+	}
+	ev.Tasks, ev.Removed = s.updateRows(paths)
+	if m, err := s.readMeta(); err == nil {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(b, *lastMeta) {
+			ev.Meta, *lastMeta = b, b
+		}
+	}
+	// A store error here (a file caught half-written) is read again at the next change.
+	return json.Marshal(ev)
 }
 
 // writeJSON answers v as JSON.
