@@ -626,14 +626,14 @@ func (p *agentProc) call(t *testing.T, tool string, args map[string]any) string 
 
 // startUI starts `aipm ui` in repo and returns the URL its first line prints; the process
 // is interrupted when the test ends.
-func startUI(ctx context.Context, t *testing.T, repo string, env []string, args ...string) string {
+func startUI(ctx context.Context, t testing.TB, repo string, env []string, args ...string) string {
 	url, _ := startUIProc(ctx, t, repo, env, args...)
 	return url
 }
 
 // startUIProc is startUI that also returns a function stopping the process (as Ctrl-C does)
 // and waiting for it.
-func startUIProc(ctx context.Context, t *testing.T, repo string, env []string, args ...string) (string, func()) {
+func startUIProc(ctx context.Context, t testing.TB, repo string, env []string, args ...string) (string, func()) {
 	t.Helper()
 	ui := exec.CommandContext(ctx, "aipm", append([]string{"ui"}, args...)...)
 	ui.Dir, ui.Env = repo, env

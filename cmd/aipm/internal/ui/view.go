@@ -29,8 +29,17 @@ type state struct {
 type meta struct {
 	Project   project     `json:"project"`
 	Agents    []agentRow  `json:"agents"`
-	Attention []attention `json:"attention"`
+	Attention []attention `json:"attention"` // the newest attentionMax
+	// AttentionTotal counts them all; the page's Needs me filter shows every task among
+	// them: those it can tell from the task rows (blocked, awaiting approval, broken) and
+	// AttentionTasks, the tasks of the other items (messages, failed runs).
+	AttentionTotal int      `json:"attention_total"`
+	AttentionTasks []string `json:"attention_tasks"`
 }
+
+// attentionMax is how many items of the attention list the page gets: enough to act on,
+// and a bound on what a change costs when the project has many blocked tasks.
+const attentionMax = 50
 
 type project struct {
 	ID          string `json:"id"`
@@ -251,8 +260,17 @@ func (s *Server) readMeta() (*meta, error) {
 		return nil, err
 	}
 	s.board.mu.Lock()
-	m.Attention = needsYou(s.board.rows, unread, runs)
+	all := needsYou(s.board.rows, unread, runs)
 	s.board.mu.Unlock()
+	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
+	seen := map[string]bool{}
+	for _, a := range all {
+		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run") {
+			seen[a.TaskID] = true
+			m.AttentionTasks = append(m.AttentionTasks, a.TaskID)
+		}
+	}
+	slices.Sort(m.AttentionTasks)
 	return m, nil
 }
 

@@ -269,8 +269,8 @@ function fillFilters() {
 
 // needsMe: the tasks waiting for the human (in the attention list) or assigned to them.
 function needsMe() {
-  const ids = new Set(S.attention.filter(a => a.task_id).map(a => a.task_id));
-  return t => ids.has(t.id) || t.assignee_id === S.human;
+  const ids = new Set(S.attention_tasks || []);
+  return t => ids.has(t.id) || t.assignee_id === S.human || !!t.problem || t.approval === 'pending_approval' || t.status === 'blocked';
 }
 
 function matcher() {
@@ -480,7 +480,7 @@ function closeChat() {
 
 function renderAttention() {
   const ul = document.getElementById('attention');
-  const n = S.attention.length || '';
+  const n = S.attention_total || S.attention.length || '';
   document.getElementById('attention-count').textContent = n;
   document.getElementById('attention-badge').textContent = n;
   if (S.attention.length === 0) {
@@ -497,6 +497,10 @@ function renderAttention() {
       h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
       h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')));
   });
+  if (S.attention_total > S.attention.length) {
+    items.push(h('li', { class: 'more', style: 'background:none' }, '… and ' + (S.attention_total - S.attention.length) +
+      ' more: the Needs me filter shows every task among them'));
+  }
   if (messages > 0) {
     // As `aipm chat log` with no agent: every unread message counts as read.
     items.push(h('li', { class: 'mark-read', style: 'background:none' },
