@@ -243,7 +243,7 @@ func (t *transcript) complete(m filestore.Message) filestore.Message {
 // conversation and task it belongs to. Continuation lines of a multi-line message are
 // indented under the first.
 func (t *transcript) line(m filestore.Message) string {
-	head := fmt.Sprintf("%s  %s: ", m.CreatedAt.Format("2006-01-02 15:04:05"), t.name(m.SenderID))
+	head := fmt.Sprintf("%s  %s: ", localTime(m.CreatedAt), t.name(m.SenderID))
 	body := strings.ReplaceAll(m.Content, "\n", "\n"+strings.Repeat(" ", 22))
 	var refs []string
 	if m.ConversationID != "" {
