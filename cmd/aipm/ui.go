@@ -22,7 +22,7 @@ import (
 
 // cmdUI is `aipm ui`: it serves the web view of the project (package ui) on a local
 // address until interrupted, acting as the acting human (--as, AIPM_USER, the owner). Its
-// first line of output is the URL to open, with this run's token.
+// first line of output is the URL to open, with the machine's token (uiToken).
 func (a *app) cmdUI(args []string) error {
 	fs := newFlags(a, "ui")
 	addr := fs.String("addr", "127.0.0.1:0", "the address to serve, host:port (port 0: a free one)")

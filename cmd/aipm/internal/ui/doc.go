@@ -17,7 +17,7 @@
 // processes and agents may run at once.
 //
 // It answers only requests whose Host names the address it serves (a page of another site
-// whose name was rebound to 127.0.0.1 is refused), and only requests carrying the per-run
+// whose name was rebound to 127.0.0.1 is refused), and only requests carrying the
 // token for everything but the page itself: the token travels in the URL the command
 // prints, in the X-Aipm-Token header of the page's requests, and in the query of its event
 // stream. `aipm ui` keeps one token per machine (runtime/ui-token), so a tab survives a

@@ -29,7 +29,7 @@ type Options struct {
 	Hub *watch.Hub
 	// Human is the acting human's agent id: every button acts as this human.
 	Human string
-	// Token is the per-run secret every request but the page itself must carry.
+	// Token is the secret every request but the page itself must carry.
 	Token string
 	// Hosts are the values of the Host header this server answers, e.g. "127.0.0.1:8080".
 	Hosts []string
@@ -96,7 +96,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// token wraps a handler that needs the per-run token: in the X-Aipm-Token header, or, for
+// token wraps a handler that needs the token: in the X-Aipm-Token header, or, for
 // a GET (an EventSource cannot set headers), the token query parameter. A state-changing
 // request must use the header, which a form on another site cannot send.
 func (s *Server) token(h http.HandlerFunc) http.HandlerFunc {
@@ -106,7 +106,7 @@ func (s *Server) token(h http.HandlerFunc) http.HandlerFunc {
 			got = r.URL.Query().Get("token")
 		}
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) != 1 {
-			writeError(w, http.StatusForbidden, "forbidden", "this request needs the token of this run of aipm ui",
+			writeError(w, http.StatusForbidden, "forbidden", "this request needs the token of this aipm ui",
 				"open the URL aipm ui printed (it carries the token)")
 			return
 		}
