@@ -46,7 +46,8 @@ func chromiumPath() string {
 // the agent's answer appears; approving a request from the page approves it; a failed
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
 // refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
-// the README's screenshots there (ui-board.png, ui-chat.png).
+// the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
+// ui-phone-board.png, ui-phone-details.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -224,6 +225,16 @@ func TestUIBrowser(t *testing.T) {
 	waitFor("be1's live task session", `document.querySelector('[data-agent-id="be1"]').innerText.includes('task session')`, 5*time.Second)
 	waitFor("the blocked task in the attention list", `!!document.querySelector('#attention [data-kind="blocked"][data-task-id="`+hosting+`"]')`, 5*time.Second)
 	eval(`window.aipmMark = "not reloaded"; ""`)
+	// The README's first screenshot: the board as it opens, nothing else asked for.
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot ui-board.png: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ui-board.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Changes by other processes appear without a reload.
 	var took []string
@@ -494,7 +505,7 @@ func TestUIBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		shot("ui-board.png", chromedp.FullScreenshot(100))
+		shot("ui-details.png", chromedp.FullScreenshot(100))
 		shot("ui-chat.png", chromedp.Screenshot(`#chat`))
 	}
 
