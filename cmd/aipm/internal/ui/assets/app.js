@@ -147,7 +147,23 @@ function byPath(a, b) {
 
 // ---- reading and following -------------------------------------------------------------
 
+// load reads the whole state; a change arriving meanwhile may predate what it reads, so
+// it reads again once it is done.
+let loading = false, loadAgain = false;
 async function load() {
+  if (loading) { loadAgain = true; return; }
+  loading = true;
+  try {
+    do {
+      loadAgain = false;
+      await loadOnce();
+    } while (loadAgain);
+  } finally {
+    loading = false;
+  }
+}
+
+async function loadOnce() {
   const st = await api('/api/state');
   if (!window.aipmStats.firstLoadBytes) window.aipmStats.firstLoadBytes = window.aipmStats.bytes;
   S = st;
@@ -166,7 +182,7 @@ async function load() {
 function onChange(ev) {
   window.aipmStats.bytes += ev.data.length;
   const c = JSON.parse(ev.data);
-  if (c.reset || !S) { load().catch(failed); return; }
+  if (c.reset || !S || loading) { load().catch(failed); return; }
   const touched = new Set();
   const addTouched = t => { if (!t) return; touched.add(column(t)); };
   let idsChanged = false;
