@@ -163,21 +163,14 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		return nil, newErr(ErrInvalid, "invalid_argument", "give blocked_reason only with status blocked, or for a task that is blocked",
 			"task %s is %s, not blocked: blocked_reason does not apply", t.ID, to)
 	}
-	var fields []string
-	if r.Title != nil && *r.Title != t.Title {
-		fields = append(fields, "title")
-	}
-	if r.Description != nil && *r.Description != t.Description {
-		fields = append(fields, "description")
-	}
-	if r.Priority != nil && *r.Priority != t.Priority {
-		fields = append(fields, "priority")
-	}
+	changes := editChanges(t, r.Title, r.Description, r.Priority)
+	fields := changedFields(changes)
 	if to != t.Status {
 		fields = append(fields, "status")
 	}
 	if r.BlockedReason != nil && *r.BlockedReason != t.BlockedReason {
 		fields = append(fields, "blocked_reason")
+		changes = append(changes, FieldChange{"blocked_reason", t.BlockedReason, *r.BlockedReason})
 	}
 	if len(fields) == 0 {
 		return res, nil
@@ -206,7 +199,7 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		t.Priority = *r.Priority
 	}
 	res.UpdatedFields = fields
-	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields}
+	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields, Changes: changes}
 	if to == t.Status {
 		if r.BlockedReason != nil {
 			t.BlockedReason = *r.BlockedReason
