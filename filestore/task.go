@@ -152,6 +152,14 @@ type TaskFilter struct {
 	TopLevel bool
 }
 
+// matchKeys is match on a task's index keys (taskKeys).
+func (f TaskFilter) matchKeys(k []string) bool {
+	return (f.Status == "" || k[tkStatus] == f.Status) &&
+		(f.AssigneeID == "" || k[tkAssignee] == f.AssigneeID) &&
+		(f.ParentID == "" || k[tkParent] == f.ParentID) &&
+		(!f.TopLevel || k[tkParent] == "")
+}
+
 func (f TaskFilter) match(t *Task) bool {
 	return (f.Status == "" || t.Status == f.Status) &&
 		(f.AssigneeID == "" || t.AssigneeID == f.AssigneeID) &&
@@ -166,7 +174,13 @@ func (f TaskFilter) match(t *Task) bool {
 func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 	var out []*Task
 	err := s.tasks.with(func() {
-		out = s.collectLocked(s.candidatesLocked(f))
+		ids := map[string]struct{}{}
+		for id := range s.candidatesLocked(f) {
+			if k := s.tasks.keysOf(id); k != nil && f.matchKeys(k) {
+				ids[id] = struct{}{}
+			}
+		}
+		out = s.collectLocked(ids)
 		out = slices.DeleteFunc(out, func(t *Task) bool { return !f.match(t) })
 	})
 	return out, err
@@ -193,7 +207,7 @@ func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
 	}
 	all := make(map[string]struct{}, len(s.tasks.ents))
 	for id, e := range s.tasks.ents {
-		if e.v != nil {
+		if e.readable() {
 			all[id] = struct{}{}
 		}
 	}
@@ -216,7 +230,7 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 	err := s.tasks.with(func() {
 		var ids []string
 		for id := range s.candidatesLocked(f) {
-			if t := s.tasks.get(id); t != nil && f.match(t) {
+			if k := s.tasks.keysOf(id); k != nil && f.matchKeys(k) {
 				ids = append(ids, id)
 			}
 		}
@@ -227,7 +241,9 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 			i++
 		}
 		for _, id := range ids[i:min(i+limit, len(ids))] {
-			out.Tasks = append(out.Tasks, cloneTask(s.tasks.get(id)))
+			if t := s.tasks.get(id); t != nil {
+				out.Tasks = append(out.Tasks, cloneTask(t))
+			}
 		}
 		if j := i + limit; j < len(ids) {
 			out.Next = ids[j-1]
@@ -240,6 +256,15 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 // breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
 // holds the tasks cache's mutex; fn must not keep the task it is given.
 func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
+	s.walkSubtreeKeysLocked(id, func(k string, _ []string) {
+		if t := s.tasks.get(k); t != nil {
+			fn(t)
+		}
+	})
+}
+
+// walkSubtreeKeysLocked is walkSubtreeLocked on the index keys (taskKeys): no file read.
+func (s *Store) walkSubtreeKeysLocked(id string, fn func(id string, keys []string)) {
 	seen := map[string]bool{id: true}
 	queue := []string{id}
 	for len(queue) > 0 {
@@ -247,14 +272,14 @@ func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
 		queue = queue[1:]
 		var level []string
 		for k := range s.tix.kids[cur] {
-			if !seen[k] && s.tasks.get(k) != nil {
+			if !seen[k] && s.tasks.keysOf(k) != nil {
 				seen[k] = true
 				level = append(level, k)
 			}
 		}
 		sort.Strings(level)
 		for _, k := range level {
-			fn(s.tasks.get(k))
+			fn(k, s.tasks.keysOf(k))
 			queue = append(queue, k)
 		}
 	}
@@ -283,7 +308,7 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
 	err := s.tasks.with(func() {
-		s.walkSubtreeLocked(id, func(t *Task) { out[t.Status]++ })
+		s.walkSubtreeKeysLocked(id, func(_ string, k []string) { out[k[tkStatus]]++ })
 	})
 	return out, err
 }
@@ -639,10 +664,12 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
+	rel := "tasks/" + t.ID + ".json"
+	before := s.dirBefore(rel)
 	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
 		return err
 	}
-	s.noteWrite("tasks/" + t.ID + ".json")
+	s.noteWrite(rel, before)
 	s.tasks.put(t.ID, cloneTask(t))
 	return nil
 }
