@@ -400,7 +400,8 @@ func (c *dirCache[T]) put(id string, v *T) {
 
 // get returns the value of id (nil if absent or unreadable); the caller holds mu and must
 // not change it. A finished entity is read from its file, which is compared with the
-// cache on the way.
+// cache on the way, and held from then on: a process holds the history it uses (a
+// board that shows it all), not the history it never asks for.
 func (c *dirCache[T]) get(id string) *T {
 	e := c.ents[id]
 	if e == nil || e.v != nil || e.k == nil {
@@ -418,6 +419,7 @@ func (c *dirCache[T]) get(id string) *T {
 		c.setLocked(id, c.entryOf(nil, e.st))
 		return nil
 	}
+	e.v = v
 	return v
 }
 

@@ -285,7 +285,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 		b.WriteString(id + "\t" + strconv.FormatUint(e.st.ino, 10) + "\t" + strconv.FormatInt(e.st.size, 10) + "\t" +
 			strconv.FormatInt(e.st.mtime, 10))
 		switch {
-		case e.v != nil:
+		case e.v != nil && (c.done == nil || !c.done(e.v)):
 			data, err := json.Marshal(e.v)
 			if err != nil {
 				return
