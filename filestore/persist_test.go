@@ -92,6 +92,16 @@ func TestIndexFileStartsTheNextProcess(t *testing.T) {
 	if e := held(); e == nil || e.v != nil || e.k[tkStatus] != StatusCancelled {
 		t.Errorf("cancelled task held as %+v, want its keys only", e)
 	}
+	// Unfinished work and counts need no finished task's file.
+	if got := titles(t, o, TaskFilter{Unfinished: true}); got != "A:todo B:backlog" {
+		t.Errorf("unfinished = %s", got)
+	}
+	if n, _ := o.TaskStatusCounts(); n[StatusCancelled] != 1 || n[StatusTodo] != 1 || n.Total() != 3 {
+		t.Errorf("counts = %v", n)
+	}
+	if e := held(); e == nil || e.v != nil {
+		t.Errorf("cancelled task read by a query that does not need it: %+v", e)
+	}
 	if got := titles(t, o, TaskFilter{}); got != "A:todo B:backlog C:cancelled" {
 		t.Errorf("from the index: tasks = %s", got)
 	}

@@ -150,6 +150,8 @@ type TaskFilter struct {
 	ParentID   string
 	// TopLevel selects tasks without a parent.
 	TopLevel bool
+	// Unfinished leaves out done and cancelled tasks (whose files are then not read).
+	Unfinished bool
 }
 
 // matchKeys is match on a task's index keys (taskKeys).
@@ -157,14 +159,28 @@ func (f TaskFilter) matchKeys(k []string) bool {
 	return (f.Status == "" || k[tkStatus] == f.Status) &&
 		(f.AssigneeID == "" || k[tkAssignee] == f.AssigneeID) &&
 		(f.ParentID == "" || k[tkParent] == f.ParentID) &&
-		(!f.TopLevel || k[tkParent] == "")
+		(!f.TopLevel || k[tkParent] == "") &&
+		(!f.Unfinished || k[tkStatus] != StatusDone && k[tkStatus] != StatusCancelled)
 }
 
 func (f TaskFilter) match(t *Task) bool {
 	return (f.Status == "" || t.Status == f.Status) &&
 		(f.AssigneeID == "" || t.AssigneeID == f.AssigneeID) &&
 		(f.ParentID == "" || t.ParentID == f.ParentID) &&
-		(!f.TopLevel || t.ParentID == "")
+		(!f.TopLevel || t.ParentID == "") &&
+		(!f.Unfinished || !taskFinished(t))
+}
+
+// TaskStatusCounts counts the tasks by status, whatever the status says (a hand-edited
+// one too), from the index: no file is read.
+func (s *Store) TaskStatusCounts() (TaskCounts, error) {
+	out := TaskCounts{}
+	err := s.tasks.with(func() {
+		for st, ids := range s.tix.byStatus {
+			out[st] = len(ids)
+		}
+	})
+	return out, err
 }
 
 // Tasks lists the tasks matching f, oldest first (IDs sort by creation time). Files that

@@ -134,7 +134,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := s.Tasks(filestore.TaskFilter{})
+	// Finished tasks are counted from the index, not read.
+	tasks, err := s.Tasks(filestore.TaskFilter{Unfinished: true})
+	if err != nil {
+		return err
+	}
+	counts, err := s.TaskStatusCounts()
 	if err != nil {
 		return err
 	}
@@ -165,6 +170,8 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
+	v.TaskCounts[filestore.StatusDone] = counts[filestore.StatusDone]
+	v.TaskCounts[filestore.StatusCancelled] = counts[filestore.StatusCancelled]
 	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
