@@ -143,12 +143,29 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 		return false
 	}
 	ents := make(map[string]*cacheEntry[T], len(recs))
-	for _, r := range recs {
-		id, e, ok := c.parseRecord(r)
+	// The records are slices of one big string: copied out, so that it is not held, and
+	// the keys shared (a few statuses and agents, a parent per family). Entries and keys
+	// are allocated together: a hundred thousand small allocations cost more than the
+	// parsing.
+	seen := map[string]string{}
+	intern := func(k string) string {
+		if v, ok := seen[k]; ok {
+			return v
+		}
+		v := strings.Clone(k)
+		seen[v] = v
+		return v
+	}
+	slab := make([]cacheEntry[T], len(recs))
+	keys := make([]string, 0, 4*len(recs))
+	for i, r := range recs {
+		var id string
+		var ok bool
+		id, keys, ok = c.parseRecord(r, &slab[i], keys, intern)
 		if !ok {
 			return false
 		}
-		ents[id] = e
+		ents[strings.Clone(id)] = &slab[i]
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
 	c.reset()
@@ -216,45 +233,55 @@ func readJournalRange(p string, from, to int64) ([]byte, error) {
 	return nil, nil
 }
 
-// parseRecord reads one entity record of an index file.
-func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
-	f := strings.SplitN(r, "\t", 6)
-	if len(f) < 5 || !c.validID(f[0]) {
-		return "", nil, false
+// parseRecord reads one entity record of an index file into e, appending its keys
+// (interned) to keys, and returns its id and keys.
+func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, intern func(string) string) (string, []string, bool) {
+	id, r, ok1 := strings.Cut(r, "\t")
+	ino, r, ok2 := strings.Cut(r, "\t")
+	size, r, ok3 := strings.Cut(r, "\t")
+	mtime, r, ok4 := strings.Cut(r, "\t")
+	kind, rest, more := strings.Cut(r, "\t")
+	if !ok1 || !ok2 || !ok3 || !ok4 || !plainEntityID(c.prefix, id) {
+		return "", keys, false
 	}
-	ino, err1 := strconv.ParseUint(f[1], 10, 64)
-	size, err2 := strconv.ParseInt(f[2], 10, 64)
-	mtime, err3 := strconv.ParseInt(f[3], 10, 64)
+	i, err1 := strconv.ParseUint(ino, 10, 64)
+	n, err2 := strconv.ParseInt(size, 10, 64)
+	m, err3 := strconv.ParseInt(mtime, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
-		return "", nil, false
+		return "", keys, false
 	}
-	st := stamp{ino: ino, size: size, mtime: mtime}
-	rest := ""
-	if len(f) == 6 {
-		rest = f[5]
-	}
-	switch f[4] {
+	st := stamp{ino: i, size: n, mtime: m}
+	switch kind {
 	case "x":
-		return f[0], &cacheEntry[T]{st: st}, len(f) == 5
+		*e = cacheEntry[T]{st: st}
+		return id, keys, !more
 	case "f":
 		v := new(T)
 		if err := json.Unmarshal([]byte(rest), v); err != nil {
-			return "", nil, false
+			return "", keys, false
 		}
-		return f[0], c.entryOf(v, st), true
+		*e = *c.entryOf(v, st)
+		return id, keys, true
 	case "s":
-		if c.keys == nil || len(f) != 6 {
-			return "", nil, false
+		if c.keys == nil || !more {
+			return "", keys, false
 		}
-		keys := strings.Split(rest, "\t")
-		for i, k := range keys {
+		start := len(keys)
+		for {
+			k, tail, again := strings.Cut(rest, "\t")
 			if strings.IndexByte(k, '\\') >= 0 {
-				keys[i] = keyUnescaper.Replace(k)
+				k = keyUnescaper.Replace(k)
 			}
+			keys = append(keys, intern(k))
+			if !again {
+				break
+			}
+			rest = tail
 		}
-		return f[0], &cacheEntry[T]{k: keys, st: st}, true
+		*e = cacheEntry[T]{k: keys[start:len(keys):len(keys)], st: st}
+		return id, keys, true
 	}
-	return "", nil, false
+	return "", keys, false
 }
 
 // maybeSaveLocked writes the index file when this process compared the directory file by
@@ -364,4 +391,23 @@ func writeIndexFile(p string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp, p)
+}
+
+// plainEntityID is ValidateEntityID's rule without its regular expression, which costs
+// more than the rest of reading an index record.
+func plainEntityID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix+"_")
+	if !ok || len(prefix) != 3 || len(rest) == 0 || len(rest) > 63 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		ch := rest[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+		case i > 0 && (ch == '.' || ch == '_' || ch == '-'):
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -117,9 +117,13 @@ func (s *scaleServer) timed(b *testing.B, tool string, args map[string]any) (tim
 	return d, n
 }
 
+// scaleCallTimeout bounds one measured call: a process that reads a store of
+// 100,000 tasks on a loaded machine may take seconds, and that is a figure.
+const scaleCallTimeout = time.Minute
+
 // tryTimed is timed for any goroutine.
 func (s *scaleServer) tryTimed(tool string, args map[string]any) (time.Duration, int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), wakeCallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
 	defer cancel()
 	var req mcp.CallToolRequest
 	req.Params.Name = tool
@@ -272,50 +276,62 @@ var scaleWant int
 
 func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 
-// BenchmarkScale measures aipm on a store of user scale against a store of
+// BenchmarkScale measures aipm on stores of user scale against a store of
 // ten tasks and against the floor of mcp-go itself (a no-op tool served by
-// the same stdio machinery), in one run, and prints a table.
+// the same stdio machinery), in one run, and prints a table with a column
+// per store.
 //
 // Each store is made by buildScaleStore: the CLI sets the project and 30
-// agents up, the rest is generated in the on-disk format. The default big
-// store has 10,000 tasks, 100,000 messages in 2,500 ended conversations and
-// with the owner, and 40,000 history events; the small one the same
-// fixtures and 10 background tasks, 100 messages, 5 conversations.
-// Overrides (for quick runs): AIPM_BENCH_TASKS (total tasks of the big
-// store), AIPM_BENCH_MESSAGES, AIPM_BENCH_CONVERSATIONS, AIPM_BENCH_EVENTS,
-// AIPM_BENCH_BIG_SUBTASKS (400), AIPM_BENCH_CALLS (200 measured calls per
-// tool, after 20 unmeasured), AIPM_BENCH_WAKE (200 wake-ups),
-// AIPM_BENCH_WRITES (20 CLI writes for CPU per write), AIPM_BENCH_MIXED_OPS
-// (1,000 operations per process, big store only; 0 skips),
-// AIPM_BENCH_MIXED_SECONDS (90: the mixed run stops there and says so),
-// AIPM_BENCH_TOOL_SECONDS (15) and AIPM_BENCH_WAKE_SECONDS (45), the time
-// limits of one tool's series and of the wake series (a series cut short
-// shows its n). Progress goes to stderr.
+// agents up, the rest is generated in the on-disk format. The large stores
+// have AIPM_BENCH_TASKS tasks each (default "10000,100000"), ten messages a
+// task in ended conversations and with the owner, a quarter of a
+// conversation and four history events a task (10,000 tasks: 100,000
+// messages, 2,500 conversations, 40,000 events; 100,000 tasks: a million
+// messages); the small one the same fixtures and 10 background tasks, 100
+// messages, 5 conversations. AIPM_BENCH_STORE_CACHE=DIR generates each store
+// once into DIR and copies it from there on later runs.
+// Overrides (for quick runs): AIPM_BENCH_MESSAGES, AIPM_BENCH_CONVERSATIONS,
+// AIPM_BENCH_EVENTS (the same for every large store), AIPM_BENCH_BIG_SUBTASKS
+// (400), AIPM_BENCH_CALLS (200 measured calls per tool, after 20 unmeasured),
+// AIPM_BENCH_WAKE (200 wake-ups), AIPM_BENCH_WRITES (20 CLI writes for CPU
+// per write), AIPM_BENCH_MIXED_OPS (1,000 operations per process, large
+// stores only; 0 skips), AIPM_BENCH_MIXED_SECONDS (90: a mixed run stops
+// there and says so), AIPM_BENCH_TOOL_SECONDS (15) and
+// AIPM_BENCH_WAKE_SECONDS (45), the time limits of one tool's series and of
+// the wake series (a series cut short shows its n). Progress, and the table
+// so far after each store, go to stderr.
 //
 // Per store, real `aipm mcp` processes are driven over stdio by mcp-go
 // clients in this process:
-//   - authenticate as w1 (a task session) in 5 fresh processes: spawn →
-//     initialize response, and the first call; then logout + authenticate 5
-//     times in one of them (warm).
+//   - authenticate as w1 in a process that finds no index file (the first
+//     process on a machine); then in 5 fresh processes: spawn → initialize
+//     response, and the first call; then logout + authenticate 5 times in
+//     one of them (warm).
 //   - w1's task session (20 sub-tasks, some done), m1's (20 sub-tasks
 //     dispatched to workers) and m3's chat session: p50/p99 of the read
 //     tools and of get_next_action with timeout_seconds 0; list_tasks with
-//     status done (p95 too); the size of get_task on the task with 400
-//     sub-tasks; VmHWM and VmRSS of the three servers afterwards.
+//     status done (p95 too), and with status done and an assignee; the size
+//     of get_task on the task with 400 sub-tasks; VmHWM and VmRSS of the
+//     three servers afterwards.
 //   - wake: w20's chat session sends, w21's waits in get_next_action (as in
 //     BenchmarkWakeAcrossProcesses).
 //   - CPU per write: w10..w19 each hold a task session in its own server;
 //     the servers' utime+stime over N `aipm task add` writes (and half a
 //     second to settle), minus the same over an idle window of equal
-//     length, divided by N.
+//     length, divided by N. Then the wall time of N one-shot `aipm task
+//     status` changes.
 //   - mixed: the same 10 servers, each also in a chat session, run their
 //     operations concurrently (get_my_task, list_tasks, create_task,
 //     update_task_status of their own sub-tasks, send_message to the
 //     owner); every acknowledged write is then checked in the files.
+//   - thirty: 30 servers started at once (w10..w19 and 20 workers the CLI
+//     adds), each authenticating a task session: the wall time until all
+//     have answered, each first call, each VmHWM; then the mixed operations
+//     in all 30.
 //
 // Run it with `make bench`, or alone:
 //
-//	go test -run='^$' -bench=Scale -benchtime=1x ./cmd/aipm
+//	go test -run='^$' -bench=Scale -benchtime=1x -timeout=60m ./cmd/aipm
 func BenchmarkScale(b *testing.B) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -393,6 +409,10 @@ func BenchmarkScale(b *testing.B) {
 			mixed = scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000)
 		}
 		scaleRun(b, exe, st, tab, col, calls, mixed, i == len(sizes)-1)
+		// So far, in case a later size fails (stderr, at once).
+		for _, l := range tab.lines() {
+			fmt.Fprintln(os.Stderr, l)
+		}
 	}
 	targets := map[string]string{
 		"get_my_profile (w1 task) p50/p99 ms":                 "≤ 1 p50, ≤ 2× 10k",
@@ -732,7 +752,7 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 				errs[i] = err
 				return
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
 			defer cancel()
 			t := time.Now()
 			r, err := s.raw(ctx, "authenticate", map[string]any{"agent_id": a, "passkey": scalePasskey(a), "purpose": "task"})
