@@ -95,7 +95,7 @@ func tryScaleServer(exe, dir, name, argv0 string, args ...string) (*scaleServer,
 	if err := s.c.Start(context.Background()); err != nil {
 		return nil, fmt.Errorf("start server %s: %v", name, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wakeCallTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
 	defer cancel()
 	var req mcp.InitializeRequest
 	req.Params.ClientInfo = mcp.Implementation{Name: "aipm-scale-bench", Version: "0"}
@@ -395,6 +395,14 @@ func BenchmarkScale(b *testing.B) {
 		tab.cols = append(tab.cols, sz.Name)
 	}
 	tab.cols = append(tab.cols, "target (largest)")
+	// A run that fails at the largest store still shows what it measured (stderr).
+	defer func() {
+		if b.Failed() {
+			for _, l := range tab.lines() {
+				fmt.Fprintln(os.Stderr, l)
+			}
+		}
+	}()
 	scaleFloor(b, exe, tab, calls)
 	for i, sz := range sizes {
 		scaleProgress("%s store: generating", sz.Name)
