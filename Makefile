@@ -19,8 +19,6 @@ demo:
 # Every benchmark (only here: `make test` passes no -bench), among them the wake latency
 # of SPEC §10: watch.BenchmarkWakeLatency in one process, and BenchmarkWakeAcrossProcesses
 # (cmd/aipm) between two real `aipm mcp` servers, which logs its p50/p99 over 200 messages.
-# BenchmarkScale generates stores of 10,000 and 100,000 tasks and runs for a long while
-# (set AIPM_BENCH_STORE_CACHE=DIR to generate them once).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 90m ./...
 

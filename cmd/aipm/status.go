@@ -134,12 +134,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if err != nil {
 		return err
 	}
-	// Finished tasks are counted from the index, not read.
-	tasks, err := s.Tasks(filestore.TaskFilter{Unfinished: true})
-	if err != nil {
-		return err
-	}
-	counts, err := s.TaskStatusCounts()
+	tasks, err := s.Tasks(filestore.TaskFilter{})
 	if err != nil {
 		return err
 	}
@@ -170,8 +165,6 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
-	v.TaskCounts[filestore.StatusDone] = counts[filestore.StatusDone]
-	v.TaskCounts[filestore.StatusCancelled] = counts[filestore.StatusCancelled]
 	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
