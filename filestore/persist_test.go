@@ -322,3 +322,51 @@ func TestPlainEntityID(t *testing.T) {
 		}
 	}
 }
+
+// TaskPage keeps only a page's worth of ids while it counts the matches: every page of
+// every listing is the sorted listing cut at the cursor.
+func TestTaskPageMatchesTheSortedListing(t *testing.T) {
+	s := newTestStore(t)
+	top := mustTask(t, s, NewTask{Title: "top"})
+	for i := range 23 {
+		n := NewTask{Title: fmt.Sprint("t", i), ParentID: top.ID}
+		if i%3 == 0 {
+			n.AssigneeID, n.Status = "w1", StatusTodo
+		}
+		if i%4 == 0 {
+			cancelled(t, s, n)
+		} else {
+			mustTask(t, s, n)
+		}
+	}
+	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
+		all, _ := s.Tasks(f)
+		for _, limit := range []int{1, 2, 5, 50} {
+			var got []string
+			after := ""
+			for pages := 0; ; pages++ {
+				p, err := s.TaskPage(f, after, limit)
+				if err != nil || p.Total != len(all) || pages > len(all)+1 {
+					t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
+				}
+				for _, tk := range p.Tasks {
+					got = append(got, tk.ID)
+				}
+				if p.Next == "" {
+					break
+				}
+				after = p.Next
+			}
+			var want []string
+			for _, tk := range all {
+				want = append(want, tk.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
+			}
+		}
+		if p, err := s.TaskPage(f, "", 0); err != nil || p.Total != len(all) || len(p.Tasks) != 0 || p.Next != "" {
+			t.Errorf("%+v limit 0: %+v, %v; want the count alone", f, p, err)
+		}
+	}
+}

@@ -243,29 +243,38 @@ type TaskPage struct {
 // cursor (a previous page's Next; "" for the first page).
 func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, error) {
 	out := &TaskPage{}
-	err := s.tasks.with(func() {
-		var ids []string
-		for id := range s.candidatesLocked(f) {
-			if k := s.tasks.keysOf(id); k != nil && f.matchKeys(k) {
-				ids = append(ids, id)
-			}
-		}
-		sort.Strings(ids)
-		out.Total = len(ids)
-		i := sort.SearchStrings(ids, after)
-		if after != "" && i < len(ids) && ids[i] == after {
-			i++
-		}
-		for _, id := range ids[i:min(i+limit, len(ids))] {
-			if t := s.tasks.get(id); t != nil {
-				out.Tasks = append(out.Tasks, cloneTask(t))
-			}
-		}
-		if j := i + limit; j < len(ids) {
-			out.Next = ids[j-1]
-		}
-	})
+	err := s.tasks.with(func() { s.taskPageLocked(out, f, after, max(limit, 0)) })
 	return out, err
+}
+
+// taskPageLocked is TaskPage without sorting every match: it counts them and keeps the
+// limit+1 smallest ids after the cursor (a page of done tasks at 100,000 tasks would
+// otherwise sort tens of thousands of ids). A limit of 0 only counts.
+func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit int) {
+	keep := make([]string, 0, limit+1) // sorted
+	for id := range s.candidatesLocked(f) {
+		if k := s.tasks.keysOf(id); k == nil || !f.matchKeys(k) {
+			continue
+		}
+		out.Total++
+		if id <= after || len(keep) == limit+1 && id >= keep[limit] {
+			continue
+		}
+		i, _ := slices.BinarySearch(keep, id)
+		keep = slices.Insert(keep, i, id)
+		if len(keep) > limit+1 {
+			keep = keep[:limit+1]
+		}
+	}
+	page := keep[:min(limit, len(keep))]
+	for _, id := range page {
+		if t := s.tasks.get(id); t != nil {
+			out.Tasks = append(out.Tasks, cloneTask(t))
+		}
+	}
+	if len(keep) > limit && limit > 0 {
+		out.Next = page[limit-1]
+	}
 }
 
 // walkSubtreeLocked calls fn with each of the task's descendants (not the task itself),
