@@ -22,7 +22,7 @@ demo:
 # and BenchmarkUI (cmd/aipm): `aipm ui` in Chromium at 2,000 and 10,000 tasks, its first load
 # and what a change costs.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	$(GO) test -run='^$$' -bench=. -benchmem -timeout 90m ./...
 
 # Short fuzzing runs of the store's parsers (kept out of `make test`).
 fuzz:

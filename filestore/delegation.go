@@ -315,10 +315,12 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	now := s.Now()
 	d.UpdatedAt = now
 	d.Version++
+	rel := "delegations/" + d.ID + ".json"
+	before := s.dirBefore(rel)
 	if err := writeJSON(s.delegationPath(d.ID), d, 0o644); err != nil {
 		return err
 	}
-	s.noteWrite("delegations/" + d.ID + ".json")
+	s.noteWrite(rel, before)
 	c := *d
 	s.dlgs.put(d.ID, &c)
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID

@@ -22,6 +22,8 @@
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
 //	                                  the latest one to end ended (dates a session_expired)
 //	    changes.log                   the change journal: paths written through aipm (below)
+//	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
+//	                                  delegations/ a process starts from (# Caches)
 //	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
@@ -205,16 +207,41 @@
 //
 // # Caches
 //
-// The files are the truth. A Store keeps in memory, as a cache only, the parsed files of
-// tasks/, conversations/ and delegations/ with the sets hot paths look up, and the byte
-// offsets of each entity's lines in events.jsonl and of each key in a notification inbox.
-// runtime/changes.log is its change journal: every entity write through aipm appends the
-// path it replaced ("tasks/tsk_….json"), one line, under the store lock after the rename;
-// a reader re-checks exactly the paths appended since it last looked. A journal over 4 MiB
-// is started anew (a new file), and a reader that sees a new file re-checks every cached
-// file by identity (inode, size, modification time). Changes that bypass the journal —
-// editors, git — reach a process through its watcher (Store.Changed); a process without
-// one compares every file by identity on each query.
+// The files are the truth. A Store keeps in memory, as a cache only, the files of tasks/,
+// conversations/ and delegations/ with the sets hot paths look up, and the byte offsets of
+// each entity's lines in events.jsonl and of each key in a notification inbox. Unfinished
+// work is held parsed; finished work (done and cancelled tasks, ended and expired
+// conversations, completed and failed delegations) only as what the sets need (parent,
+// assignee, status, dependencies; the two sides, task, state), and is read from its file
+// when asked for. runtime/changes.log is its change journal: every entity write through
+// aipm appends, under the store lock after the rename, the path it replaced and its
+// directory's modification time in nanoseconds before and after the write
+// ("tasks/tsk_….json<TAB>before<TAB>after"; agent files: the path alone); a reader
+// re-checks exactly the paths appended since it last looked. A journal over 4 MiB is
+// started anew (a new file), and a reader that sees a new file re-checks every cached file
+// by identity (inode, size, modification time). Changes that bypass the journal — editors,
+// git — reach a process through its watcher (Store.Changed). A process without one (the
+// command line) looks, on each query, at each directory's modification time — one the
+// journal does not account for means a file was created, removed or renamed beside aipm,
+// and the directory is compared file by file — and compares the files it holds parsed
+// (unfinished work) by identity; a finished entity's file is compared when it is read.
+// A finished task's file rewritten in place (no rename) while no process watched is
+// therefore seen when that task is read, not by a listing by status.
+//
+// runtime/index/<dir>.idx (tasks, conversations, delegations) is that cache on disk, so
+// that a process starts from it instead of reading every file: a header line "aipm-index
+// <format> <dir>", a line "journal <inode> <offset> dir <inode> <mtime>" saying where in
+// the journal and at which directory identity it was true, one line per file — id, inode,
+// size, modification time, then "s" and the index keys of a finished entity, "f" and the
+// compact JSON of one held in full, or "x" for a file that did not parse — and a last line
+// "end <records> <crc32>". Fields are separated by tabs, keys escaped (\\, \t, \n). A
+// process opens it, re-checks the paths the journal names after its offset, and compares
+// the directory's modification time along the journal's; an index file of another format,
+// whose checksum or record count does not match (truncated, edited by hand), of another
+// directory (a copied clone), or older than the journal's start, is not used: the
+// directory is compared file by file and the file written anew. It is written (atomically,
+// not fsynced) after such a comparison, and when a process has seen a thousand changes and
+// the file lags the journal by more than 64 KiB.
 //
 // # Rules
 //

@@ -26,9 +26,9 @@ func (s *Store) InSubtree(root, id string) (bool, error) {
 	err := s.tasks.with(func() {
 		// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
 		seen := map[string]bool{}
-		for cur := s.tasks.get(id); !in && cur != nil && cur.ParentID != "" && !seen[cur.ID]; cur = s.tasks.get(cur.ParentID) {
-			seen[cur.ID] = true
-			in = cur.ParentID == root
+		for cur, k := id, s.tasks.keysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.keysOf(k[tkParent]) {
+			seen[cur] = true
+			in = k[tkParent] == root
 		}
 	})
 	return in, err
