@@ -29,7 +29,8 @@ type callsPlan struct {
 }
 
 // callsTeamPlan is 3 managers with 7 workers each: per team 7 sub-tasks, with
-// dependencies, two of which the worker splits into steps of its own.
+// dependencies, two of which the worker splits into steps of its own. No step sleeps
+// (see callsDemoPlan).
 func callsTeamPlan() callsPlan {
 	p := callsPlan{name: "team (3 managers, 21 workers)", tasks: map[string]string{}}
 	for _, m := range []string{"m1", "m2", "m3"} {
@@ -42,18 +43,21 @@ func callsTeamPlan() callsPlan {
 			"plan a for " + m + "a: Seed " + m + " | write " + m + "-a.txt random 1-99",
 			"plan b after a for " + m + "b: Double " + m + " | double " + m + "-a.txt " + m + "-b.txt",
 			"plan c for " + m + "c: Notes " + m + " | write " + m + "-c1.txt one; write " + m + "-c2.txt two",
-			"plan d for " + m + "d: Steps " + m + " | write " + m + "-d1.txt one; sleep 100ms; write " + m + "-d2.txt two",
+			"plan d after a for " + m + "d: Steps " + m + " | write " + m + "-d1.txt one; double " + m + "-a.txt " + m + "-d2.txt; write " + m + "-d3.txt three",
 			"plan e after b for " + m + "e: Again " + m + " | double " + m + "-b.txt " + m + "-e.txt",
-			"plan f for " + m + "f: Wait " + m + " | sleep 200ms",
+			"plan f for " + m + "f: Check " + m + " | write " + m + "-f.txt checked",
 			"plan g after c,d for " + m + "g: Last " + m + " | write " + m + "-g.txt done",
 		}, "\n")
 	}
 	return p
 }
 
+// callsDemoPlan is `aipm demo`'s plan without its 2 s of simulated work (and without the
+// owner's pause): while it "works", the simulated agent calls a cheap tool every 200 ms
+// to notice an interrupt, calls a real agent at work does not make.
 func callsDemoPlan() callsPlan {
 	return callsPlan{name: "demo", agents: [][3]string{{"manager", "manager", "alice"}, {"worker-gen", "worker", "manager"}, {"worker-calc", "worker", "manager"}},
-		tasks: map[string]string{"manager": demoPlan}}
+		tasks: map[string]string{"manager": strings.Replace(demoPlan, "sleep 2s; ", "", 1)}}
 }
 
 // callsFigures are the calls per finished task of one run, from its run records.
