@@ -742,7 +742,7 @@ func (s *situation) manager() decision {
 			baseline = s.fingerprint()
 		}
 		d := s.keep(&nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
-			Options: opts, Instruction: s.text("next.manager.wait")})
+			Options: opts, Instruction: s.text("next.manager.wait_for_work")})
 		d.selected, d.baseline, d.wait = "", baseline, true
 		return d
 	}

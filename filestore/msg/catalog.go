@@ -121,6 +121,9 @@ var texts = map[string]text{
 	"next.manager.wait": {
 		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
 		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
+	"next.manager.wait_for_work": {
+		"Your workers are on it and nothing needs you now. Call get_next_action again right away: it waits until something does (a sub-task to dispatch, a block, or the end of the work) and tells you what changed. Do not sleep or exit.",
+		"ワーカーが作業中で、今あなたがすべきことはありません。すぐに get_next_action をもう一度呼び出してください。すべきこと（ディスパッチするサブタスク、ブロック、作業の完了）が生じるまで待ち、何が変わったかを伝えます。sleep や終了はしないでください。"},
 	"next.manager.report_completion": {
 		"Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.",
 		"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。"},
@@ -264,7 +267,7 @@ var texts = map[string]text{
 	"get_conversation_messages.done": {"Read the messages above and act on them as needed.", "上記のメッセージを確認し、必要に応じて対応してください。"}, // seed 000
 	"get_my_task.done":               {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
 	"get_notifications.none":         {"Nothing to do about notifications.", "通知について対応することはありません。"},
-	"get_notifications.some":         {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_notifications.some":         {"Follow each notification's instruction in the order listed: interrupts first, then the rest, each the newest first.", "それぞれの通知の instruction に、並んでいる順に従ってください。中断通知（interrupt）が先、その後に残りが、それぞれ新しいものから並んでいます。"},
 	"get_pending_messages.some": {
 		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
 			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",
