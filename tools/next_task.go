@@ -84,7 +84,7 @@ type blockedLine struct {
 	ID            string `json:"id"`
 	Title         string `json:"title"`
 	BlockedReason string `json:"blocked_reason,omitempty"`
-	BlockedBy     string `json:"blocked_by"`
+	BlockedBy     string `json:"blocked_by,omitempty"` // absent when nobody is recorded
 }
 
 type workerLine struct {
