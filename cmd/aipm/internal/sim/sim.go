@@ -32,8 +32,10 @@
 // its own chat session (delegate_to_chat_session, purpose "ask: <question>" or the
 // shiritori line) and waits for the delegation's result. A manager turns its `plan` lines
 // into sub-tasks, dispatches each to the plan's `for` agent or else to the least loaded
-// subordinate (ties by id), starts those whose dependencies are done, waits, and
-// completes when all are finished.
+// subordinate (ties by id) — in the one dispatch_subtasks call the answer spells out, which
+// starts those whose dependencies are done and queues the rest — waits, and reports when
+// all are finished. A step's result that carries next_action is followed as it stands,
+// without a get_next_action to ask.
 //
 // Chat sessions. A delegation or a human's ask/shiritori line starts a conversation with
 // the agent (the first message is the question or the first word). The asked agent
