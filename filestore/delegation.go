@@ -219,8 +219,9 @@ func (s *Store) processLocked(actor Actor, d *Delegation) error {
 // CompleteDelegation records the outcome of a delegation (report_delegation_completed):
 // status completed (the default) or failed, with a result. Only the delegating agent may
 // (not_delegation_owner), and only once: a delegation already completed or failed is
-// delegation_already_finished. A pending delegation may be completed directly (the chat
-// session handled it without get_next_action handing it over).
+// delegation_already_finished. Seed 003's lifecycle is pending → processing →
+// completed | failed: a delegation still pending — listed by get_pending_messages but
+// never taken up by get_next_action or a conversation — is delegation_not_processing.
 func (s *Store) CompleteDelegation(actor Actor, id, status, result string) (*Delegation, error) {
 	if err := ValidateAgentID(actor.ID); err != nil {
 		return nil, err
@@ -251,13 +252,14 @@ func (s *Store) CompleteDelegation(actor Actor, id, status, result string) (*Del
 			return newErr(ErrConflict, "delegation_already_finished", "nothing to do; call get_next_action for what is next",
 				"delegation %s is already %s", d.ID, d.Status)
 		}
-		now := s.Now()
-		from := d.Status
-		if d.ProcessedAt == nil {
-			d.ProcessedAt = &now
+		if d.Status != DelegationProcessing {
+			return newErr(ErrConflict, "delegation_not_processing",
+				"take it up first: get_next_action hands you your oldest pending delegation (process_delegation), start_conversation with delegation_id starts it; then report its outcome",
+				"delegation %s is %s: only a delegation in processing can be completed or failed", d.ID, d.Status)
 		}
+		now := s.Now()
 		d.Status, d.Result, d.CompletedAt = status, result, &now
-		return s.saveDelegationLocked(actor, d, Event{Change: "status", From: from, To: status})
+		return s.saveDelegationLocked(actor, d, Event{Change: "status", From: DelegationProcessing, To: status})
 	})
 	if err != nil {
 		return nil, err

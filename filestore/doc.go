@@ -31,7 +31,11 @@
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
+//	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
+//	                                  read: {"id","session_id","at"} (later sessions skip them)
 //	    locks/store.lock              the store lock file
+//	    ui-token                      the web view's token on this machine (mode 0600), kept
+//	                                  across `aipm ui` restarts; remove it to revoke it
 //	    trust/commands.json           the agent commands this machine approved to run:
 //	                                  {"approved": {<sha256 of name, command, env>: {name,
 //	                                  command, env, approved_at}}} (trust.go)
@@ -93,7 +97,8 @@
 // the same way. An unordered pair of agents has at most one pending or active conversation.
 //
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
-// (processing), and completed or failed when that session reports the outcome;
+// (processing), and completed or failed when that session reports the outcome — only
+// from processing (seed 003: pending → processing → completed | failed);
 // conversation_id links the latest conversation started for it, and such a conversation
 // carries the delegation's task_id.
 //
@@ -111,7 +116,10 @@
 // target_purpose (task, chat or any) and that were live when it was made — or, if it names
 // one, for that session only — so a chat_session_notification (always purpose task)
 // reaches the task session and never the chat session that sent it, and a new session
-// does not inherit what its predecessors were told. key deduplicates: an inbox holds at
+// does not inherit what its predecessors were told. The exception is "until_read": true,
+// set on a notify_task_session notice made while the agent had no live task session: it
+// also reaches the task sessions that start later, until one of them reads it
+// (runtime/notifications/taken/<agent-id>.jsonl records which one did). key deduplicates: an inbox holds at
 // most one notification per key (e.g. project:<id>:paused:v7), however many processes
 // notice the change. Read state is per session: runtime/notifications/<ses-id>.read.jsonl
 // logs the ids it has read, with when, and <ses-id>.json indexes the inbox — a byte
@@ -140,6 +148,14 @@
 // status_changed_by; the history event records requester_id, conversation_id and the
 // fields changed.
 //
+// An edit of a task's own fields (title, description, priority, dependencies,
+// blocked_reason) writes one history event with "fields", the names changed, and
+// "changes", each with its old and new value (dependencies as comma-separated ids):
+//
+//	{"at":"…","actor":"alice","via":"cli","entity":"task","id":"tsk_…","change":"updated","fields":["title","priority"],"changes":[{"field":"title","from":"Old","to":"New"},{"field":"priority","from":"medium","to":"high"}]}
+//
+// Events written before "changes" was kept have only "fields".
+//
 // # Format rules
 //
 // JSON files are written by Go structs with a fixed key order, two-space indented, with a
@@ -156,6 +172,31 @@
 // by creation time and never collide across branches or machines. Agent IDs are chosen by
 // humans and must match ^[a-z0-9][a-z0-9._-]{0,62}$. Every ID is validated before it
 // becomes part of a path, so no input can name a file outside .ai-pm.
+//
+// # Task ids
+//
+// Task ids are typed by people, so they are built to be short where they are shown. A task
+// id is "tsk_" and 26 Crockford base32 characters (taskid.go):
+//
+//	tsk_8001 k3 7qv2m0c9d4xr5t8w1yb6
+//	     │    │  └ 20 random digits (100 bits)
+//	     │    └ the clone's tag: 2 digits hashed from the machine's name and the store's path
+//	     └ the sequence number: 4 digits, 8001 to yzzz (753,663 tasks)
+//
+// A new task takes the sequence number after the highest in tasks/, read under the store
+// lock, so in one clone every task has its own number, ids sort in creation order (the
+// listings, pages and sub-task order rely on that) and a batch's ids differ in their fourth
+// digit. Listings, cards and the web view show the shortest prefix no other task id shares,
+// and at least the four sequence digits: "tsk_8001" while the number is the task's alone.
+// Two clones that add tasks before they meet both use the next numbers; after a merge, the
+// tasks that share a number are shown with one more digit, where their clone tags differ
+// (odds 1023 in 1024), and rarely two more. So in a project of 10,000 tasks no id is shown
+// with more than 7 characters after "tsk_" unless two clones' tags are alike and the random
+// digits agree too. Whole ids stay unique across clones by the random digits alone, and any
+// unique prefix of an id (with or without "tsk_") names it on the command line. When the
+// numbers run out, ids are "z" and a time-based id, which still sort after every other.
+// Stores made before this scheme keep their time-based ids (tsk_01…, sorting before
+// tsk_8…): they stay valid and are shown by their shortest unique prefix.
 //
 // # Locking and durability
 //

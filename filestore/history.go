@@ -43,6 +43,16 @@ type Event struct {
 	ConversationID string    `json:"conversation_id,omitempty"`
 	RequesterID    string    `json:"requester_id,omitempty"`
 	Fields         []string  `json:"fields,omitempty"`
+	// Changes holds the old and new value of each field an edit changed (dependencies as
+	// comma-separated ids); events written before it was kept have only Fields.
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one field of an edit, from its old value to its new one.
+type FieldChange struct {
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
 }
 
 // appendEvent records a history event. History is not fsynced line by line: the entity file

@@ -15,6 +15,9 @@ type Completion struct {
 	Previous string
 	// Open lists unfinished sub-tasks when a success report was refused.
 	Open []*Task
+	// Released says the task was no longer the session's (cancelled, or assigned to someone
+	// else) when it reported: the session ended and the task was left as it was.
+	Released bool
 }
 
 // InSubtree reports whether id is root or one of root's descendants.
@@ -35,8 +38,10 @@ func (s *Store) InSubtree(root, id string) (bool, error) {
 // (all its sub-tasks must be finished), failed and blocked move it to blocked with the
 // summary as reason. Only the session's own task changes — never other queued tasks of the
 // agent (anchor defect 9.3.19); the blocked cascade of SetTaskStatus covers its sub-tree.
-// A task someone else already blocked or cancelled (an interrupt) is acknowledged without a
-// transition. The execution record closes and the session ends, all under one lock.
+// A task someone else already blocked (an interrupt) is acknowledged without a transition.
+// A task cancelled or assigned to another agent is no longer the session's: the report
+// ends the session and leaves the task untouched (Completion.Released). The execution
+// record closes and the session ends, all under one lock.
 func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion, error) {
 	if result != ResultSuccess && result != ResultFailed && result != ResultBlocked {
 		return nil, newErr(ErrInvalid, "invalid_argument", "use result success, failed or blocked", "invalid result %q", clip(result))
@@ -67,6 +72,18 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 		// manager waiting for its sub-tasks) reads the summary with it.
 		t.CompletionResult, t.CompletionSummary = result, summary
 		out = &Completion{Task: t, Previous: t.Status}
+		if t.Status == StatusCancelled || t.AssigneeID != se.AgentID {
+			// The end of seed 004's interrupt flow: the session stops, and a task that is no
+			// longer its to change stays as its new owner left it. The summary is kept in
+			// the session's execution record.
+			out.Released = true
+			if se.ExecutionID != "" {
+				if err := s.finishExecution(se.ExecutionID, ExecFailed, summary); err != nil {
+					return err
+				}
+			}
+			return s.updateSessionLocked(se.ID, func(cur *Session) error { return s.endSession(cur, "report_completed") })
+		}
 		target := StatusBlocked
 		if result == ResultSuccess {
 			target = StatusDone

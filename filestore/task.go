@@ -313,6 +313,11 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 		if err != nil {
 			return err
 		}
+		ids, err := s.mintTaskIDs(1, t.CreatedAt)
+		if err != nil {
+			return err
+		}
+		t.ID = ids[0]
 		return s.saveNewTask(actor, t)
 	})
 	return t, err
@@ -326,7 +331,8 @@ func (s *Store) saveNewTask(actor Actor, t *Task) error {
 		Change: "created", To: t.Status, RequesterID: t.RequesterID})
 }
 
-// newTask validates n against the known tasks and returns the task to write.
+// newTask validates n against the known tasks and returns the task to write, without its
+// id: the caller mints it under the store lock (mintTaskIDs).
 func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 	title := strings.TrimSpace(n.Title)
 	if title == "" {
@@ -376,7 +382,7 @@ func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 		return nil, err
 	}
 	now := s.Now()
-	return &Task{ID: NewID(PrefixTask, now), ProjectID: p.ID, Title: title, Description: n.Description,
+	return &Task{ProjectID: p.ID, Title: title, Description: n.Description,
 		Status: n.Status, Priority: n.Priority, AssigneeID: n.AssigneeID, CreatedBy: actor.ID, ParentID: n.ParentID,
 		Dependencies: deps, StatusChangedBy: actor.ID, StatusChangedAt: &now, RequesterID: n.RequesterID,
 		Approval: n.Approval, CreatedAt: now, UpdatedAt: now, Version: 1}, nil

@@ -292,3 +292,10 @@ func (s *Store) TasksByID(ids []string) ([]*Task, error) {
 	err := s.tasks.with(func() { out = s.collectLocked(set) })
 	return out, err
 }
+
+// Dependents copies the tasks that depend on id, by id.
+func (s *Store) Dependents(id string) ([]*Task, error) {
+	var out []*Task
+	err := s.tasks.with(func() { out = s.collectLocked(s.tix.dependents[id]) })
+	return out, err
+}

@@ -90,6 +90,7 @@ var listBriefs = map[string]string{
 	"get_next_action":             "What to do next; call after authenticate and after each step.",
 	"get_notifications":           "Your unread notifications; marks them read.",
 	"get_pending_messages":        "Your unread messages and the delegations handed to you.",
+	"get_task":                    "One task with a page of its sub-tasks, their counts and recent history.",
 	"get_task_conversations":      "Conversations and delegations of your session's task.",
 	"help":                        "List your tools, or describe one in full.",
 	"list_tasks":                  "Tasks of the project, filtered.",

@@ -260,6 +260,8 @@ type call struct {
 	project *filestore.Project
 	tok     string // the session's bearer token
 	sum     *filestore.NotificationSummary
+	// failure marks errors with "success": false, the shape seed 000 gives its tools.
+	failure bool
 }
 
 func (c *call) actor() filestore.Actor {
@@ -290,7 +292,7 @@ func (c *call) text(key string, args ...any) string {
 // agent, errors as isError results, never JSON-RPC errors.
 func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		c := &call{srv: s, args: req.GetArguments()}
+		c := &call{srv: s, args: req.GetArguments(), failure: successOnError[t.def.Name]}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log("panic in %s: %v\n%s", t.def.Name, p, debug.Stack())
@@ -309,6 +311,16 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 			if err := s.resolve(c); err != nil {
 				return c.errorResult(err), nil
 			}
+		}
+		// An unread interrupt for this session replaces the tool's result (seed 004: every
+		// tool's, so also a refusal the call would have met): the tool does not run, so
+		// nothing happens that the agent would not learn of.
+		if c.session != nil && !interruptExempt[t.def.Name] {
+			if res := c.interrupted(); res != nil {
+				return res, nil
+			}
+		}
+		if c.session != nil {
 			if err := permits(t.perm, c.session, c.agent); err != nil {
 				return c.errorResult(err), nil
 			}
@@ -318,12 +330,8 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return c.errorResult(err), nil
 			}
 		}
-		// An unread interrupt for this session replaces the tool's result (seed 004): the
-		// tool does not run, so nothing happens that the agent would not learn of.
-		if c.session != nil && !interruptExempt[t.def.Name] {
-			if res := c.interrupted(); res != nil {
-				return res, nil
-			}
+		if err := unknownArgs(t, c.args); err != nil {
+			return c.errorResult(err), nil
 		}
 		// A busy chat session hears of new messages in this response, whatever the timing of
 		// the watcher; the tools that read messages need no notice of them.
@@ -450,10 +458,18 @@ func (c *call) errorResult(err error) *mcp.CallToolResult {
 	for k, v := range te.Extra {
 		obj[k] = v
 	}
+	if c.failure {
+		obj["success"] = false
+	}
 	keys := []string{"error", "message", "hint"}
+	if _, ok := obj["success"]; ok {
+		keys = append([]string{"success"}, keys...) // seed 000: {"success": false, "error", "message"}
+	}
 	var rest []string
 	for k := range te.Extra {
-		rest = append(rest, k)
+		if k != "success" {
+			rest = append(rest, k)
+		}
 	}
 	sort.Strings(rest)
 	body := orderedJSON(obj, append(keys, rest...))
@@ -526,10 +542,11 @@ func (c *call) notificationSentence(unread int) string {
 }
 
 // changesTask are the tools by which a task session changes tasks or starts work for its
-// task. A session whose task is no longer its agent's may call none of them.
+// task. A session whose task is no longer its agent's may call none of them; it may end
+// with report_completed, which then leaves the task alone (seed 004's interrupt flow).
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
 	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true, "dispatch_subtasks": true,
-	"report_completed": true, "approve_task_request": true, "reject_task_request": true}
+	"approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or
 // cancelled while it ran: whatever it would change now belongs to another session, or to
@@ -551,6 +568,11 @@ func (c *call) taskStillMine() error {
 	}
 	return nil
 }
+
+// successOnError are the tools of seed 000's chat → task operations, whose errors carry
+// "success": false beside the error code, as their successes carry "success": true
+// (authenticate's errors carry it too).
+var successOnError = map[string]bool{"start_task_from_chat": true, "update_task_from_chat": true, "notify_task_session": true}
 
 // interruptExempt are the tools an interrupted agent still needs: reading the
 // notifications, and leaving.

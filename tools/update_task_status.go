@@ -26,6 +26,7 @@ func updateTaskStatusTool() *tool {
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task")),
 			mcp.WithString("status", mcp.Required(), mcp.Enum(filestore.Statuses...), mcp.Description("The new status")),
 			mcp.WithString("reason", mcp.Description("Why; recorded (and kept as blocked_reason when blocking)")),
+			mcp.WithString("blocked_reason", mcp.Description("Why the task is blocked (with status blocked; the same as reason)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -40,6 +41,20 @@ func updateTaskStatusTool() *tool {
 			reason, err := c.optString("reason")
 			if err != nil {
 				return nil, err
+			}
+			// blocked_reason is seed 000's name for the reason of a block.
+			blocked, err := c.optString("blocked_reason")
+			if err != nil {
+				return nil, err
+			}
+			if blocked != "" {
+				if status != filestore.StatusBlocked {
+					return nil, badArg("blocked_reason", "applies only with status blocked, not %s; say why with reason instead", status)
+				}
+				if reason != "" && reason != blocked {
+					return nil, badArg("blocked_reason", "differs from reason; give the reason once")
+				}
+				reason = blocked
 			}
 			if err := c.requireInSessionTree(id); err != nil {
 				return nil, err

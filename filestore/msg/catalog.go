@@ -215,11 +215,15 @@ var texts = map[string]text{
 	"change.cancelled":        {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
 	"change.status":           {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
 	"change.edited":           {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
-	"change.go_on":            {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
-	"change.reread":           {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
-	"change.stop_blocked":     {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
-	"change.stop_logout":      {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
-	"change.stop_subtask":     {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.handed_blocked":   {"Sub-task %s (%s), assigned to %s, was blocked by %s: %s", "%[3]s に割り当てたサブタスク %[1]s（%[2]s）は %[4]s によってブロックされました: %[5]s"},
+	"change.handed_blocked_instruction": {
+		"Deal with the block once your current step is done: call get_next_action, which shows the blocked sub-tasks and what you may do about them.",
+		"今の作業の区切りでブロックに対処してください。get_next_action を呼び出すと、ブロックされたサブタスクと取れる対応を示します。"},
+	"change.go_on":        {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.reread":       {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
+	"change.stop_blocked": {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
+	"change.stop_logout":  {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
+	"change.stop_subtask": {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
 
 	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
 	"self_notice.message": {"Your chat session asks you to check the chat.", "チャットセッションからチャット確認の依頼があります。"},
@@ -280,14 +284,19 @@ var texts = map[string]text{
 	"logout.done":                 {"Terminate the process now.", "今すぐプロセスを終了してください。"},
 	"notify_task_session.done":    {"Sent: your task session gets it with its next tool call.", "タスクセッションに通知を送信しました。次回のツール呼び出し時に通知が届きます。"}, // seed 000
 	"notify_task_session.no_session": {
-		"Recorded, but you have no live task session now, so nobody reads it: tell the requester, or use request_task / start_task_from_chat so that task work starts.",
-		"記録しましたが、現在稼働中のタスクセッションがないため、誰も読みません。依頼者に伝えるか、request_task / start_task_from_chat でタスクの作業が始まるようにしてください。"},
+		"Sent. You have no live task session now: your next task session gets it with its first tool call. If no task work is under way, start it with start_task_from_chat, or ask for it with request_task.",
+		"タスクセッションに通知を送信しました。現在稼働中のタスクセッションはないため、次に始まるタスクセッションの最初のツール呼び出し時に通知が届きます。タスクの作業が始まっていなければ、start_task_from_chat で開始するか、request_task で依頼してください。"},
 	"reject_task_request.done": {
 		"Task %s is rejected and will not be worked on. Let %s know if they are waiting for it.",
 		"タスク %[1]s を却下しました。このタスクの作業は行われません。%[2]s が待っている場合は知らせてください。"},
 	"report_completed.done": {
 		"Reported. Your task session has ended: exit now, without calling get_next_action or logout.",
 		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
+	"report_completed.released_cancelled":  {"Task %s was cancelled by %s, so your report did not change it. ", "タスク %[1]s は %[2]s によってキャンセルされたため、報告でタスクは変更していません。"},
+	"report_completed.released_reassigned": {"Task %s is now assigned to %s, so your report did not change it. ", "タスク %[1]s は現在 %[2]s に割り当てられているため、報告でタスクは変更していません。"},
+	"report_completed.released": {
+		"Your summary is kept in your execution record. Your task session has ended: exit now, without calling get_next_action or logout.",
+		"サマリーは実行記録に残しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
 	"report_delegation_completed.notice": {
 		"Your chat session finished delegation %s (%s) with %s: %s",
 		"チャットセッションが %[3]s との委譲 %[1]s を終えました（%[2]s）: %[4]s"},
@@ -318,9 +327,9 @@ var texts = map[string]text{
 	"start_conversation.done": { // seed 002, then what aipm adds
 		"Conversation requested. You may send_message to %s now; it reads them once its chat session accepts. Call get_next_action to wait for the answer.",
 		"会話リクエストを送信しました。send_messageでメッセージを送信できます。相手がオンラインになると会話が開始されます。（相手: %[1]s。メッセージは相手のチャットセッションが承諾した後に読まれます。）get_next_action を呼び出して返答を待ってください。"},
-	"start_task_from_chat.done": { // seed 000's first sentence; the task session is started for the agent
-		"Started. Tell %s it is under way. Do not do the work here: your task session does it (it is started for you).",
-		"タスクを開始しました。%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションが行います（タスクセッションは自動的に起動されます）。"},
+	"start_task_from_chat.done": { // seed 000 word for word, then what aipm adds
+		"Task started. End the chat session and start the work in the task session. (Before you end it with logout, tell %s the task is under way; do not do the work here. The task session is started for you.)",
+		"タスクを開始しました。チャットセッションを終了し、タスクセッションで作業を開始してください。（logout で終了する前に、%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションは自動的に起動されます。）"},
 	"update_task_from_chat.done":      {"Updated. Tell %s what changed.", "タスクを更新しました。%[1]s に変更内容を伝えてください。"}, // seed 000, then what aipm adds
 	"update_task_from_chat.unchanged": {"Nothing changed: the task already had these values.", "変更はありません。タスクはすでにこれらの値でした。"},
 	"update_task_status.done":         {"Call get_next_action for the next step.", "get_next_action を呼び出して次の段階を確認してください。"},

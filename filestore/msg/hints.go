@@ -29,6 +29,7 @@ var hints = []translation{
 	{"not_dispatchable", "leave it out; get_next_action lists what can be dispatched", "それは除いてください。ディスパッチできるものは get_next_action が示します"},
 
 	// Arguments and the envelope.
+	{"invalid_argument", "call again without it, under the names this tool takes (help with tool_name shows them)", "その引数を外し、このツールが受け付ける名前で呼び出し直してください（tool_name を指定して help を呼び出すと確認できます）"},
 	{"invalid_argument", "call help with tool_name to see this tool's parameters", "tool_name を指定して help を呼び出し、このツールのパラメーターを確認してください"},
 	{"invalid_argument", `pass named arguments, e.g. {"session_token": "..."}`, `名前付きの引数を渡してください（例: {"session_token": "..."}）`},
 	{"tool_not_found", "call help without tool_name to list the tools", "tool_name を指定せずに help を呼び出すとツールの一覧が表示されます"},
@@ -168,6 +169,7 @@ var hints = []translation{
 	{"not_delegation_owner", "name one of your own delegations, or omit delegation_id", "自分の委譲を指定するか、delegation_id を省略してください"},
 	{"delegation_already_finished", "nothing to do; call get_next_action for what is next", "何もする必要はありません。get_next_action を呼び出して次にすることを確認してください"},
 	{"delegation_already_finished", "start the conversation without delegation_id", "delegation_id なしで会話を始めてください"},
+	{"delegation_not_processing", "take it up first: get_next_action hands you your oldest pending delegation (process_delegation), start_conversation with delegation_id starts it; then report its outcome", "先に委譲に着手してください。get_next_action が最も古い保留中の委譲を渡します（process_delegation）。start_conversation に delegation_id を指定しても着手できます。その後で結果を報告してください"},
 	{"invalid_argument", "pass the conversation_id to read, or a message summing up what the task session should know", "読むべき conversation_id か、タスクセッションが知っておくべきことをまとめた message を渡してください"},
 	{"invalid_argument", "use normal or high", "normal か high を指定してください"},
 	{"invalid_argument", "send it with target_purpose task (or leave it empty)", "target_purpose を task にして（または空のままで）送ってください"},
