@@ -12,7 +12,8 @@
 //	  tasks/<task-id>.json          one task per file
 //	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
 //	  delegations/<dlg-id>.json     a task session's request to its own chat session
-//	  executions/<exec-id>.json     a task session's run record
+//	  executions/<exec-id>.json     a task session's run record, with the session's tool calls
+//	                                and the bytes of their arguments and results once it closes
 //	  events.jsonl                  history: every change, who made it, when, from what to what
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
@@ -21,6 +22,9 @@
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
 //	                                  the latest one to end ended (dates a session_expired)
+//	    usage/<ses-id>.json           the session's tool calls so far: {"tool_calls",
+//	                                  "request_bytes", "result_bytes"}, written by its process
+//	                                  after each call (usage.go)
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
 //	                                  delegations/ a process starts from (# Caches)

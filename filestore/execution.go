@@ -30,8 +30,11 @@ type Execution struct {
 	ExitCode        *int       `json:"exit_code"`
 	LogPath         string     `json:"log_path"`
 	Summary         string     `json:"summary"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	Version         int        `json:"version"`
+	// Usage is the session's tool calls and their bytes, from authenticate on; written
+	// when the record closes and settled after the closing call.
+	Usage
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int       `json:"version"`
 }
 
 func (s *Store) executionPath(id string) string { return s.path("executions", id+".json") }
@@ -122,6 +125,9 @@ func (s *Store) finishExecution(id, status, summary string) error {
 	ex.CompletedAt = &now
 	ex.DurationSeconds = now.Sub(ex.StartedAt).Seconds()
 	ex.Summary = summary
+	if u, err := s.SessionUsage(ex.SessionID); err == nil {
+		ex.Usage = u
+	}
 	ex.UpdatedAt = now
 	ex.Version++
 	if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {

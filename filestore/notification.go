@@ -789,8 +789,14 @@ func (s *Store) SessionNotifications(se *Session, unreadOnly bool) ([]Notificati
 	return out, nil
 }
 
+// newestFirst orders notifications as get_notifications lists them and tells the agent
+// to follow them: interrupts first, then the rest, each newest first. An interrupt
+// (a reassignment, a pause) changes what every other notification means.
 func newestFirst(ns []Notification) {
 	sort.SliceStable(ns, func(i, j int) bool {
+		if ii, ji := ns[i].Type == NotifyInterrupt, ns[j].Type == NotifyInterrupt; ii != ji {
+			return ii
+		}
 		if !ns[i].CreatedAt.Equal(ns[j].CreatedAt) {
 			return ns[i].CreatedAt.After(ns[j].CreatedAt)
 		}

@@ -68,6 +68,9 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 			return err
 		}
 		actor := Actor{ID: se.AgentID, Via: ViaTool}
+		// Set before the status is written: a watcher woken by the status change (a
+		// manager waiting for its sub-tasks) reads the summary with it.
+		t.CompletionResult, t.CompletionSummary = result, summary
 		out = &Completion{Task: t, Previous: t.Status}
 		if t.Status == StatusCancelled || t.AssigneeID != se.AgentID {
 			// The end of seed 004's interrupt flow: the session stops, and a task that is no

@@ -43,6 +43,9 @@ type Session struct {
 	// Offered are the select_action choices get_next_action offered last (comma-separated):
 	// a choice offered that no longer fits when it is made is answered, not refused.
 	Offered string `json:"offered_actions,omitempty"`
+	// Queued are the sub-tasks a manager dispatched before their dependencies were done
+	// (comma-separated): its get_next_action starts each once they are.
+	Queued string `json:"queued_subtasks,omitempty"`
 	// Waiting is the wait get_next_action last answered the task session with (wait,
 	// wait_for_delegation), "" once it answered anything else: the coordinator does not
 	// count a process that only waits against its bound.
@@ -580,6 +583,18 @@ func (s *Store) SetWaiting(sessionID, waiting string) error {
 			return errNoChange
 		}
 		se.Waiting = waiting
+		return nil
+	})
+}
+
+// SetQueued records the sub-tasks a manager's session starts once their dependencies
+// are done.
+func (s *Store) SetQueued(sessionID, queued string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Queued == queued {
+			return errNoChange
+		}
+		se.Queued = queued
 		return nil
 	})
 }

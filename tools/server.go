@@ -74,7 +74,8 @@ type Server struct {
 	// polls holds a slot per long-poll in progress: a wait beyond MaxWaits answers at once,
 	// so waits never occupy the transport's whole worker pool.
 	polls   chan struct{}
-	msgSeen map[string]string // per owned chat session: the newest message it was told of
+	msgSeen map[string]string          // per owned chat session: the newest message it was told of
+	usage   map[string]filestore.Usage // per owned session: its calls so far (usage.go)
 
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
@@ -105,7 +106,7 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
-		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, polls: make(chan struct{}, MaxWaits)}
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits)}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
@@ -124,7 +125,7 @@ func New(store *filestore.Store, o Options) *Server {
 	)
 	for _, t := range catalog(s) {
 		s.tools[t.def.Name] = t
-		s.mcp.AddTool(t.def, s.envelope(t))
+		s.mcp.AddTool(t.def, s.counted(t.def.Name, s.envelope(t)))
 	}
 	return s
 }
@@ -544,7 +545,7 @@ func (c *call) notificationSentence(unread int) string {
 // task. A session whose task is no longer its agent's may call none of them; it may end
 // with report_completed, which then leaves the task alone (seed 004's interrupt flow).
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
-	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
+	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true, "dispatch_subtasks": true,
 	"approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or

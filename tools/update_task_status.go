@@ -13,7 +13,9 @@ type updateStatusResult struct {
 	PreviousStatus string   `json:"previous_status"`
 	NewStatus      string   `json:"new_status"`
 	Cascaded       []string `json:"cascaded,omitempty"`
-	Instruction    string   `json:"instruction"`
+	// Next is what get_next_action answers now, for a task of the session's own tree.
+	Next        *nextAction `json:"next_action,omitempty"`
+	Instruction string      `json:"instruction"`
 }
 
 func updateTaskStatusTool() *tool {
@@ -75,6 +77,9 @@ func updateTaskStatusTool() *tool {
 				if counts.Total() == counts[filestore.StatusDone]+counts[filestore.StatusCancelled] {
 					out.Instruction = c.text("update_task_status.all_finished")
 				}
+			}
+			if out.Next = c.followUp(); out.Next != nil {
+				out.Instruction = c.text("next.follow")
 			}
 			return out, nil
 		},

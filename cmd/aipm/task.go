@@ -240,6 +240,9 @@ func (a *app) taskShow(args []string) error {
 				took = fmt.Sprintf("%.1fs", r.DurationSeconds)
 			}
 			line := fmt.Sprintf("  %s  %s  %-9s %s  %s  %s", r.ID, r.TaskID, r.Status, r.AgentID, localTime(r.StartedAt), took)
+			if r.Calls > 0 {
+				line += "  " + r.Usage.String()
+			}
 			if r.LogPath != "" {
 				line += "  log: " + r.LogPath
 			}

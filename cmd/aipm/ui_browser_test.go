@@ -486,7 +486,8 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	click("the failed run in the attention list", `#attention [data-kind="failed_run"]`)
-	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed'))`, 5*time.Second)
+	// The run counts its session's calls: authenticate and get_my_task at least.
+	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed') && /[2-9] tool calls \(\d+\.\d KB requests, \d+\.\d KB results\)/.test(li.innerText))`, 5*time.Second)
 	click("showing the run's log", `#details .runs a.ref`)
 	waitFor("the run's log", `!!document.querySelector('#details pre.log') && document.querySelector('#details pre.log').innerText.includes('the payments service is unreachable')`, 5*time.Second)
 

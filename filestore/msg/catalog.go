@@ -81,8 +81,8 @@ var texts = map[string]text{
 	"next.waiting.assignee":  {"an assignee", "担当者"},
 	"next.worker.delegation": {"Your chat session is still carrying out what you delegated. Call get_next_action again right away: it waits until the delegation is reported and then shows the result. Do not sleep.", "委譲した件はまだチャットセッションが進めています。すぐに get_next_action をもう一度呼び出してください。委譲の報告があるまで待ち、その結果を示します。sleep はしないでください。"},
 	"next.worker.create_subtasks": {
-		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — then call get_next_action. If it is simple, create nothing and call get_next_action: you will be told to do it directly.",
-		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その後 get_next_action を呼び出してください。単純なタスクなら何も作らずに get_next_action を呼び出してください。直接作業するよう指示されます。"},
+		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — and follow the next_action of its result. If it is simple, do it yourself now, in the working directory, and call report_completed(result=\"success\", summary=\"<what you did>\") (or result=\"blocked\", summary=\"<why>\" if you cannot finish it).",
+		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その結果の next_action に従ってください。単純なタスクなら今すぐ自分で作業ディレクトリ内で実行し、report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください（完了できない場合は result=\"blocked\", summary=\"<理由>\"）。"},
 	"next.worker.work": {
 		"Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").",
 		"タスク %[1]s を今すぐ自分で、作業ディレクトリ内で実行してください。完了したら report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。完了できない場合は report_completed(result=\"blocked\", summary=\"<理由>\") を呼び出してください。"},
@@ -90,11 +90,11 @@ var texts = map[string]text{
 		"Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").",
 		"%[1]s のサブタスクはすべて終了しました。結果を確認してから report_completed(result=\"success\", summary=\"<行われたこと>\") を呼び出してください。"},
 	"next.worker.execute_subtask": {
-		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"), then get_next_action. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
-		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出し、続けて get_next_action を呼び出してください。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"): its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出してください。その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
 	"next.worker.start_subtask": {
-		"Start sub-task %s (%q): call %s, do the work, then call get_next_action.",
-		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出して作業を行い、その後 get_next_action を呼び出してください。"},
+		"Start sub-task %s (%q): call %s. Its result says how to go on.",
+		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出してください。その結果が続け方を示します。"},
 	"next.worker.blocks": {"Nothing can move until blocked sub-tasks are resolved. ", "ブロックされたサブタスクが解決するまで、何も進められません。"},
 	"next.worker.blocks.self": {
 		"You blocked %s yourself: if the cause is gone, call update_task_status(task_id=\"<id>\", status=\"in_progress\") for it and continue; ",
@@ -121,14 +121,17 @@ var texts = map[string]text{
 	"next.manager.wait": {
 		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
 		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
+	"next.manager.wait_for_work": {
+		"Your workers are on it and nothing needs you now. Call get_next_action again right away: it waits until something does (a sub-task to dispatch, a block, or the end of the work) and tells you what changed. Do not sleep or exit.",
+		"ワーカーが作業中で、今あなたがすべきことはありません。すぐに get_next_action をもう一度呼び出してください。すべきこと（ディスパッチするサブタスク、ブロック、作業の完了）が生じるまで待ち、何が変わったかを伝えます。sleep や終了はしないでください。"},
 	"next.manager.report_completion": {
 		"Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.",
 		"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。"},
 	"next.manager.completion_check": {
-		"Every sub-task is finished. Review the results (completion summaries below; get_task for details; check the deliverables in the working directory). " +
-			"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action.",
-		"すべてのサブタスクが終了しました。結果を確認してください（完了サマリーは下記、詳細は get_task、成果物は作業ディレクトリで確認）。" +
-			"その後、終えるなら select_action(action=\"complete\")、作業を追加・変更するなら select_action(action=\"adjust\") を呼び出し、get_next_action を呼び出してください。"},
+		"Every sub-task is finished. Review the results (completion summaries below; check the deliverables in the working directory), " +
+			"then call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s. Only if work is missing, call select_action(action=\"adjust\") instead.",
+		"すべてのサブタスクが終了しました。結果を確認し（完了サマリーは下記、成果物は作業ディレクトリで確認）、" +
+			"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。作業が足りない場合に限り、代わりに select_action(action=\"adjust\") を呼び出してください。"},
 	"next.manager.blocks": {"Only blocked sub-tasks are left. ", "残っているのはブロックされたサブタスクだけです。"},
 	"next.manager.blocks.self": {
 		"%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ",
@@ -143,8 +146,8 @@ var texts = map[string]text{
 		"No active AI subordinate can take %s. Ask the owner to add one under you (aipm agent add <id> --parent %s), then call report_completed(result=\"blocked\", summary=\"no available workers\").",
 		"%[1]s を担当できる有効な AI の部下がいません。オーナーにあなたの配下へ追加するよう依頼し（aipm agent add <id> --parent %[2]s）、その後 report_completed(result=\"blocked\", summary=\"no available workers\") を呼び出してください。"},
 	"next.manager.choose": {
-		"Review the situation (list_tasks, get_task, list_subordinates as needed), then choose: ",
-		"状況を確認し（必要に応じて list_tasks、get_task、list_subordinates）、次のいずれかを選んでください: "},
+		"The sub-tasks and your workers are below. Choose: ",
+		"サブタスクとワーカーは下記のとおりです。次のいずれかを選んでください: "},
 	"next.manager.choose.sep": {", ", "、"},
 	"next.manager.choose.dispatch": {
 		"select_action(action=\"dispatch_task\") to assign and start %d sub-task(s)",
@@ -155,17 +158,16 @@ var texts = map[string]text{
 		"%[1]d 件のサブタスクの実行中に待つなら select_action(action=\"wait\")"},
 	"next.manager.choose.then": {". Then call get_next_action.", "。その後 get_next_action を呼び出してください。"},
 	"next.manager.dispatch": {
-		"Choose which sub-tasks to run and who runs them (role, current load). For a sub-task without an assignee: assign_task(task_id, assignee_id). " +
-			"Then, for each sub-task whose dependencies are done (deps_met true), update_task_status(task_id, status=\"in_progress\") to start it (a backlog one goes to todo first); " +
-			"leave the others todo — they can start once their dependencies are done. Then call get_next_action.",
-		"実行するサブタスクと担当者（役割、現在の負荷）を決めてください。担当者のいないサブタスクには assign_task(task_id, assignee_id) を使います。" +
-			"次に、依存先が完了しているサブタスク（deps_met が true）ごとに update_task_status(task_id, status=\"in_progress\") で開始してください（backlog のものは先に todo にします）。" +
-			"それ以外は todo のままにしておけば、依存先が完了したときに開始できます。その後 get_next_action を呼び出してください。"},
+		"Dispatch: call %s (the call below). It gives each sub-task without an assignee to the least loaded worker; change an assignee_id where another worker's role fits better. " +
+			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are. Its result says how to go on.",
+		"ディスパッチしてください: %s を呼び出します（下記の call）。担当者のいないサブタスクは最も負荷の少ないワーカーに割り当ててあります。役割がより合うワーカーがいれば assignee_id を変更してください。" +
+			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。その結果が続け方を示します。"},
 	"next.manager.adjust": {
 		"Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
 			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action.",
 		"次のツールで計画を変更してください: assign_task（実行中でないサブタスクの割り当て直し）、update_task_status（不要になったもののキャンセルなど）、" +
 			"create_tasks_batch（新しいサブタスク）、split_task（todo または backlog のサブタスクをより小さなものに置き換え）。状況は list_tasks、get_task、list_subordinates、get_subordinate_profile で確認できます。その後 get_next_action を呼び出してください。"},
+	"next.follow":        {"Follow next_action: it is what get_next_action answers now.", "next_action に従ってください（現在の get_next_action の応答です）。"},
 	"next.change.new":    {"%s (%s) is new: %s", "%[1]s（%[2]s）が新たに追加されました: %[3]s"},
 	"next.change.moved":  {"%s (%s): %s → %s", "%[1]s（%[2]s）: %[3]s → %[4]s"},
 	"next.change.by":     {" by %s", "（%s による）"},
@@ -269,7 +271,7 @@ var texts = map[string]text{
 	"get_conversation_messages.done": {"Read the messages above and act on them as needed.", "上記のメッセージを確認し、必要に応じて対応してください。"}, // seed 000
 	"get_my_task.done":               {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
 	"get_notifications.none":         {"Nothing to do about notifications.", "通知について対応することはありません。"},
-	"get_notifications.some":         {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_notifications.some":         {"Follow each notification's instruction in the order listed: interrupts first, then the rest, each the newest first.", "それぞれの通知の instruction に、並んでいる順に従ってください。中断通知（interrupt）が先、その後に残りが、それぞれ新しいものから並んでいます。"},
 	"get_pending_messages.some": {
 		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
 			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",

@@ -25,6 +25,9 @@ var hints = []translation{
 	{"invalid_argument", "omit purpose: the spawn ticket already names it", "purpose は省略してください。spawn チケットがすでに指定しています"},
 	{"invalid_argument", "pass your passkey, or let `aipm run` start you (it passes a one-time spawn ticket to aipm mcp)", "passkey を渡すか、`aipm run` から起動されるようにしてください（aipm mcp に1回限りの spawn チケットを渡します）"},
 
+	{"not_a_subtask", "dispatch the sub-tasks get_next_action lists; assign deeper ones with assign_task", "get_next_action が示すサブタスクをディスパッチしてください。より深い階層のものは assign_task で割り当ててください"},
+	{"not_dispatchable", "leave it out; get_next_action lists what can be dispatched", "それは除いてください。ディスパッチできるものは get_next_action が示します"},
+
 	// Arguments and the envelope.
 	{"invalid_argument", "call again without it, under the names this tool takes (help with tool_name shows them)", "その引数を外し、このツールが受け付ける名前で呼び出し直してください（tool_name を指定して help を呼び出すと確認できます）"},
 	{"invalid_argument", "call help with tool_name to see this tool's parameters", "tool_name を指定して help を呼び出し、このツールのパラメーターを確認してください"},

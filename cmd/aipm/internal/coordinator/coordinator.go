@@ -99,8 +99,9 @@ type Coordinator struct {
 	// idleSince is when only idle chat sessions were left running (--exit-when-idle).
 	idleSince time.Time
 	starts    int
-	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
-	peak      int // the most agent processes alive at once
+	wasted    int      // starts that backed off: failed, never authenticated, or changed nothing
+	peak      int      // the most agent processes alive at once
+	spawned   []string // the spawn records of this run, for its usage
 	tl        *timeline
 }
 
@@ -181,8 +182,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if c.tl != nil {
 				c.tl.poll()
 			}
-			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
-				c.starts, c.wasted, c.peak)
+			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once; %s",
+				c.starts, c.wasted, c.peak, c.usage())
 			return nil
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
@@ -595,6 +596,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
 	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
 	c.running[k] = pr
+	c.spawned = append(c.spawned, sp.ID)
 	c.starts++
 	c.peak = max(c.peak, len(c.running))
 	what := "chat"
@@ -715,6 +717,24 @@ func (c *Coordinator) exited(ev exitEvent) {
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
 	}
+}
+
+// usage is what the agents this run started spent in tool calls, every session of
+// every process summed.
+func (c *Coordinator) usage() filestore.Usage {
+	var sum filestore.Usage
+	for _, id := range c.spawned {
+		sp, err := c.s.Spawn(id)
+		if err != nil {
+			continue
+		}
+		for _, se := range sp.SessionIDs {
+			if u, err := c.s.SessionUsage(se); err == nil {
+				sum = sum.Plus(u)
+			}
+		}
+	}
+	return sum
 }
 
 // backoff delays the next start for k: the base delay, doubled per consecutive failure.

@@ -608,10 +608,12 @@ async function renderDetails(force) {
   reason.value = typed;
   const assignSel = h('select', { name: 'assignee', 'aria-label': 'assignee' }, h('option', { value: '' }, '— unassigned —'),
     S.agents.filter(a => a.type === 'ai').map(a => h('option', { value: a.id, selected: a.id === d.assignee_id }, a.id)));
+  const kb = n => (n / 1024).toFixed(1) + ' KB';
   const runs = d.runs.map(r => {
     const li = h('li', {}, h('span', { class: 't' }, fmtTime(r.started_at)), r.agent_id + ' ', h('b', {}, r.status),
       r.completed_at ? ' in ' + r.duration_seconds.toFixed(1) + 's' : ' (running)',
       r.exit_code !== null && r.exit_code !== undefined ? ', exit code ' + r.exit_code : '',
+      r.tool_calls ? ', ' + r.tool_calls + ' tool calls (' + kb(r.request_bytes) + ' requests, ' + kb(r.result_bytes) + ' results)' : '',
       r.summary ? ' — ' + r.summary : '', ' ',
       h('a', { class: 'ref', href: '#', onclick: e => { e.preventDefault(); openLogs.has(r.id) ? openLogs.delete(r.id) : openLogs.add(r.id); renderDetails(true); } },
         openLogs.has(r.id) ? 'hide log' : 'log'));
