@@ -77,7 +77,9 @@ type MergeResult struct {
 //     pending; completed or failed past processing past pending); two different ends are
 //     decided by the later end time.
 //   - dependencies and a conversation's notified list: both sides' additions and
-//     removals, sorted; turns: the larger.
+//     removals, sorted; turns: the base plus both sides' increments (each side counted
+//     its own messages, so they add up; RepairMerged then ends a live conversation the
+//     sum brings to max_turns).
 //   - times (*_at): the later.
 //   - free text (titles, descriptions, names, roles, prompts, purposes, contexts, results,
 //     summaries) and identity fields (id, project_id, created_*): a conflict.
@@ -182,7 +184,7 @@ type statusGroup struct {
 type mergeRules struct {
 	text     []string // both changed: a conflict
 	sets     []string // three-way set merge, sorted
-	counters []string // the larger
+	counters []string // counts of events: each side's increments added up
 	groups   []statusGroup
 	encode   func(obj) ([]byte, error) // through the entity's struct: its field order
 }
@@ -336,10 +338,10 @@ func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage
 	case slices.Contains(m.rules.sets, field):
 		return mergeSet(bv, ov, tv), nil
 	case slices.Contains(m.rules.counters, field):
-		if intOf(ov) >= intOf(tv) {
-			return ov, nil
-		}
-		return tv, nil
+		// Each side counted its own messages since the base: both happened, so the
+		// increments add up (the larger would let a merged conversation run past
+		// max_turns unnoticed).
+		return json.RawMessage(fmt.Sprint(intOf(ov) + intOf(tv) - intOf(bv))), nil
 	case strings.HasSuffix(field, "_at"):
 		if cmpTime(ov, tv) >= 0 {
 			return ov, nil

@@ -263,7 +263,7 @@ func TestMergeConversation(t *testing.T) {
 	if err := json.Unmarshal(r.Data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.State != ConvTerminating || got.EndReason != "participant_ended" || got.Turns != 6 || !got.LastMessageAt.Equal(*mtAt(3)) ||
+	if got.State != ConvTerminating || got.EndReason != "participant_ended" || got.Turns != 7 || !got.LastMessageAt.Equal(*mtAt(3)) ||
 		!slices.Equal(got.Notified, []string{"w2"}) || got.Version != 8 {
 		t.Errorf("got %+v", got)
 	}

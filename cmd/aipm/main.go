@@ -105,7 +105,7 @@ func commands() []*command {
 		{name: "ui", summary: "serve a live web view of the project on 127.0.0.1: board, agents, chat, approvals", run: (*app).cmdUI,
 			examples: []string{"aipm ui", "aipm ui --addr 127.0.0.1:8080"}},
 		{name: "doctor", summary: "check every file under .ai-pm/ and the agent commands", run: (*app).cmdDoctor,
-			examples: []string{"aipm doctor"}},
+			examples: []string{"aipm doctor", "aipm doctor --repair"}},
 		{name: "mcp", summary: "serve MCP on stdin/stdout for one agent process", run: (*app).cmdMCP,
 			examples: []string{"claude mcp add aipm -- aipm mcp"}},
 		{name: "mcp-config", summary: "print or write the block that declares aipm's MCP server to claude, codex or gemini", run: (*app).cmdMCPConfig,

@@ -272,6 +272,17 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	// A pull, a sync or a hand edit can leave states no writer allows (two clones each
+	// starting a task for one agent, say): the rules' own repairs apply before anything
+	// starts on top of them.
+	if found, err := c.s.RepairMerged(filestore.SystemSender); err != nil {
+		c.Say("repairing what a merge broke: %v", err)
+	} else if n := c.sayRepairs(found); n > 0 {
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
@@ -359,6 +370,22 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	return idle, next
+}
+
+// sayRepairs prints the repairs RepairMerged applied, and once each breach it could not
+// repair (`aipm doctor` names its fix); it returns how many it applied.
+func (c *Coordinator) sayRepairs(found []filestore.Breach) int {
+	n := 0
+	for _, b := range found {
+		if b.Repaired {
+			n++
+			c.Say("repaired %s", b)
+		} else if key := "breach:" + b.Rule + ":" + b.ID; !c.warned[key] {
+			c.warned[key] = true
+			c.Say("cannot repair %s", b)
+		}
+	}
+	return n
 }
 
 // What a running process waits for (see waiting); "" means it works.
