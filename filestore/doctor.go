@@ -41,6 +41,7 @@ func (s *Store) Check() ([]Problem, error) {
 	})
 	c.conversationsDir()
 	c.rules()
+	c.leasesDir()
 	c.delegationsDir()
 	c.notifications()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
@@ -450,6 +451,40 @@ func (c *checker) rules() {
 			c.add(path, keyLine(data, b.Key), "%s; `aipm doctor --repair` (or a running `aipm run`) repairs it: %s; or by hand: %s", b.Problem, b.Repair, b.Fix)
 		} else {
 			c.add(path, keyLine(data, b.Key), "%s; %s", b.Problem, b.Fix)
+		}
+	}
+}
+
+// leasesDir checks leases/<agent-id>.json: decodable, about an existing agent, naming a
+// valid machine.
+func (c *checker) leasesDir() {
+	dir := c.s.path("leases")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || ValidateAgentID(id) != nil {
+			if !isIgnorable(e.Name()) {
+				c.add(path, 1, "unexpected file (leases are leases/<agent-id>.json)")
+			}
+			continue
+		}
+		var l Lease
+		data := c.decode(path, &l)
+		if data == nil {
+			continue
+		}
+		if l.AgentID != id {
+			c.add(path, keyLine(data, "agent_id"), "agent_id %q does not match the file name", l.AgentID)
+		}
+		if _, ok := c.agents[id]; !ok {
+			c.add(path, keyLine(data, "agent_id"), "lease of agent %q, which does not exist: delete the file", id)
+		}
+		if ValidateMachineID(l.MachineID) != nil {
+			c.add(path, keyLine(data, "machine_id"), "invalid machine id %q: move the agent with `aipm agent move %s --to MACHINE`, or release it with `aipm agent release %s`", l.MachineID, id, id)
 		}
 	}
 }

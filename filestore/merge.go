@@ -18,6 +18,7 @@ const (
 	KindExecution    = "execution"
 	KindAgent        = "agent"
 	KindProject      = "project"
+	KindLease        = "lease"
 )
 
 // EntityKind returns the kind of entity file a path under .ai-pm holds ("tasks/<id>.json"
@@ -42,6 +43,8 @@ func EntityKind(p string) string {
 		return KindExecution
 	case strings.HasPrefix(dir, "agents/") && strings.Count(dir, "/") == 2 && file == "agent.json":
 		return KindAgent
+	case dir == "leases/" && strings.HasSuffix(file, ".json"):
+		return KindLease
 	}
 	return ""
 }
@@ -227,6 +230,27 @@ var mergeRulesFor = map[string]mergeRules{
 		text:   []string{"name", "description", "settings.agent_commands"},
 		encode: encodeAs[Project],
 	},
+	// Two machines that each took an agent's lease: the later taking (a move, a takeover)
+	// wins whole, so one machine runs the agent and the other stops it; the same machine's
+	// renewals merge field by field (the later times).
+	KindLease: {
+		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at"},
+			pick: pickLease}},
+		encode: encodeAs[Lease],
+	},
+}
+
+func pickLease(b, o, t obj) (int, bool) {
+	if compact(o["machine_id"]) == compact(t["machine_id"]) {
+		if c := cmpTime(o["renewed_at"], t["renewed_at"]); c != 0 {
+			return -c, false
+		}
+		return tieBreak(o, t), false
+	}
+	if c := cmpTime(o["acquired_at"], t["acquired_at"]); c != 0 {
+		return -c, false
+	}
+	return tieBreak(o, t), false
 }
 
 // identity fields never change after creation: both sides changing them is a conflict.

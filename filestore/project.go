@@ -136,6 +136,7 @@ tasks/*.json merge=aipm
 conversations/*.json merge=aipm
 delegations/*.json merge=aipm
 executions/*.json merge=aipm
+leases/*.json merge=aipm
 `
 
 // oldGitattributes is what init wrote before the merge driver: replaced, not appended to.
