@@ -323,6 +323,10 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 		}
 		bv, ov, tv := b[k], o[k], t[k]
 		switch {
+		case slices.Contains(m.rules.counters, field) && !same(bv, ov) && !same(bv, tv):
+			// Both counted, the same number or not: both happened.
+			v, _ := m.both(field, bv, ov, tv)
+			setOrDelete(out, k, v)
 		case same(ov, tv):
 			setOrDelete(out, k, ov)
 		case same(bv, ov):

@@ -37,10 +37,15 @@ type Options struct {
 	AgentWorktree func(agentID string) (dir string, created bool, err error)
 }
 
-// Lock takes the project's coordinator lock, so two coordinators never start the same
-// agent; it fails with coordinator_running when another holds it. unlock releases it.
+// Lock takes this machine's coordinator lock of the project, so two coordinators of one
+// machine never start the same agent (those of two machines are kept apart by the agent
+// leases); it fails with coordinator_running when another holds it. unlock releases it.
 func Lock(s *filestore.Store) (unlock func(), err error) {
-	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator."+machine+".lock"))
 	if err := filestore.EnsureDir(filepath.Dir(lk.Path())); err != nil {
 		return nil, err
 	}
@@ -53,7 +58,7 @@ func Lock(s *filestore.Store) (unlock func(), err error) {
 	}
 	if !ok {
 		return nil, &filestore.Error{Code: "coordinator_running", Kind: filestore.ErrConflict,
-			Message: "another aipm run already coordinates this project", Hint: "stop it first, or let it do the work"}
+			Message: "another aipm run already coordinates this project on this machine (" + machine + ")", Hint: "stop it first, or let it do the work"}
 	}
 	return func() { lk.Unlock() }, nil
 }
@@ -102,6 +107,11 @@ type Coordinator struct {
 	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
 	peak      int // the most agent processes alive at once
 	tl        *timeline
+	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
+	// the agents whose lease this machine held at the last look.
+	machine  string
+	leaseTTL time.Duration
+	ours     map[string]bool
 }
 
 // New makes a coordinator of s; Run starts it.
@@ -119,8 +129,17 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	if opt.Err == nil {
 		opt.Err = io.Discard
 	}
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := filestore.LeaseDuration()
+	if err != nil {
+		return nil, err
+	}
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
-		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16)}
+		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
+		machine: machine, leaseTTL: ttl, ours: map[string]bool{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -154,9 +173,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	go tools.KeepConversations(ctx, c.s, hub, func(format string, args ...any) { fmt.Fprintf(c.opt.Err, "aipm run: "+format+"\n", args...) })
 	// The files that can create or end work; not runtime/spawns/, where the agents' output
 	// is captured line by line.
-	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
+	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "leases/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
 	defer sub.Close()
-	c.Say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	// A coordinator that stops says so in its leases: its agents' chat sessions ended
+	// now. The leases themselves lapse when they expire, or are released by a human.
+	defer func() {
+		if err := c.s.LeavePresence(c.machine); err != nil {
+			c.Say("recording the end of this machine's chat sessions in its leases: %v", err)
+		}
+	}()
+	c.Say("coordinating %s on machine %s (at most %d agent processes)", c.s.Root(), c.machine, c.maxProcs())
 	if c.tl != nil {
 		c.tl.poll()
 	}
@@ -187,7 +213,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
 		// least every few seconds, and exactly when a backoff ends.
-		wait := 2 * time.Second
+		wait := min(2*time.Second, c.leaseTTL/3)
 		if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
 		}
@@ -297,6 +323,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		ais = append(ais, ag)
 		works[ag.ID] = w
 	}
+	mine := c.claimLeases(ais, works, now)
 	idle = true
 	busy := 0
 	open := c.openDelegations()
@@ -320,6 +347,11 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				continue
 			}
 			if _, ok := c.running[k]; ok {
+				continue
+			}
+			if !mine[ag.ID] {
+				// Another machine's agent: its work is that machine's to start.
+				c.hold(k, c.leaseHolder(ag.ID))
 				continue
 			}
 			ac, ok := p.Settings.AgentCommands[AIType(ag)]
@@ -370,6 +402,61 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	return idle, next
+}
+
+// claimLeases takes or renews the leases of the AI agents this machine may run — those
+// with work or a process here, and those whose lease it already holds — and stops the
+// processes of an agent whose lease has gone to another machine (a move, or a merge that
+// kept the other machine's claim): an agent runs on one machine at a time. It returns the
+// agents this machine holds.
+func (c *Coordinator) claimLeases(ais []*filestore.Agent, works map[string]filestore.Work, now time.Time) map[string]bool {
+	var ids []string
+	for _, ag := range ais {
+		w := works[ag.ID]
+		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
+		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
+		if w.TaskID != "" || w.Chat || task || chat || c.ours[ag.ID] {
+			ids = append(ids, ag.ID)
+		}
+	}
+	got, err := c.s.ClaimLeases(c.machine, ids)
+	if err != nil {
+		c.Say("cannot claim agent leases: %v", err)
+		got = nil // start nothing: without the leases, another machine may run them
+	}
+	mine := map[string]bool{}
+	for id, l := range got {
+		if l != nil && l.MachineID == c.machine && l.Held(c.s.Now()) {
+			mine[id] = true
+			if !c.ours[id] {
+				c.Say("lease %s: held by this machine (%s) until %s", id, c.machine, l.ExpiresAt.Format(time.RFC3339))
+			}
+		} else if c.ours[id] {
+			c.Say("lease %s: %s", id, c.leaseHolder(id))
+		}
+	}
+	c.ours = mine
+	for k, pr := range c.running {
+		if !mine[k.agent] && pr.cmd.Process != nil {
+			c.Say("stop %s: its lease is no longer this machine's", k)
+			syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	return mine
+}
+
+// leaseHolder says where an agent runs instead of here.
+func (c *Coordinator) leaseHolder(agentID string) string {
+	l, err := c.s.Lease(agentID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its lease cannot be read: %v", err)
+	case l == nil:
+		return "no lease could be taken"
+	case l.MachineID == c.machine:
+		return "this machine's lease lapsed"
+	}
+	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
 }
 
 // sayRepairs prints the repairs RepairMerged applied, and once each breach it could not
@@ -607,7 +694,9 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	}
 	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
 	cmd.Dir = workdir
-	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
+	// The agent's processes belong to this machine: its presence is judged by this
+	// machine's sessions, its partners' by their leases.
+	cmd.Env = append(append(childEnv(os.Environ()), filestore.EnvMachineID+"="+c.machine), plan.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
