@@ -79,6 +79,9 @@ type proc struct {
 	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
+	// moved: stopped because the agent's lease went to another machine; its exit is no
+	// failure.
+	moved bool
 }
 
 type exitEvent struct {
@@ -410,12 +413,22 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 // kept the other machine's claim): an agent runs on one machine at a time. It returns the
 // agents this machine holds.
 func (c *Coordinator) claimLeases(ais []*filestore.Agent, works map[string]filestore.Work, now time.Time) map[string]bool {
+	held := map[string]bool{}
+	if leases, err := c.s.Leases(); err != nil {
+		c.Say("cannot read the agent leases: %v", err)
+	} else {
+		for _, l := range leases {
+			held[l.AgentID] = l.MachineID == c.machine
+		}
+	}
 	var ids []string
 	for _, ag := range ais {
 		w := works[ag.ID]
 		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
 		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
-		if w.TaskID != "" || w.Chat || task || chat || c.ours[ag.ID] {
+		// Its own leases it keeps renewing (a move made them its own before any work),
+		// so that its agents' presence stays known to their partners elsewhere.
+		if w.TaskID != "" || w.Chat || task || chat || c.ours[ag.ID] || held[ag.ID] {
 			ids = append(ids, ag.ID)
 		}
 	}
@@ -437,8 +450,9 @@ func (c *Coordinator) claimLeases(ais []*filestore.Agent, works map[string]files
 	}
 	c.ours = mine
 	for k, pr := range c.running {
-		if !mine[k.agent] && pr.cmd.Process != nil {
+		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
 			c.Say("stop %s: its lease is no longer this machine's", k)
+			pr.moved = true
 			syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
 		}
 	}
@@ -797,11 +811,11 @@ func (c *Coordinator) exited(ev exitEvent) {
 		msg += "; ended its session(s) " + strings.Join(ended, ", ")
 	}
 	c.Say("%s", msg)
-	if (code != 0 || outcome != "exited") && !c.stopping {
+	if (code != 0 || outcome != "exited") && !c.stopping && !pr.moved {
 		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
 	}
 
-	if c.stopping {
+	if c.stopping || pr.moved {
 		return
 	}
 	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
