@@ -435,7 +435,7 @@ func (c *checker) conversationsDir() {
 // rules reports the states that break a rule a merge can break (Breaches): each with the
 // repair `aipm run` or `aipm sync` applies, or the fix a human must make.
 func (c *checker) rules() {
-	st := &ruleState{tasks: c.tasks, agents: c.agents}
+	st := &ruleState{tasks: c.tasks, agents: c.agents, s: c.s}
 	for _, cv := range c.convs {
 		if cv.Live() {
 			st.convs = append(st.convs, cv)

@@ -61,11 +61,31 @@ func (b Breach) String() string {
 	return fmt.Sprintf("%s %s: %s; %s", b.Entity, b.ID, b.Problem, b.Fix)
 }
 
-// ruleState is what the rules look at: every task, agent and conversation.
+// ruleState is what the rules look at: every task, agent and conversation, and the
+// history (nil: none to read).
 type ruleState struct {
 	tasks  map[string]*Task
 	agents map[string]*Agent
 	convs  []*Conversation // by id
+	s      *Store
+}
+
+// startedFrom is the status a task in progress came from, by the history event of its
+// start ("" when the history does not say: a hand edit).
+func (st *ruleState) startedFrom(t *Task) string {
+	if st.s == nil || t.StatusChangedAt == nil {
+		return ""
+	}
+	evs, _, err := st.s.EventsTail(t.ID, lastEventScan)
+	if err != nil {
+		return ""
+	}
+	for i := len(evs) - 1; i >= 0; i-- {
+		if e := evs[i]; e.Change == "status" && e.To == t.Status && e.At.Equal(*t.StatusChangedAt) {
+			return e.From
+		}
+	}
+	return ""
 }
 
 // breaches lists the states of st that break a rule, in a stable order: by rule, then by
@@ -111,12 +131,19 @@ func (st *ruleState) breaches() []Breach {
 		if t.Status != StatusInProgress {
 			continue
 		}
-		if src, p := blockedAncestor(st.tasks, t); src != nil {
-			out = append(out, Breach{Rule: RuleBlockedParent, Entity: "task", ID: id, Key: "status",
-				Problem: fmt.Sprintf("in_progress under blocked task %s", p.ID),
-				Repair:  fmt.Sprintf("blocked by the cascade of %s, to resume when it is unblocked", src.ID),
-				Fix:     fmt.Sprintf("block it too (`aipm task status %s blocked`), or unblock %s", id, p.ID)})
+		// The block's cascade reaches every unfinished descendant there is at the time, so
+		// in one clone a task under a blocked ancestor runs only if someone started it
+		// again from blocked, or it was made after the block: both on purpose, which the
+		// rules allow. One that was there at the block and started from anything else
+		// was started by a clone that had not seen the block.
+		src, p := blockedAncestor(st.tasks, t)
+		if src == nil || t.CreatedAt.After(startedAt(p)) || st.startedFrom(t) == StatusBlocked {
+			continue
 		}
+		out = append(out, Breach{Rule: RuleBlockedParent, Entity: "task", ID: id, Key: "status",
+			Problem: fmt.Sprintf("in_progress under blocked task %s", p.ID),
+			Repair:  fmt.Sprintf("blocked by the cascade of %s, to resume when it is unblocked", src.ID),
+			Fix:     fmt.Sprintf("block it too (`aipm task status %s blocked`), or unblock %s", id, p.ID)})
 	}
 
 	for _, c := range st.convs {
@@ -164,25 +191,94 @@ func (st *ruleState) breaches() []Breach {
 		}
 	}
 
+	// A done task with an unfinished sub-task: found from each unfinished task upward, so
+	// the cost is the tasks times their depth, not the sizes of every done sub-tree.
+	open := map[string][]*Task{}
 	for _, id := range ids {
 		t := st.tasks[id]
-		if t.Status != StatusDone {
+		if Finished(t.Status) {
 			continue
 		}
-		for _, d := range descendants(set, id) {
-			if !Finished(d.Status) {
-				out = append(out, Breach{Rule: RuleDoneParent, Entity: "task", ID: id, Key: "status",
-					Problem: fmt.Sprintf("done while sub-task %s is %s", d.ID, d.Status),
-					Fix:     fmt.Sprintf("no repair is safe (done is final, and the sub-task's work may matter): finish it or cancel it (`aipm task status %s cancelled`), or edit tasks/%s.json back to in_progress if it was not done after all", d.ID, id)})
+		seen := map[string]bool{id: true}
+		for a := st.tasks[t.ParentID]; a != nil && !seen[a.ID]; a = st.tasks[a.ParentID] {
+			seen[a.ID] = true
+			if a.Status == StatusDone {
+				open[a.ID] = append(open[a.ID], t)
 			}
 		}
 	}
 	for _, id := range ids {
+		for _, d := range open[id] {
+			out = append(out, Breach{Rule: RuleDoneParent, Entity: "task", ID: id, Key: "status",
+				Problem: fmt.Sprintf("done while sub-task %s is %s", d.ID, d.Status),
+				Fix:     fmt.Sprintf("no repair is safe (done is final, and the sub-task's work may matter): finish it or cancel it (`aipm task status %s cancelled`), or edit tasks/%s.json back to in_progress if it was not done after all", d.ID, id)})
+		}
+	}
+	looped := onCycles(st.tasks, ids)
+	for _, id := range ids {
 		t := st.tasks[id]
+		if !looped[id] {
+			continue
+		}
 		if p := depPath(set, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
 			out = append(out, Breach{Rule: RuleDependencyCycle, Entity: "task", ID: id, Key: "dependencies",
 				Problem: "dependency cycle: " + strings.Join(append([]string{id}, p...), " → "),
 				Fix:     fmt.Sprintf("no repair is safe (which dependency is wrong is a decision): remove one with `aipm task edit %s --remove-dep %s`", id, p[0])})
+		}
+	}
+	return out
+}
+
+// onCycles returns the tasks that lie on a dependency cycle (a self-dependency aside, which
+// is reported on its own): the strongly connected components of more than one task, found
+// in one pass (Tarjan), so that a store of many tasks with long dependency chains costs
+// linear time on every look.
+func onCycles(tasks map[string]*Task, ids []string) map[string]bool {
+	index := map[string]int{}
+	low := map[string]int{}
+	on := map[string]bool{}
+	var stack []string
+	out := map[string]bool{}
+	n := 0
+	var visit func(id string)
+	visit = func(id string) {
+		index[id], low[id] = n, n
+		n++
+		stack = append(stack, id)
+		on[id] = true
+		for _, d := range tasks[id].Dependencies {
+			if d == id || tasks[d] == nil {
+				continue
+			}
+			if _, seen := index[d]; !seen {
+				visit(d)
+				low[id] = min(low[id], low[d])
+			} else if on[d] {
+				low[id] = min(low[id], index[d])
+			}
+		}
+		if low[id] != index[id] {
+			return
+		}
+		var comp []string
+		for {
+			top := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			on[top] = false
+			comp = append(comp, top)
+			if top == id {
+				break
+			}
+		}
+		if len(comp) > 1 {
+			for _, c := range comp {
+				out[c] = true
+			}
+		}
+	}
+	for _, id := range ids {
+		if _, seen := index[id]; !seen {
+			visit(id)
 		}
 	}
 	return out
@@ -234,7 +330,7 @@ func (s *Store) loadRuleState(underLock bool) (*ruleState, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &ruleState{tasks: map[string]*Task{}, agents: map[string]*Agent{}, convs: convs}
+	st := &ruleState{tasks: map[string]*Task{}, agents: map[string]*Agent{}, convs: convs, s: s}
 	for _, t := range tasks {
 		st.tasks[t.ID] = t
 	}

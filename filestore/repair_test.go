@@ -109,13 +109,16 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	// One clone blocks the parent (its children were todo: nothing to cascade), the other
-	// starts the child and the grandchild.
+	// One clone starts the child and the grandchild, the other, later, blocks the parent
+	// (where they were todo: nothing to cascade).
+	started := s.Now()
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusBlocked, "waiting for the API key"); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{child.ID, grandchild.ID} {
-		writeTaskStatus(t, s, id, StatusInProgress)
+		tk, _ := s.Task(id)
+		tk.Status, tk.StatusChangedAt = StatusInProgress, &started
+		writeRaw(t, s.taskPath(id), tk)
 	}
 	if got := problemsOf(t, s); !hasPrefix(got, ".ai-pm/tasks/"+child.ID+".json:6: in_progress under blocked task "+parent.ID) ||
 		!hasPrefix(got, ".ai-pm/tasks/"+grandchild.ID+".json:6: in_progress under blocked task "+parent.ID) {
@@ -135,6 +138,17 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 			t.Errorf("history of %s: %+v", id, ev)
 		}
 	}
+	// A task started on purpose after the block (the rules allow it) is left alone.
+	late := mustTask(t, s, NewTask{Title: "started after the block", ParentID: parent.ID, AssigneeID: "w1", Status: StatusTodo})
+	if _, err := s.SetTaskStatus(as("w1"), late.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if again := repairAll(t, s); len(again) != 0 {
+		t.Errorf("a start after the block was taken for a merge: %+v", again)
+	}
+	if _, err := s.SetTaskStatus(as("w1"), late.ID, StatusCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
 	// Being the cascade's, the block lifts with the parent's, back to running.
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
@@ -143,6 +157,16 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 		if tk, _ := s.Task(id); tk.Status != StatusInProgress {
 			t.Errorf("%s after the unblock: %s", id, tk.Status)
 		}
+	}
+	// Blocked again with its parent, the child is restarted on purpose: left alone.
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusBlocked, "again"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(as("w1"), child.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if again := repairAll(t, s); len(again) != 0 {
+		t.Errorf("a restart from blocked was taken for a merge: %+v", again)
 	}
 }
 
