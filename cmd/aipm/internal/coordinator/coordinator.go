@@ -326,7 +326,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		ais = append(ais, ag)
 		works[ag.ID] = w
 	}
-	mine := c.claimLeases(ais, works, now)
+	mine := c.claimLeases(p, ais, works)
 	idle = true
 	busy := 0
 	open := c.openDelegations()
@@ -352,11 +352,6 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			if _, ok := c.running[k]; ok {
 				continue
 			}
-			if !mine[ag.ID] {
-				// Another machine's agent: its work is that machine's to start.
-				c.hold(k, c.leaseHolder(ag.ID))
-				continue
-			}
 			ac, ok := p.Settings.AgentCommands[AIType(ag)]
 			if !ok {
 				if !c.warned[ag.ID] {
@@ -376,6 +371,11 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", AIType(ag), ag.ID)
 					}
 				}
+				continue
+			}
+			if !mine[ag.ID] {
+				// Another machine's agent: its work is that machine's to start.
+				c.hold(k, c.leaseHolder(ag.ID))
 				continue
 			}
 			idle = false
@@ -408,11 +408,12 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 }
 
 // claimLeases takes or renews the leases of the AI agents this machine may run — those
-// with work or a process here, and those whose lease it already holds — and stops the
-// processes of an agent whose lease has gone to another machine (a move, or a merge that
-// kept the other machine's claim): an agent runs on one machine at a time. It returns the
-// agents this machine holds.
-func (c *Coordinator) claimLeases(ais []*filestore.Agent, works map[string]filestore.Work, now time.Time) map[string]bool {
+// with work or a process here that it can start (their command is set and approved here),
+// and those whose lease it already holds — and stops the processes of an agent whose
+// lease has gone to another machine (a move, or a merge that kept the other machine's
+// claim): an agent runs on one machine at a time. It returns the agents this machine
+// holds.
+func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, works map[string]filestore.Work) map[string]bool {
 	held := map[string]bool{}
 	if leases, err := c.s.Leases(); err != nil {
 		c.Say("cannot read the agent leases: %v", err)
@@ -427,8 +428,14 @@ func (c *Coordinator) claimLeases(ais []*filestore.Agent, works map[string]files
 		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
 		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
 		// Its own leases it keeps renewing (a move made them its own before any work),
-		// so that its agents' presence stays known to their partners elsewhere.
-		if w.TaskID != "" || w.Chat || task || chat || c.ours[ag.ID] || held[ag.ID] {
+		// so that its agents' presence stays known to their partners elsewhere. A free
+		// one it takes only for an agent it can start: another machine may.
+		ac, ok := p.Settings.AgentCommands[AIType(ag)]
+		startable := ok
+		if ok {
+			startable, _ = c.s.CommandApproved(AIType(ag), ac)
+		}
+		if task || chat || c.ours[ag.ID] || held[ag.ID] || startable && (w.TaskID != "" || w.Chat) {
 			ids = append(ids, ag.ID)
 		}
 	}
