@@ -194,3 +194,31 @@ func TestDoctorChecksLeases(t *testing.T) {
 		}
 	}
 }
+
+// TestLeavePresence: a coordinator that stops records its agents' chat sessions as ended
+// without extending the leases, so partners elsewhere count the grace from then.
+func TestLeavePresence(t *testing.T) {
+	s, clk := clockedStore(t)
+	se := chatSession(t, s, "w1")
+	held := claim(t, s, "m-a", "w1")
+	other := claim(t, s, "m-b", "w2")
+	if !held.ChatLive {
+		t.Fatalf("chat not live: %+v", held)
+	}
+	clk.Advance(5 * time.Second)
+	if err := s.EndSession(se.ID, "stopping"); err != nil {
+		t.Fatal(err)
+	}
+	ended := clk.Now()
+	clk.Advance(time.Second)
+	if err := s.LeavePresence("m-a"); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Lease("w1")
+	if l.ChatLive || !l.ChatSeenAt.Equal(ended) || !l.ExpiresAt.Equal(held.ExpiresAt) || l.MachineID != "m-a" {
+		t.Errorf("after leaving: %+v (ended %s, expiry %s)", l, ended, held.ExpiresAt)
+	}
+	if o, _ := s.Lease("w2"); o.Version != other.Version {
+		t.Errorf("another machine's lease was written: %+v", o)
+	}
+}
