@@ -97,7 +97,6 @@ func (st *ruleState) breaches() []Breach {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	set := newMemTasks(st.tasks)
 
 	// Too many top-level tasks in progress: the ones started last are over the limit.
 	running := map[string][]*Task{}
@@ -215,6 +214,10 @@ func (st *ruleState) breaches() []Breach {
 		}
 	}
 	looped := onCycles(st.tasks, ids)
+	var set *memTasks // the index depPath needs, built only when there is a cycle to name
+	if len(looped) > 0 {
+		set = newMemTasks(st.tasks)
+	}
 	for _, id := range ids {
 		t := st.tasks[id]
 		if !looped[id] {
