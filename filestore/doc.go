@@ -19,8 +19,8 @@
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
 //	  runtime/                      git-ignored machine-local state:
-//	    machine.json                  this machine's id {"id", "created_at"}, made on first
-//	                                  use (AIPM_MACHINE_ID overrides it)
+//	    machine.json                  this machine's id {"id", "created_at"}, made by Init
+//	                                  and Prepare or on first use (AIPM_MACHINE_ID overrides it)
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when

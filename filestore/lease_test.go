@@ -222,3 +222,22 @@ func TestLeavePresence(t *testing.T) {
 		t.Errorf("another machine's lease was written: %+v", o)
 	}
 }
+
+func TestMachineID(t *testing.T) {
+	s := newTestStore(t) // Init makes this machine's id
+	var m machineFile
+	if err := s.readJSON(s.path("runtime", "machine.json"), &m); err != nil || ValidateMachineID(m.ID) != nil {
+		t.Fatalf("machine.json after Init: %+v, %v", m, err)
+	}
+	if id, err := s.MachineID(); err != nil || id != m.ID {
+		t.Errorf("MachineID = %q, %v; want %q", id, err, m.ID)
+	}
+	t.Setenv(EnvMachineID, "laptop-2")
+	if id, err := s.MachineID(); err != nil || id != "laptop-2" {
+		t.Errorf("with %s: %q, %v", EnvMachineID, id, err)
+	}
+	t.Setenv(EnvMachineID, "Laptop 2")
+	if _, err := s.MachineID(); code(err) != "invalid_machine_id" {
+		t.Errorf("a bad %s: %v", EnvMachineID, err)
+	}
+}

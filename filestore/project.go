@@ -211,6 +211,10 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	// This machine's id, for the agent leases (machine.go).
+	if _, err := s.MachineID(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
