@@ -70,22 +70,34 @@ type ruleState struct {
 	s      *Store
 }
 
-// startedFrom is the status a task in progress came from, by the history event of its
-// start ("" when the history does not say: a hand edit).
-func (st *ruleState) startedFrom(t *Task) string {
+// missedCascade reports whether task t, in progress under an ancestor blocked at
+// blockedAt, was started by a writer that had not seen that block: its history holds the
+// block's cascade reaching it (written where the block was made), and its start came
+// from anything but blocked (so not a restart after that cascade). In one store, a task
+// under a blocked ancestor runs only when it was started on purpose after the block —
+// restarted from blocked, or out of backlog (which a block does not cascade to), or made
+// after it — and the coordinator must not undo that.
+func (st *ruleState) missedCascade(t *Task, blockedAt time.Time) bool {
 	if st.s == nil || t.StatusChangedAt == nil {
-		return ""
+		return false
 	}
 	evs, _, err := st.s.EventsTail(t.ID, lastEventScan)
 	if err != nil {
-		return ""
+		return false
 	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if e := evs[i]; e.Change == "status" && e.To == t.Status && e.At.Equal(*t.StatusChangedAt) {
-			return e.From
+	cascaded, from := false, ""
+	for _, e := range evs {
+		if e.Change != "status" {
+			continue
+		}
+		if e.To == StatusBlocked && e.At.Equal(blockedAt) {
+			cascaded = true
+		}
+		if e.To == t.Status && e.At.Equal(*t.StatusChangedAt) {
+			from = e.From
 		}
 	}
-	return ""
+	return cascaded && from != StatusBlocked
 }
 
 // breaches lists the states of st that break a rule, in a stable order: by rule, then by
@@ -130,13 +142,8 @@ func (st *ruleState) breaches() []Breach {
 		if t.Status != StatusInProgress {
 			continue
 		}
-		// The block's cascade reaches every unfinished descendant there is at the time, so
-		// in one clone a task under a blocked ancestor runs only if someone started it
-		// again from blocked, or it was made after the block: both on purpose, which the
-		// rules allow. One that was there at the block and started from anything else
-		// was started by a clone that had not seen the block.
 		src, p := blockedAncestor(st.tasks, t)
-		if src == nil || t.CreatedAt.After(startedAt(p)) || st.startedFrom(t) == StatusBlocked {
+		if src == nil || !st.missedCascade(t, startedAt(p)) {
 			continue
 		}
 		out = append(out, Breach{Rule: RuleBlockedParent, Entity: "task", ID: id, Key: "status",

@@ -109,12 +109,14 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	// One clone starts the child and the grandchild, the other, later, blocks the parent
-	// (where they were todo: nothing to cascade).
-	started := s.Now()
+	waiting := mustTask(t, s, NewTask{Title: "in the backlog", ParentID: parent.ID, AssigneeID: "w2", Status: StatusBacklog})
+	// One clone blocks the parent, its cascade blocking the child and the grandchild; the
+	// other, not having seen the block, starts them a moment later, and the merge keeps
+	// the later status (with the first clone's cascade in the merged history).
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusBlocked, "waiting for the API key"); err != nil {
 		t.Fatal(err)
 	}
+	started := s.Now()
 	for _, id := range []string{child.ID, grandchild.ID} {
 		tk, _ := s.Task(id)
 		tk.Status, tk.StatusChangedAt = StatusInProgress, &started
@@ -138,16 +140,24 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 			t.Errorf("history of %s: %+v", id, ev)
 		}
 	}
-	// A task started on purpose after the block (the rules allow it) is left alone.
+	// Started on purpose under the blocked parent, which the rules allow, tasks are left
+	// alone: one the block did not reach (it was in the backlog), one made after it.
+	for _, to := range []string{StatusTodo, StatusInProgress} {
+		if _, err := s.SetTaskStatus(as("w2"), waiting.ID, to, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
 	late := mustTask(t, s, NewTask{Title: "started after the block", ParentID: parent.ID, AssigneeID: "w1", Status: StatusTodo})
 	if _, err := s.SetTaskStatus(as("w1"), late.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
 	if again := repairAll(t, s); len(again) != 0 {
-		t.Errorf("a start after the block was taken for a merge: %+v", again)
+		t.Errorf("starts the rules allow were taken for a merge: %+v", again)
 	}
-	if _, err := s.SetTaskStatus(as("w1"), late.ID, StatusCancelled, ""); err != nil {
-		t.Fatal(err)
+	for _, id := range []string{waiting.ID, late.ID} {
+		if _, err := s.SetTaskStatus(as("w1"), id, StatusCancelled, ""); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Being the cascade's, the block lifts with the parent's, back to running.
 	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
