@@ -56,6 +56,10 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// This clone's machine needs an id of its own for the agent leases (machine.go).
+	if _, err := s.MachineID(); err != nil {
+		return nil, nil, err
+	}
 	agents, err := s.Agents()
 	if err != nil {
 		return nil, nil, err

@@ -15,9 +15,13 @@
 //	  executions/<exec-id>.json     a task session's run record, with the session's tool calls
 //	                                and the bytes of their arguments and results once it closes
 //	  events.jsonl                  history: every change, who made it, when, from what to what
+//	  leases/<agent-id>.json        the agent's lease: the machine that runs it, until when,
+//	                                and whether it has a live chat session there (lease.go)
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
 //	  runtime/                      git-ignored machine-local state:
+//	    machine.json                  this machine's id {"id", "created_at"}, made by Init
+//	                                  and Prepare or on first use (AIPM_MACHINE_ID overrides it)
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
@@ -43,7 +47,8 @@
 //	                                  command, env, approved_at}}} (trust.go)
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
-// mailboxes, notifications, conversations, delegations, execution records and history.
+// mailboxes, notifications, conversations, delegations, execution records, leases and
+// history.
 // Ignored: secrets, sessions, read cursors and notification read state, open chats, locks
 // and process state, which mean nothing on another machine.
 //
@@ -98,11 +103,35 @@
 // 60) becomes terminating with end_reason session_expired, dated at the end of that grace,
 // the same way. An unordered pair of agents has at most one pending or active conversation.
 //
+// A side whose agent is leased to another machine (below) has its chat sessions there,
+// out of this machine's sight: its presence is its lease's — present while the lease is
+// held and says chat_live, else absent since chat_seen_at — so session_expired means that
+// machine stopped seeing a chat session of it, or stopped.
+//
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
 // (processing), and completed or failed when that session reports the outcome — only
 // from processing (seed 003: pending → processing → completed | failed);
 // conversation_id links the latest conversation started for it, and such a conversation
 // carries the delegation's task_id.
+//
+// # Machines and leases
+//
+// An agent runs on one machine at a time. leases/<agent-id>.json says which:
+//
+//	{"agent_id":"w1","machine_id":"laptop-x7k3pq","acquired_at":"…","renewed_at":"…","expires_at":"…","chat_live":true,"chat_seen_at":"…","updated_at":"…","version":3}
+//
+// `aipm run` claims the lease of an agent it has work for when the lease is missing or past
+// expires_at (a takeover, recorded in the history as entity agent, change lease, from the
+// old machine to the new), renews the leases it holds when a third of their length
+// (AIPM_LEASE_SECONDS, default 60) is gone or the agent's chat presence changed, and
+// starts only the agents whose lease it holds; a process whose agent's lease went
+// elsewhere is stopped. chat_live says the agent had a live chat session on that machine
+// at the last renewal; chat_seen_at is the last moment the machine knew one live (that
+// renewal, or the session's end). `aipm agent move` sets machine_id (and a fresh
+// expires_at) by hand; `aipm agent release` sets expires_at to now. Two machines'
+// claims merge to the later acquired_at, whole; one machine's renewals to the later
+// renewed_at. runtime/machine.json holds this machine's id; the coordinator passes it to
+// the agents it starts, and its lock is runtime/locks/coordinator.<machine>.lock.
 //
 // # Notifications
 //
@@ -261,14 +290,24 @@
 //
 // Two clones of a project merge by Git. JSONL files are unions of lines. Entity files
 // (project.json, agents/<id>/agent.json, tasks/, conversations/, delegations/,
-// executions/) name the merge driver `aipm merge-driver %O %A %B %P`, registered in each
+// executions/, leases/) name the merge driver `aipm merge-driver %O %A %B %P`, registered in each
 // clone's Git config by `aipm init`; it runs Merge: field by field, a field changed on one
 // side taken, one changed on both decided by a rule that keeps the entity valid (a task's
 // status: reachable from the ancestor's by the transition table, the later
-// status_changed_at winning), free text changed on both sides a conflict marked around
-// those fields alone, version one more than both sides. Store reads report a file with
-// conflict markers as an unresolved merge, and Check names the entity, the fields and
-// both values.
+// status_changed_at winning), a conversation's turns the base plus both sides'
+// increments, free text changed on both sides a conflict marked around those fields
+// alone, version one more than both sides. Store reads report a file with conflict
+// markers as an unresolved merge, and Check names the entity, the fields and both values.
+//
+// A merge of two valid sides can still break a rule that spans files (repair.go):
+// Breaches finds an agent over max_parallel_tasks, a task in progress under a blocked
+// ancestor, a live conversation at max_turns, two live conversations of one pair, a done
+// task with an unfinished sub-task, and a dependency cycle. RepairMerged applies the
+// rule's own repair to the first four under the store lock (the tasks started last
+// blocked; the cascade of the ancestor's block; terminating with max_turns; the younger or
+// pending duplicate ended with end_reason duplicate), each with a history event via
+// "merge"; the last two have no safe repair, and Check names them with the fix. `aipm run`
+// repairs on every look at the store, `aipm doctor --repair` by hand.
 //
 // # A clone is untrusted input
 //

@@ -26,7 +26,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Lin
 // task states that break the rules (e.g. in_progress with unfinished dependencies, as a
 // hand edit can leave), torn JSONL tails and undecodable lines. It changes nothing.
 func (s *Store) Check() ([]Problem, error) {
-	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}}
+	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}, convData: map[string][]byte{}}
 	c.links()
 	c.project()
 	c.agentsDir()
@@ -40,6 +40,8 @@ func (s *Store) Check() ([]Problem, error) {
 		return ""
 	})
 	c.conversationsDir()
+	c.rules()
+	c.leasesDir()
 	c.delegationsDir()
 	c.notifications()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
@@ -64,6 +66,7 @@ type checker struct {
 	taskData map[string][]byte
 	agents   map[string]*Agent
 	convs    map[string]*Conversation
+	convData map[string][]byte
 }
 
 func (c *checker) add(path string, line int, format string, args ...any) {
@@ -262,7 +265,6 @@ func (c *checker) taskRules() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	set := newMemTasks(c.tasks)
 	for _, id := range ids {
 		t, data, path := c.tasks[id], c.taskData[id], c.s.taskPath(id)
 		if t.AssigneeID != "" {
@@ -286,18 +288,8 @@ func (c *checker) taskRules() {
 				c.add(path, keyLine(data, "status"), "in_progress while dependency %s is %s", d, dt.Status)
 			}
 		}
-		if p := depPath(set, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
-			c.add(path, keyLine(data, "dependencies"), "dependency cycle: %s", strings.Join(append([]string{id}, p...), " → "))
-		}
 		if t.Status == StatusInProgress && t.AssigneeID == "" {
 			c.add(path, keyLine(data, "status"), "in_progress without an assignee")
-		}
-		if t.Status == StatusDone {
-			for _, d := range descendants(set, id) {
-				if !Finished(d.Status) {
-					c.add(path, keyLine(data, "status"), "done while sub-task %s is %s", d.ID, d.Status)
-				}
-			}
 		}
 	}
 }
@@ -392,7 +384,6 @@ func (c *checker) agentRef(path string, data []byte, key, id string) {
 // agents, turn limits, notified agents from the conversation, an end for ended states,
 // the task reference, and at most one pending or active conversation per pair.
 func (c *checker) conversationsDir() {
-	live := map[[2]string]string{}
 	files := c.entityFiles("conversations", PrefixConversation, "conversations")
 	ids := make([]string, 0, len(files))
 	for id := range files {
@@ -437,13 +428,63 @@ func (c *checker) conversationsDir() {
 				c.add(path, keyLine(data, "task_id"), "task %q does not exist", cv.TaskID)
 			}
 		}
+		c.convData[id] = data
+	}
+}
+
+// rules reports the states that break a rule a merge can break (Breaches): each with the
+// repair `aipm run` or `aipm sync` applies, or the fix a human must make.
+func (c *checker) rules() {
+	st := &ruleState{tasks: c.tasks, agents: c.agents, s: c.s}
+	for _, cv := range c.convs {
 		if cv.Live() {
-			pair := [2]string{min(cv.InitiatorID, cv.ParticipantID), max(cv.InitiatorID, cv.ParticipantID)}
-			if other, ok := live[pair]; ok {
-				c.add(path, keyLine(data, "state"), "second live conversation between %s and %s (also %s)", pair[0], pair[1], other)
-			} else {
-				live[pair] = id
+			st.convs = append(st.convs, cv)
+		}
+	}
+	sort.Slice(st.convs, func(i, j int) bool { return st.convs[i].ID < st.convs[j].ID })
+	for _, b := range st.breaches() {
+		path, data := c.s.taskPath(b.ID), c.taskData[b.ID]
+		if b.Entity == "conversation" {
+			path, data = c.s.conversationPath(b.ID), c.convData[b.ID]
+		}
+		if b.Repair != "" {
+			c.add(path, keyLine(data, b.Key), "%s; `aipm doctor --repair` (or a running `aipm run`) repairs it: %s; or by hand: %s", b.Problem, b.Repair, b.Fix)
+		} else {
+			c.add(path, keyLine(data, b.Key), "%s; %s", b.Problem, b.Fix)
+		}
+	}
+}
+
+// leasesDir checks leases/<agent-id>.json: decodable, about an existing agent, naming a
+// valid machine.
+func (c *checker) leasesDir() {
+	dir := c.s.path("leases")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || ValidateAgentID(id) != nil {
+			if !isIgnorable(e.Name()) {
+				c.add(path, 1, "unexpected file (leases are leases/<agent-id>.json)")
 			}
+			continue
+		}
+		var l Lease
+		data := c.decode(path, &l)
+		if data == nil {
+			continue
+		}
+		if l.AgentID != id {
+			c.add(path, keyLine(data, "agent_id"), "agent_id %q does not match the file name", l.AgentID)
+		}
+		if _, ok := c.agents[id]; !ok {
+			c.add(path, keyLine(data, "agent_id"), "lease of agent %q, which does not exist: delete the file", id)
+		}
+		if ValidateMachineID(l.MachineID) != nil {
+			c.add(path, keyLine(data, "machine_id"), "invalid machine id %q: move the agent with `aipm agent move %s --to MACHINE`, or release it with `aipm agent release %s`", l.MachineID, id, id)
 		}
 	}
 }

@@ -136,6 +136,7 @@ tasks/*.json merge=aipm
 conversations/*.json merge=aipm
 delegations/*.json merge=aipm
 executions/*.json merge=aipm
+leases/*.json merge=aipm
 `
 
 // oldGitattributes is what init wrote before the merge driver: replaced, not appended to.
@@ -208,6 +209,10 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		return s.appendEvent(Event{At: now, Actor: o.OwnerID, Via: ViaCLI, Entity: "project", ID: p.ID, Change: "created", To: p.Name})
 	})
 	if err != nil {
+		return nil, err
+	}
+	// This machine's id, for the agent leases (machine.go).
+	if _, err := s.MachineID(); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -54,7 +54,7 @@ func commands() []*command {
 	return []*command{
 		{name: "init", summary: "create .ai-pm/ in the current directory, or prepare a clone of a project", run: (*app).cmdInit,
 			examples: []string{"aipm init", "aipm init --name shop --owner alice", "git clone URL shop && cd shop && aipm init"}},
-		{name: "agent", summary: "add, list, show agents; rotate a passkey", subs: []*command{
+		{name: "agent", summary: "add, list, show agents; rotate a passkey; see or move the machine that runs one", subs: []*command{
 			{name: "add", summary: "add a human or AI agent to the project", run: (*app).agentAdd,
 				examples: []string{"aipm agent add lead --hierarchy manager --parent owner --role planning",
 					"aipm agent add w1 --parent lead --role backend --ai-type claude"}},
@@ -62,6 +62,12 @@ func commands() []*command {
 			{name: "show", summary: "show one agent and its live sessions", run: (*app).agentShow, examples: []string{"aipm agent show w1"}},
 			{name: "passkey", summary: "issue a new passkey for an AI agent (the old one stops working)", run: (*app).agentPasskey,
 				examples: []string{"aipm agent passkey w1"}},
+			{name: "leases", summary: "show which machine runs each agent, and this machine's id", run: (*app).agentLeases,
+				examples: []string{"aipm agent leases"}},
+			{name: "move", summary: "run an agent on another machine from now on", run: (*app).agentMove,
+				examples: []string{"aipm agent move w1 --to laptop-2-x7k3pq"}},
+			{name: "release", summary: "free an agent's lease now (its machine stopped), for any machine to take", run: (*app).agentRelease,
+				examples: []string{"aipm agent release w1"}},
 		}},
 		{name: "task", summary: "add, list, show, edit tasks; change status or assignee; approve or reject requests", subs: []*command{
 			{name: "add", summary: "create a task (or a sub-task with --parent)", run: (*app).taskAdd,
@@ -106,7 +112,7 @@ func commands() []*command {
 		{name: "ui", summary: "serve a live web view of the project on 127.0.0.1: board, agents, chat, approvals", run: (*app).cmdUI,
 			examples: []string{"aipm ui", "aipm ui --addr 127.0.0.1:8080"}},
 		{name: "doctor", summary: "check every file under .ai-pm/ and the agent commands", run: (*app).cmdDoctor,
-			examples: []string{"aipm doctor"}},
+			examples: []string{"aipm doctor", "aipm doctor --repair"}},
 		{name: "mcp", summary: "serve MCP on stdin/stdout for one agent process", run: (*app).cmdMCP,
 			examples: []string{"claude mcp add aipm -- aipm mcp"}},
 		{name: "mcp-config", summary: "print or write the block that declares aipm's MCP server to claude, codex or gemini", run: (*app).cmdMCPConfig,

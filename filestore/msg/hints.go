@@ -41,6 +41,11 @@ var hints = []translation{
 	{"invalid_id", "use lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters (e.g. worker-frontend-01)", "英小文字・数字・'.'・'_'・'-' を使い、英小文字か数字で始まる63文字以内にしてください（例: worker-frontend-01）"},
 	{"", "use one of %s", "%s のいずれかを指定してください"},
 
+	// Machines and agent leases.
+	{"invalid_machine_id", "use lower-case letters, digits, '.', '_' or '-', at most 63 characters; `aipm agent leases` shows this machine's id", "英小文字・数字・'.'・'_'・'-' を使い、63文字以内にしてください。このマシンの ID は `aipm agent leases` で確認できます"},
+	{"invalid_machine_id", "set %s to a name like laptop-1, or unset it", "%s には laptop-1 のような名前を設定するか、設定を外してください"},
+	{"no_lease", "nothing to release: any machine's `aipm run` may start it", "解放するものはありません。どのマシンの `aipm run` でも起動できます"},
+
 	// Agents.
 	{"agent_not_found", "list agents with `aipm agent list`", "`aipm agent list` でエージェントの一覧を確認してください"},
 	{"agent_not_assigned_to_project", "reactivate the agent (status active) in %s", "%s でエージェントを再び有効にしてください（status active）"},

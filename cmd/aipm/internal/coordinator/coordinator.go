@@ -37,10 +37,15 @@ type Options struct {
 	AgentWorktree func(agentID string) (dir string, created bool, err error)
 }
 
-// Lock takes the project's coordinator lock, so two coordinators never start the same
-// agent; it fails with coordinator_running when another holds it. unlock releases it.
+// Lock takes this machine's coordinator lock of the project, so two coordinators of one
+// machine never start the same agent (those of two machines are kept apart by the agent
+// leases); it fails with coordinator_running when another holds it. unlock releases it.
 func Lock(s *filestore.Store) (unlock func(), err error) {
-	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator."+machine+".lock"))
 	if err := filestore.EnsureDir(filepath.Dir(lk.Path())); err != nil {
 		return nil, err
 	}
@@ -53,7 +58,7 @@ func Lock(s *filestore.Store) (unlock func(), err error) {
 	}
 	if !ok {
 		return nil, &filestore.Error{Code: "coordinator_running", Kind: filestore.ErrConflict,
-			Message: "another aipm run already coordinates this project", Hint: "stop it first, or let it do the work"}
+			Message: "another aipm run already coordinates this project on this machine (" + machine + ")", Hint: "stop it first, or let it do the work"}
 	}
 	return func() { lk.Unlock() }, nil
 }
@@ -74,6 +79,9 @@ type proc struct {
 	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
+	// moved: stopped because the agent's lease went to another machine; its exit is no
+	// failure.
+	moved bool
 }
 
 type exitEvent struct {
@@ -103,6 +111,11 @@ type Coordinator struct {
 	peak      int      // the most agent processes alive at once
 	spawned   []string // the spawn records of this run, for its usage
 	tl        *timeline
+	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
+	// the agents whose lease this machine held at the last look.
+	machine  string
+	leaseTTL time.Duration
+	ours     map[string]bool
 }
 
 // New makes a coordinator of s; Run starts it.
@@ -120,8 +133,17 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	if opt.Err == nil {
 		opt.Err = io.Discard
 	}
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := filestore.LeaseDuration()
+	if err != nil {
+		return nil, err
+	}
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
-		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16)}
+		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
+		machine: machine, leaseTTL: ttl, ours: map[string]bool{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -155,9 +177,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	go tools.KeepConversations(ctx, c.s, hub, func(format string, args ...any) { fmt.Fprintf(c.opt.Err, "aipm run: "+format+"\n", args...) })
 	// The files that can create or end work; not runtime/spawns/, where the agents' output
 	// is captured line by line.
-	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
+	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "leases/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
 	defer sub.Close()
-	c.Say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	// A coordinator that stops says so in its leases: its agents' chat sessions ended
+	// now. The leases themselves lapse when they expire, or are released by a human.
+	defer func() {
+		if err := c.s.LeavePresence(c.machine); err != nil {
+			c.Say("recording the end of this machine's chat sessions in its leases: %v", err)
+		}
+	}()
+	c.Say("coordinating %s on machine %s (at most %d agent processes)", c.s.Root(), c.machine, c.maxProcs())
 	if c.tl != nil {
 		c.tl.poll()
 	}
@@ -188,7 +217,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
 		// least every few seconds, and exactly when a backoff ends.
-		wait := 2 * time.Second
+		wait := min(2*time.Second, c.leaseTTL/3)
 		if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
 		}
@@ -273,6 +302,17 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	// A pull, a sync or a hand edit can leave states no writer allows (two clones each
+	// starting a task for one agent, say): the rules' own repairs apply before anything
+	// starts on top of them.
+	if found, err := c.s.RepairMerged(filestore.SystemSender); err != nil {
+		c.Say("repairing what a merge broke: %v", err)
+	} else if n := c.sayRepairs(found); n > 0 {
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
@@ -287,6 +327,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		ais = append(ais, ag)
 		works[ag.ID] = w
 	}
+	mine := c.claimLeases(p, ais, works)
 	idle = true
 	busy := 0
 	open := c.openDelegations()
@@ -333,6 +374,11 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				}
 				continue
 			}
+			if !mine[ag.ID] {
+				// Another machine's agent: its work is that machine's to start.
+				c.hold(k, c.leaseHolder(ag.ID))
+				continue
+			}
 			idle = false
 			if paused {
 				continue
@@ -360,6 +406,95 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	return idle, next
+}
+
+// claimLeases takes or renews the leases of the AI agents this machine may run — those
+// with work or a process here that it can start (their command is set and approved here),
+// and those whose lease it already holds — and stops the processes of an agent whose
+// lease has gone to another machine (a move, or a merge that kept the other machine's
+// claim): an agent runs on one machine at a time. It returns the agents this machine
+// holds.
+func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, works map[string]filestore.Work) map[string]bool {
+	held := map[string]bool{}
+	if leases, err := c.s.Leases(); err != nil {
+		c.Say("cannot read the agent leases: %v", err)
+	} else {
+		for _, l := range leases {
+			held[l.AgentID] = l.MachineID == c.machine
+		}
+	}
+	var ids []string
+	for _, ag := range ais {
+		w := works[ag.ID]
+		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
+		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
+		// Its own leases it keeps renewing (a move made them its own before any work),
+		// so that its agents' presence stays known to their partners elsewhere. A free
+		// one it takes only for an agent it can start: another machine may.
+		ac, ok := p.Settings.AgentCommands[AIType(ag)]
+		startable := ok
+		if ok {
+			startable, _ = c.s.CommandApproved(AIType(ag), ac)
+		}
+		if task || chat || c.ours[ag.ID] || held[ag.ID] || startable && (w.TaskID != "" || w.Chat) {
+			ids = append(ids, ag.ID)
+		}
+	}
+	got, err := c.s.ClaimLeases(c.machine, ids)
+	if err != nil {
+		c.Say("cannot claim agent leases: %v", err)
+		got = nil // start nothing: without the leases, another machine may run them
+	}
+	mine := map[string]bool{}
+	for id, l := range got {
+		if l != nil && l.MachineID == c.machine && l.Held(c.s.Now()) {
+			mine[id] = true
+			if !c.ours[id] {
+				c.Say("lease %s: held by this machine (%s) until %s", id, c.machine, l.ExpiresAt.Format(time.RFC3339))
+			}
+		} else if c.ours[id] {
+			c.Say("lease %s: %s", id, c.leaseHolder(id))
+		}
+	}
+	c.ours = mine
+	for k, pr := range c.running {
+		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
+			c.Say("stop %s: its lease is no longer this machine's", k)
+			pr.moved = true
+			syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	return mine
+}
+
+// leaseHolder says where an agent runs instead of here.
+func (c *Coordinator) leaseHolder(agentID string) string {
+	l, err := c.s.Lease(agentID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its lease cannot be read: %v", err)
+	case l == nil:
+		return "no lease could be taken"
+	case l.MachineID == c.machine:
+		return "this machine's lease lapsed"
+	}
+	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
+}
+
+// sayRepairs prints the repairs RepairMerged applied, and once each breach it could not
+// repair (`aipm doctor` names its fix); it returns how many it applied.
+func (c *Coordinator) sayRepairs(found []filestore.Breach) int {
+	n := 0
+	for _, b := range found {
+		if b.Repaired {
+			n++
+			c.Say("repaired %s", b)
+		} else if key := "breach:" + b.Rule + ":" + b.ID; !c.warned[key] {
+			c.warned[key] = true
+			c.Say("cannot repair %s", b)
+		}
+	}
+	return n
 }
 
 // What a running process waits for (see waiting); "" means it works.
@@ -581,7 +716,9 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	}
 	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
 	cmd.Dir = workdir
-	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
+	// The agent's processes belong to this machine: its presence is judged by this
+	// machine's sessions, its partners' by their leases.
+	cmd.Env = append(append(childEnv(os.Environ()), filestore.EnvMachineID+"="+c.machine), plan.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -683,11 +820,11 @@ func (c *Coordinator) exited(ev exitEvent) {
 		msg += "; ended its session(s) " + strings.Join(ended, ", ")
 	}
 	c.Say("%s", msg)
-	if (code != 0 || outcome != "exited") && !c.stopping {
+	if (code != 0 || outcome != "exited") && !c.stopping && !pr.moved {
 		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
 	}
 
-	if c.stopping {
+	if c.stopping || pr.moved {
 		return
 	}
 	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
