@@ -22,15 +22,19 @@
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
 //	                                  the latest one to end ended (dates a session_expired)
 //	    changes.log                   the change journal: paths written through aipm (below)
-//	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    locks/store.lock              the store lock file
-//	    trust/commands.json           the agent commands this machine approved to run:
-//	                                  {"approved": {<sha256 of name, command, env>: {name,
-//	                                  command, env, approved_at}}} (trust.go)
+//
+// What this machine trusts is not in the repository at all (machine.go): in
+// <user config dir>/aipm/repos/<name>-<hash of the store path>/, commands.json holds the
+// approved agent commands ({"approved": {<sha256 of name, command, env, program>: {name,
+// command, env, program: {path, sha256}, approved_at}}}, trust.go), credentials/<agent-id>.json
+// the salted passkey hashes (never plain text), and key a per-repository secret that the
+// hashes of session tokens and spawn tickets are bound to, so a session or spawn record
+// that came with the repository matches nothing.
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
 // mailboxes, notifications, conversations, delegations, execution records and history.
@@ -209,6 +213,6 @@
 // Check reports every link and special file. An agent file's hierarchy is checked: only
 // project.json's owner (a human) is "owner"; another agent claiming it is treated as a
 // worker (AI) or manager (human) and reported. settings.agent_commands run only with this
-// machine's approval (runtime/trust/commands.json): a pulled change to a command withdraws
-// it until `aipm trust`.
+// machine's approval, kept outside the repository: a pulled change to a command, or to the
+// repository file it runs, withdraws it until `aipm trust`.
 package filestore

@@ -55,6 +55,8 @@ type Store struct {
 	// until the cursor, the mailbox or the read log changes (mailbox.go).
 	rebuiltMu sync.Mutex
 	rebuilt   map[string]rebuiltCursor
+	// machine is what this machine trusts for the repository, outside it (machine.go).
+	machine machineState
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
