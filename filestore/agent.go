@@ -79,6 +79,7 @@ func (s *Store) readAgent(id string) (*Agent, error) {
 		}
 		return nil, err
 	}
+	a.ID = id // the directory name is the agent's identity, whatever the file claims
 	a.Hierarchy = s.checkedHierarchy(&a)
 	return &a, nil
 }

@@ -137,6 +137,7 @@ func (s *Store) readSession(id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	se.ID = id // the file name is the identity, whatever the file claims
 	return &se, nil
 }
 

@@ -98,6 +98,7 @@ func (s *Store) Spawn(id string) (*Spawn, error) {
 		}
 		return nil, err
 	}
+	sp.ID = id // the file name is the identity, whatever the file claims
 	return &sp, nil
 }
 

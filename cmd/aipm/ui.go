@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -65,15 +64,11 @@ func (a *app) cmdUI(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}), 0)
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(ui.LimitListener(ln, ui.MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err
