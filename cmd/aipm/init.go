@@ -81,6 +81,9 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if err := clone.CheckOwner(shared); err != nil {
+		return err
+	}
 	s, prep, err := filestore.Prepare(shared, filestore.Options{Now: a.now})
 	if err != nil {
 		return err

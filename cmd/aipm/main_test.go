@@ -89,7 +89,12 @@ func scriptParams(dir string) testscript.Params {
 			setupModel(env)
 			return setupMCP(env)
 		},
-		Condition: agentCLICondition,
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" { // can make files that belong to another user
+				return os.Getuid() == 0, nil
+			}
+			return agentCLICondition(cond)
+		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"mcp":       cmdMCP,
 			"model":     cmdModel,
