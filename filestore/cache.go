@@ -310,6 +310,9 @@ type journal struct {
 	watched bool
 }
 
+// journalChunk is the most of the journal's growth read at once (see pullJournal).
+const journalChunk = 1 << 20
+
 // JournalPath is the change journal's path relative to .ai-pm.
 const JournalPath = "runtime/changes.log"
 
@@ -365,6 +368,15 @@ func (s *Store) pullJournal() {
 		s.markAll()
 	}
 	if fi.Size() == j.off {
+		return
+	}
+	if fi.Size()-j.off > journalChunk {
+		// More than a chunk since the last look (a burst of writes, or a file grown by
+		// hand: a sparse file of gigabytes): reading it would cost memory and time in
+		// proportion, while comparing every cached file costs what the store holds. So
+		// the caches are rescanned and the journal is followed from its end.
+		j.off = fi.Size()
+		s.markAll()
 		return
 	}
 	buf := make([]byte, fi.Size()-j.off)
