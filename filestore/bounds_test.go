@@ -1,9 +1,13 @@
 package filestore
 
 import (
+	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+	"time"
 )
 
 // allocated returns the bytes fn allocates.
@@ -38,5 +42,55 @@ func TestJournalGrowthBounded(t *testing.T) {
 	}
 	if got != StatusInProgress {
 		t.Errorf("after the growth: %s, want in_progress (the rescan sees the write)", got)
+	}
+}
+
+// A sweep marker dated in the future does not stop the cleaning of temp files for good.
+func TestSweepMarkerFromTheFuture(t *testing.T) {
+	s := newTestStore(t)
+	now := s.Now()
+	tmp := s.path("tasks", ".tsk_x.json.123.tmp")
+	if err := os.WriteFile(tmp, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := now.Add(-time.Hour)
+	if err := os.Chtimes(tmp, old, old); err != nil {
+		t.Fatal(err)
+	}
+	marker := s.path("runtime", "locks", "temp-swept.lock")
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := now.Add(24 * 365 * time.Hour)
+	if err := os.Chtimes(marker, future, future); err != nil {
+		t.Fatal(err)
+	}
+	reopen(t, s)
+	if _, err := os.Lstat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an hour-old temp file survived a sweep under a marker from the future: %v", err)
+	}
+}
+
+// A mailbox that is a hard link to a file elsewhere is refused for appending: the message
+// would land in the other file.
+func TestHardLinkedMailboxRefused(t *testing.T) {
+	s := newTestStore(t)
+	outside := filepath.Join(t.TempDir(), "outside.jsonl")
+	if err := os.WriteFile(outside, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.mailboxPath("w1")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(outside, s.mailboxPath("w1")); err != nil {
+		t.Skipf("no hard links here: %v", err)
+	}
+	_, err := s.SendMessage(human, SendRequest{To: "w1", Content: "hello"})
+	var ue *UnsafePathError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "hard link") || !strings.Contains(err.Error(), "agents/w1/chat.jsonl") {
+		t.Errorf("send to a hard-linked mailbox: %v, want an error naming the file and the hard link", err)
+	}
+	if data, _ := os.ReadFile(outside); len(data) != 0 {
+		t.Errorf("the outside file was written: %q", data)
 	}
 }

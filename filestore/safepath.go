@@ -142,6 +142,14 @@ func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, e
 		f.Close()
 		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
+	// A file aipm appends to or rewrites in place must be its own: a hard link would carry
+	// the write to a file elsewhere (a link to a file outside the store).
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && storeBase(path) >= 0 {
+		if n, ok := linkCount(fi); ok && n > 1 {
+			f.Close()
+			return nil, &UnsafePathError{Path: relToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
+		}
+	}
 	if limit > 0 && fi.Size() > limit {
 		f.Close()
 		return nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size(), Limit: limit}
@@ -178,6 +186,20 @@ func OpenAppend(path string) (*os.File, error) {
 
 // EnsureDir makes a directory under .ai-pm, refusing links on the way.
 func EnsureDir(dir string) error { return ensureDir(dir) }
+
+// WriteFile replaces a file atomically the way the store does (temp file, fsync, rename):
+// a link at the path is refused, never written through.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
+// MaxEntityFile is the size limit of one JSON entity file; the merge driver and
+// `aipm resolve` apply it too.
+const MaxEntityFile = maxEntityFile
+
+// Locked runs fn holding the store lock, for commands that rewrite a store file outside
+// the store's own operations (`aipm resolve`).
+func (s *Store) Locked(fn func() error) error { return s.locked(fn) }
 
 // OpenRead opens a file under .ai-pm for reading the way the store does.
 func OpenRead(path string) (*os.File, error) { return openRead(path, 0) }

@@ -105,8 +105,12 @@ func Open(root string, opts Options) (*Store, error) {
 // modification time of runtime/locks/temp-swept.lock.
 func (s *Store) sweepTemp() {
 	marker := s.path("runtime", "locks", "temp-swept.lock")
-	if fi, err := os.Lstat(marker); err == nil && s.Now().Sub(fi.ModTime()) < time.Minute {
-		return
+	// A marker dated in the future (a clock set back, a hand-made file) is stale, not
+	// fresh: otherwise the temp files would never be cleaned again.
+	if fi, err := os.Lstat(marker); err == nil {
+		if age := s.Now().Sub(fi.ModTime()); age >= 0 && age < time.Minute {
+			return
+		}
 	}
 	cleanTemp(s.dir, s.Now())
 	if f, err := openSafe(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
