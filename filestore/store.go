@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // DirName is the name of the store directory at the top of a repository.
@@ -163,17 +161,18 @@ func (s *Store) locked(fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lockPath := s.path("runtime", "locks", "store.lock")
-	if err := ensureDir(filepath.Dir(lockPath)); err != nil {
+	// Opened the store's way (inside .ai-pm by construction, no link, no hard link), then
+	// locked by its descriptor: a lock taken by path could land on a file elsewhere.
+	f, err := openSafe(lockPath, os.O_RDWR|os.O_CREATE, 0o644, 0)
+	if err != nil {
 		return err
 	}
-	if fi, err := os.Lstat(lockPath); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: s.Rel(lockPath), Problem: kindOf(fi.Mode())}
-	}
-	lk := flock.New(lockPath, flock.SetPermissions(0o644))
-	if err := lk.Lock(); err != nil {
+	defer f.Close() // closing the descriptor releases the lock
+	unlock, err := lockFile(f)
+	if err != nil {
 		return fmt.Errorf("lock %s: %w", s.Rel(lockPath), err)
 	}
-	defer lk.Unlock()
+	defer unlock()
 	s.inLock.Store(true)
 	defer s.inLock.Store(false)
 	return fn()
