@@ -205,11 +205,15 @@
 // # A clone is untrusted input
 //
 // Everything committed under .ai-pm may come from a stranger, so the store never follows a
-// link there (safepath.go): every open for reading, appending or replacing checks with
-// Lstat that .ai-pm and each directory between it and the file is a real directory, opens
-// the file with O_NOFOLLOW and O_NONBLOCK, and refuses anything but a regular file with an
-// UnsafePathError that names the path and says to remove it. A JSON entity over 4 MiB and
-// a JSONL read over 256 MiB are refused (TooLargeError) instead of being read into memory.
+// link there (safepath.go): every open for reading, appending or replacing resolves
+// through an os.Root of .ai-pm (openat beneath it: a directory swapped for a link cannot
+// carry an access outside), checks with Lstat that each directory between .ai-pm and the
+// file is a real directory, opens the file with O_NOFOLLOW and O_NONBLOCK, and refuses
+// anything but a regular file — and a file written in place that has another hard link —
+// with an UnsafePathError that names the path and says to remove it. The store lock is that
+// lock file opened the same way and flocked by descriptor. A JSON entity over 4 MiB, a
+// JSONL read over 256 MiB and a JSONL line over 1 MiB are refused (TooLargeError,
+// LineTooLongError) instead of being read into memory; JSONL files are streamed.
 // Check reports every link and special file. An agent file's hierarchy is checked: only
 // project.json's owner (a human) is "owner"; another agent claiming it is treated as a
 // worker (AI) or manager (human) and reported. settings.agent_commands run only with this

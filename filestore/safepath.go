@@ -12,9 +12,11 @@ import (
 
 // A cloned repository is untrusted input: everything under .ai-pm may come from a
 // stranger's commit. The store therefore never follows a link there. Every open for
-// reading, appending or replacing checks each directory between the .ai-pm directory and
-// the file with Lstat (a handful of calls) and opens the file itself with O_NOFOLLOW, then
-// checks that what it opened is a regular file of a sane size.
+// reading, appending or replacing goes through an os.Root of the .ai-pm directory, so it
+// resolves inside the store by construction, whatever is renamed meanwhile; within it,
+// each directory down to the file is checked with Lstat (to name a link in the error) and
+// the file is opened with O_NOFOLLOW, then checked to be a regular file of a sane size,
+// and, when it is written in place, to have no other hard link.
 
 // Size limits by kind of file. A file over its limit is refused, never read into memory.
 const (
