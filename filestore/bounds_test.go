@@ -94,3 +94,37 @@ func TestHardLinkedMailboxRefused(t *testing.T) {
 		t.Errorf("the outside file was written: %q", data)
 	}
 }
+
+// An edit in place that keeps the file's size and sets its modification time back is still
+// seen by the next listing of a process without a watcher.
+func TestInPlaceEditKeepingSizeAndMtimeSeen(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "AAAA"})
+	if list, _ := s.TasksByID([]string{a.ID}); len(list) != 1 || list[0].Title != "AAAA" {
+		t.Fatalf("before: %v", list)
+	}
+	path := s.taskPath(a.ID)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte(strings.Replace(string(data), `"title": "AAAA"`, `"title": "BBBB"`, 1)))
+	f.Close()
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if nfi, _ := os.Stat(path); nfi.Size() != fi.Size() || !nfi.ModTime().Equal(fi.ModTime()) {
+		t.Fatal("the edit changed the size or the mtime")
+	}
+	if list, _ := s.TasksByID([]string{a.ID}); len(list) != 1 || list[0].Title != "BBBB" {
+		t.Errorf("after an in-place edit keeping size and mtime: %v, want the title BBBB", list)
+	}
+}

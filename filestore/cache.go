@@ -39,10 +39,11 @@ type stamp struct {
 	ino   uint64
 	size  int64
 	mtime int64
+	ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
 }
 
 func stampOf(fi os.FileInfo) stamp {
-	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: fileCtime(fi)}
 }
 
 // cacheEntry is one file as last read: v is nil when it did not parse.
