@@ -41,10 +41,11 @@ type stamp struct {
 	ino   uint64
 	size  int64
 	mtime int64
+	ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
 }
 
 func stampOf(fi os.FileInfo) stamp {
-	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: fileCtime(fi)}
 }
 
 // cacheEntry is one file as last read. v is the parsed value of a file the cache holds;
@@ -447,6 +448,9 @@ type journalPos struct {
 	off int64
 }
 
+// journalChunk is the most of the journal's growth read at once (see pullJournal).
+const journalChunk = 1 << 20
+
 // JournalPath is the change journal's path relative to .ai-pm.
 const JournalPath = "runtime/changes.log"
 
@@ -523,6 +527,15 @@ func (s *Store) pullJournal() journalPos {
 		s.markAll()
 	}
 	if fi.Size() == j.off {
+		return journalPos{j.ino, j.off}
+	}
+	if fi.Size()-j.off > journalChunk {
+		// More than a chunk since the last look (a burst of writes, or a file grown by
+		// hand: a sparse file of gigabytes): reading it would cost memory and time in
+		// proportion, while comparing every cached file costs what the store holds. So
+		// the caches are rescanned and the journal is followed from its end.
+		j.off = fi.Size()
+		s.markAll()
 		return journalPos{j.ino, j.off}
 	}
 	buf := make([]byte, fi.Size()-j.off)

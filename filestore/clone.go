@@ -68,7 +68,11 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 		if a.Type != AgentAI || a.Status == AgentInactive {
 			continue
 		}
-		if _, err := os.Lstat(s.credentialPath(a.ID)); err != nil {
+		path, err := s.credentialPath(a.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := os.Lstat(path); err != nil {
 			out.NoPasskey = append(out.NoPasskey, a.ID)
 		}
 	}

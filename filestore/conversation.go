@@ -275,6 +275,7 @@ func (s *Store) readConversation(id string) (*Conversation, error) {
 		return nil, err
 	}
 	c.normalize()
+	c.ID = id // the file name is the identity, whatever the file claims
 	return &c, nil
 }
 

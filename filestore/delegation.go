@@ -66,6 +66,7 @@ func (s *Store) readDelegation(id string) (*Delegation, error) {
 		}
 		return nil, err
 	}
+	d.ID = id // the file name is the identity, whatever the file claims
 	return &d, nil
 }
 

@@ -32,7 +32,6 @@
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
 //	                                  delegations/ a process starts from (# Caches)
-//	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
@@ -40,11 +39,15 @@
 //	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
 //	                                  read: {"id","session_id","at"} (later sessions skip them)
 //	    locks/store.lock              the store lock file
-//	    ui-token                      the web view's token on this machine (mode 0600), kept
-//	                                  across `aipm ui` restarts; remove it to revoke it
-//	    trust/commands.json           the agent commands this machine approved to run:
-//	                                  {"approved": {<sha256 of name, command, env>: {name,
-//	                                  command, env, approved_at}}} (trust.go)
+//
+// What this machine trusts is not in the repository at all (machine_trust.go): in
+// <user config dir>/aipm/repos/<name>-<hash of the store path>/, commands.json holds the
+// approved agent commands ({"approved": {<sha256 of name, command, env, program>: {name,
+// command, env, program: {path, sha256}, approved_at}}}, trust.go), credentials/<agent-id>.json
+// the salted passkey hashes (never plain text), ui-token the web view's token (mode 0600,
+// kept across `aipm ui` restarts; remove it to revoke it), and key a per-repository secret that the
+// hashes of session tokens and spawn tickets are bound to, so a session or spawn record
+// that came with the repository matches nothing.
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
 // mailboxes, notifications, conversations, delegations, execution records, leases and
@@ -312,14 +315,18 @@
 // # A clone is untrusted input
 //
 // Everything committed under .ai-pm may come from a stranger, so the store never follows a
-// link there (safepath.go): every open for reading, appending or replacing checks with
-// Lstat that .ai-pm and each directory between it and the file is a real directory, opens
-// the file with O_NOFOLLOW and O_NONBLOCK, and refuses anything but a regular file with an
-// UnsafePathError that names the path and says to remove it. A JSON entity over 4 MiB and
-// a JSONL read over 256 MiB are refused (TooLargeError) instead of being read into memory.
+// link there (safepath.go): every open for reading, appending or replacing resolves
+// through an os.Root of .ai-pm (openat beneath it: a directory swapped for a link cannot
+// carry an access outside), checks with Lstat that each directory between .ai-pm and the
+// file is a real directory, opens the file with O_NOFOLLOW and O_NONBLOCK, and refuses
+// anything but a regular file — and a file written in place that has another hard link —
+// with an UnsafePathError that names the path and says to remove it. The store lock is that
+// lock file opened the same way and flocked by descriptor. A JSON entity over 4 MiB, a
+// JSONL read over 256 MiB and a JSONL line over 1 MiB are refused (TooLargeError,
+// LineTooLongError) instead of being read into memory; JSONL files are streamed.
 // Check reports every link and special file. An agent file's hierarchy is checked: only
 // project.json's owner (a human) is "owner"; another agent claiming it is treated as a
 // worker (AI) or manager (human) and reported. settings.agent_commands run only with this
-// machine's approval (runtime/trust/commands.json): a pulled change to a command withdraws
-// it until `aipm trust`.
+// machine's approval, kept outside the repository: a pulled change to a command, or to the
+// repository file it runs, withdraws it until `aipm trust`.
 package filestore

@@ -180,6 +180,9 @@ func (c *checker) agentsDir() {
 		}
 		c.agents[e.Name()] = &a
 		c.jsonl(filepath.Join(p, "chat.jsonl"), func(line []byte) string {
+			if !bytes.Contains(line, []byte(`"id"`)) {
+				return "message without id or senderId" // not decoded: junk lines can be millions
+			}
 			var m Message
 			if err := json.Unmarshal(line, &m); err != nil {
 				return "undecodable message: " + err.Error()
@@ -297,27 +300,36 @@ func (c *checker) taskRules() {
 // jsonl checks every complete line of a JSONL file with fn (which returns a problem or "")
 // and reports a torn last line.
 func (c *checker) jsonl(path string, fn func([]byte) string) {
-	data, err := readFileSafe(path, maxJSONLFile)
+	// Streamed: a mailbox or history of hundreds of megabytes is checked line by line,
+	// never held in memory; past a hundred problems in one file the rest are counted.
+	const maxReported = 100
+	n, end, problems := 0, int64(0), 0
+	err := scanLines(path, 0, func(l Line) error {
+		n, end = l.N, l.Next
+		var p string
+		if isMarkerLine(l.Data) {
+			p = fmt.Sprintf("merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(l.Data)))
+		} else {
+			p = fn(l.Data)
+		}
+		if p != "" {
+			if problems++; problems <= maxReported {
+				c.add(path, n, "%s", p)
+			}
+		}
+		return nil
+	})
+	if problems > maxReported {
+		c.add(path, n, "%d more problem lines like those above", problems-maxReported)
+	}
 	if err != nil {
 		if !os.IsNotExist(err) {
-			c.add(path, 1, "cannot read: %v", err)
+			c.add(path, n+1, "cannot read: %v", err)
 		}
 		return
 	}
-	n := 0
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		n++
-		if i < 0 {
-			c.add(path, n, "torn last line without newline (an interrupted write; the next append repairs it)")
-			return
-		}
-		if line := data[:i]; isMarkerLine(line) {
-			c.add(path, n, "merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(line)))
-		} else if p := fn(line); p != "" {
-			c.add(path, n, "%s", p)
-		}
-		data = data[i+1:]
+	if fi, err := os.Lstat(path); err == nil && fi.Size() > end {
+		c.add(path, n+1, "torn last line without newline (an interrupted write; the next append repairs it)")
 	}
 }
 

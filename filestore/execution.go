@@ -81,6 +81,7 @@ func (s *Store) Execution(id string) (*Execution, error) {
 		}
 		return nil, err
 	}
+	ex.ID = id // the file name is the identity, whatever the file claims
 	return &ex, nil
 }
 

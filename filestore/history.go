@@ -70,19 +70,15 @@ func (s *Store) Events(id string) ([]Event, error) {
 		evs, _, err := s.EventsTail(id, -1)
 		return evs, err
 	}
-	lines, err := readLines(s.path("events.jsonl"), 0)
-	if err != nil {
-		return nil, err
-	}
 	var out []Event
-	for _, l := range lines {
+	err := scanLines(s.path("events.jsonl"), 0, func(l Line) error {
 		var e Event
-		if json.Unmarshal(l.Data, &e) != nil {
-			continue
+		if json.Unmarshal(l.Data, &e) == nil {
+			out = append(out, e)
 		}
-		out = append(out, e)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // EventsTail returns the last n history events of one entity (all of them if n < 0),
@@ -203,6 +199,8 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		case int64(n) < want || h.off+int64(n) >= fi.Size():
 			// A torn or unfinished last line: next time.
 			return slices.Clone(h.byID[id]), nil
+		case cap(buf) >= maxJSONLLine:
+			return nil, &LineTooLongError{Path: relToRepo(path), Offset: h.off}
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}

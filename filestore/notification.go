@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -415,21 +416,21 @@ func (s *Store) readLogPath(sessionID string) string {
 
 // readLog returns when the session read each notification it has read.
 func (s *Store) readLog(sessionID string) (map[string]time.Time, error) {
-	lines, err := readLines(s.readLogPath(sessionID), 0)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]time.Time{}
-	for _, l := range lines {
+	err := scanLines(s.readLogPath(sessionID), 0, func(l Line) error {
 		var m readMarks
 		if json.Unmarshal(l.Data, &m) != nil {
-			continue // doctor reports it
+			return nil // doctor reports it
 		}
 		for _, id := range m.IDs {
 			if _, ok := out[id]; !ok {
 				out[id] = m.At
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -553,25 +554,30 @@ type inboxLine struct {
 // notifications targeted at se (each id once), the number of lines read, and the offset
 // after the last complete line. Undecodable lines are skipped; doctor reports them.
 func (s *Store) scanInbox(se *Session, from int64) ([]inboxLine, int, int64, error) {
-	lines, err := readLines(s.inboxPath(se.AgentID), from)
-	if err != nil {
-		return nil, 0, from, err
-	}
 	end := from
 	var out []inboxLine
 	seen := map[string]bool{}
 	taken := s.takenBy(se.AgentID)
-	for _, l := range lines {
+	count := 0
+	err := scanLines(s.inboxPath(se.AgentID), from, func(l Line) error {
+		count++
 		end = l.Next
+		if !bytes.Contains(l.Data, []byte(`"id"`)) {
+			return nil // no notification (doctor reports the line)
+		}
 		var n Notification
 		if json.Unmarshal(l.Data, &n) != nil || n.ID == "" || seen[n.ID] || !n.targets(se, taken) {
-			continue
+			return nil
 		}
 		seen[n.ID] = true
 		n.ReadAt = nil
 		out = append(out, inboxLine{n: n, pos: l.Next - int64(len(l.Data)) - 1})
+		return nil
+	})
+	if err != nil {
+		return nil, 0, from, err
 	}
-	return out, len(lines), end, nil
+	return out, count, end, nil
 }
 
 // unreadState is a session's unread notifications as the index and the lines after its

@@ -140,6 +140,7 @@ func (s *Store) readSession(id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	se.ID = id // the file name is the identity, whatever the file claims
 	return &se, nil
 }
 
@@ -260,7 +261,12 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		}
 		now := s.Now()
 		secret := newSecret("")
-		se := &Session{ID: NewID(PrefixSession, now), TokenHash: hashSecret("", secret), AgentID: a.ID, Purpose: purpose,
+		sid := NewID(PrefixSession, now)
+		tokenHash, err := s.boundHash(sid, secret)
+		if err != nil {
+			return err
+		}
+		se := &Session{ID: sid, TokenHash: tokenHash, AgentID: a.ID, Purpose: purpose,
 			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: processStart(r.PID), CreatedAt: now,
 			LastActivityAt: now, ExpiresAt: now.Add(p.Settings.Lease()), UpdatedAt: now, Version: 1}
 		if sp != nil {
@@ -482,7 +488,13 @@ func (s *Store) Session(token string) (*Session, error) {
 		}
 		return nil, err
 	}
-	if subtle.ConstantTimeCompare([]byte(hashSecret("", secret)), []byte(se.TokenHash)) != 1 {
+	// The hash is bound to this machine's key: a session record that came with the
+	// repository matches no token.
+	want, err := s.boundHash(se.ID, secret)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(want), []byte(se.TokenHash)) != 1 {
 		return nil, bad
 	}
 	if !se.Live(s.Now()) {

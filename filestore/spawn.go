@@ -68,9 +68,13 @@ func (s *Store) CreateSpawn(n NewSpawn) (*Spawn, string, error) {
 	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType,
 		TicketExpiresAt: now.Add(n.TicketTTL), SessionIDs: []string{}, StartedAt: now, UpdatedAt: now, Version: 1}
 	secret := newSecret("")
-	sp.TicketHash = hashSecret(sp.ID, secret)
+	h, err := s.boundHash(sp.ID, secret)
+	if err != nil {
+		return nil, "", err
+	}
+	sp.TicketHash = h
 	sp.LogPath = s.Rel(s.SpawnLogPath(sp.ID))
-	err := s.locked(func() error {
+	err = s.locked(func() error {
 		if err := writeJSON(s.spawnPath(sp.ID), sp, 0o600); err != nil {
 			return err
 		}
@@ -94,6 +98,7 @@ func (s *Store) Spawn(id string) (*Spawn, error) {
 		}
 		return nil, err
 	}
+	sp.ID = id // the file name is the identity, whatever the file claims
 	return &sp, nil
 }
 
@@ -177,7 +182,13 @@ func (s *Store) redeemTicketLocked(agentID, ticket string) (*Spawn, error) {
 	if err != nil {
 		return nil, bad
 	}
-	if subtle.ConstantTimeCompare([]byte(hashSecret(sp.ID, secret)), []byte(sp.TicketHash)) != 1 || sp.AgentID != agentID ||
+	// Bound to this machine's key: a spawn record that came with the repository matches
+	// no ticket.
+	want, err := s.boundHash(sp.ID, secret)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(want), []byte(sp.TicketHash)) != 1 || sp.AgentID != agentID ||
 		sp.TicketUsedAt != nil || !s.Now().Before(sp.TicketExpiresAt) {
 		return nil, bad
 	}

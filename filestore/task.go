@@ -127,6 +127,10 @@ func (s *Store) readTask(id string) (*Task, error) {
 		return nil, err
 	}
 	t.normalize()
+	// The file name is the task's identity; an "id" inside that says otherwise (a hand
+	// edit, a stranger's commit) must not make an action on this task act on another.
+	// doctor reports the mismatch.
+	t.ID = id
 	return &t, nil
 }
 

@@ -375,10 +375,15 @@ func (s *Server) resolve(c *call) error {
 	if err != nil {
 		return err
 	}
-	// A token is bound to its holder: the process that opened the session (for a spawned
+	// A token is bound to its holder: the server that opened the session (for a spawned
 	// agent, the server the spawn ticket was given to). A token copied to another process
-	// is refused there.
-	if se.PID != s.pid {
+	// is refused there. The pid in the session file alone is no proof (it can be edited,
+	// and two servers in separate pid namespaces share one): the session must also be one
+	// this server opened, which only its memory knows.
+	s.mu.Lock()
+	_, mine := s.ownedAs[se.ID]
+	s.mu.Unlock()
+	if se.PID != s.pid || !mine {
 		return &toolError{Code: "invalid_session", Message: "this session_token belongs to another process's session",
 			Hint: "omit session_token to use this process's session, or call authenticate here"}
 	}

@@ -51,8 +51,12 @@ func (a *app) cmdDemo(args []string) error {
 	if os.Getenv("CHAT_IDLE_TIMEOUT_SECONDS") == "" {
 		os.Setenv("CHAT_IDLE_TIMEOUT_SECONDS", "2")
 	}
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
-		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands()}, filestore.Options{Now: a.now})
+		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe}, filestore.Options{Now: a.now})
 	if err != nil {
 		return err
 	}

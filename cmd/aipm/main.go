@@ -248,6 +248,9 @@ func (a *app) open() (*filestore.Store, error) {
 			if rel, rerr := filepath.Rel(w.Top, cwd); rerr == nil {
 				if r, ferr := filestore.Find(filepath.Join(w.Main, rel)); ferr == nil {
 					a.worktreeCopy = filepath.Join(w.Top, rel)
+					if err := clone.CheckOwner(r); err != nil {
+						return nil, err
+					}
 					return filestore.Open(r, filestore.Options{Now: a.now})
 				}
 			}
@@ -264,6 +267,11 @@ func (a *app) open() (*filestore.Store, error) {
 	}
 	if linked {
 		a.worktreeCopy = root
+	}
+	// Another user's store (a world-writable parent, a shared mount) names what runs and
+	// what is trusted: refused unless allowed, as git does.
+	if err := clone.CheckOwner(shared); err != nil {
+		return nil, err
 	}
 	return filestore.Open(shared, filestore.Options{Now: a.now})
 }

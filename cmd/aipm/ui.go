@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,7 +50,13 @@ func (a *app) cmdUI(args []string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		hosts = append(hosts, net.JoinHostPort("localhost", port))
 	}
-	token, err := uiToken(filepath.Join(s.Dir(), "runtime", "ui-token"))
+	// The token lives with what this machine trusts, outside the repository: a
+	// runtime/ui-token that came with a clone must not be the key to this page.
+	mdir, err := s.MachineDir()
+	if err != nil {
+		return err
+	}
+	token, err := uiToken(filepath.Join(mdir, "ui-token"))
 	if err != nil {
 		return err
 	}
@@ -65,15 +70,11 @@ func (a *app) cmdUI(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-	}
+	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}), 0)
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(ui.LimitListener(ln, ui.MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err

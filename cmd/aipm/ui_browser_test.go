@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/mark3labs/mcp-go/client"
@@ -571,7 +572,15 @@ func TestUIBrowser(t *testing.T) {
 	do("reloading the tab", chromedp.Reload())
 	waitFor("the board in the reloaded tab", card("in_progress", api), 30*time.Second)
 	stopAgain()
-	if err := os.Remove(filepath.Join(repo, ".ai-pm", "runtime", "ui-token")); err != nil {
+	st, err := filestore.Open(repo, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdir, err := st.MachineDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(mdir, "ui-token")); err != nil {
 		t.Fatal(err)
 	}
 	if other, _ := startUIProc(ctx, t, repo, env, "--addr", addr); other == fixed {

@@ -361,9 +361,9 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				}
 				continue
 			}
-			if ok, err := c.s.CommandApproved(AIType(ag), ac); !ok {
+			if ok, prog, err := c.approved(AIType(ag), ac, c.s.Root()); !ok {
 				// A command from a clone or a pull runs only once this machine approved it.
-				key := "trust:" + filestore.CommandHash(AIType(ag), ac)
+				key := "trust:" + filestore.CommandHash(AIType(ag), ac, prog)
 				if !c.warned[key] {
 					c.warned[key] = true
 					if err != nil {
@@ -434,7 +434,7 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		ac, ok := p.Settings.AgentCommands[AIType(ag)]
 		startable := ok
 		if ok {
-			startable, _ = c.s.CommandApproved(AIType(ag), ac)
+			startable, _, _ = c.approved(AIType(ag), ac, c.s.Root())
 		}
 		if task || chat || c.ours[ag.ID] || held[ag.ID] || startable && (w.TaskID != "" || w.Chat) {
 			ids = append(ids, ag.ID)
@@ -702,12 +702,26 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		}
 		workdir = dir
 	}
+	// What runs is checked where it runs: the program as it resolves in the agent's
+	// directory (a worktree may hold another version of a repository script), and that
+	// very file is executed.
+	ok, prog, err := c.approved(AIType(ag), ac, workdir)
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("its program %s, as it resolves in %s, is not the one approved on this machine; review it and approve it with `aipm trust`", prog, workdir)
+		}
+		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
+		return false
+	}
 	vars := spawnVars{AIPM: c.aipm, Workdir: workdir, AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
 		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, workdir)}
 	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
 	if err != nil {
-		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
+		fail(sp, fmt.Errorf("settings.agent_commands.%s (agent %s): %w", AIType(ag), ag.ID, err))
 		return false
+	}
+	if prog.Exec != "" {
+		plan.Argv[0] = prog.Exec
 	}
 	log, err := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID))
 	if err != nil {
@@ -749,6 +763,17 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		c.exits <- exitEvent{p: pr, err: err}
 	}()
 	return true
+}
+
+// approved resolves an agent command's program as it would run in dir and reports
+// whether this machine approved the command with that program.
+func (c *Coordinator) approved(name string, ac filestore.AgentCommand, dir string) (bool, filestore.Program, error) {
+	prog, err := c.s.CommandProgram(ac, c.aipm, dir)
+	if err != nil {
+		return false, prog, err
+	}
+	ok, err := c.s.CommandApproved(name, ac, prog)
+	return ok, prog, err
 }
 
 func findTask(tasks []*filestore.Task, id string) *filestore.Task {

@@ -20,8 +20,9 @@
 // whose name was rebound to 127.0.0.1 is refused), and only requests carrying the
 // token for everything but the page itself: the token travels in the URL the command
 // prints, in the X-Aipm-Token header of the page's requests, and in the query of its event
-// stream. `aipm ui` keeps one token per machine (runtime/ui-token), so a tab survives a
-// restart on the same address.
+// stream. `aipm ui` keeps one token per machine (ui-token in the machine directory that
+// holds this repository's approvals, outside the clone), so a tab survives a restart on
+// the same address.
 //
 // It imports filestore and watch, never cmd/aipm (which wires it up) or tools.
 package ui
