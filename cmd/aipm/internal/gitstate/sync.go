@@ -241,8 +241,8 @@ func push(root, remote string) (rejected bool, err error) {
 		if strings.HasPrefix(l, "!") && strings.Contains(l, "[rejected]") {
 			return true, nil
 		}
-		if strings.HasPrefix(l, "!") && strings.Contains(l, "[remote rejected]") && strings.Contains(l, "cannot lock ref") {
-			return true, nil // another clone's push to the same ref was under way
+		if strings.HasPrefix(l, "!") && strings.Contains(l, "[remote rejected] (failed to update ref)") {
+			return true, nil // the ref moved between the remote's answer and our update: another push landed
 		}
 	}
 	msg := strings.TrimSpace(string(errb))
