@@ -209,6 +209,18 @@ func Checkout(root string) (ok bool, err error) {
 	if err := setUpstream(top, remote); err != nil {
 		return false, err
 	}
+	if entries, _ := os.ReadDir(stateDir(top)); len(entries) > 0 {
+		// What a clone of the old layout keeps after a pull that stopped tracking .ai-pm:
+		// its runtime area. No project file is there, so no agent runs: write the
+		// branch's files around it.
+		if err := attach(top); err != nil {
+			return false, err
+		}
+		if _, err := (gitCmd{dir: stateDir(top)}).run("checkout-index", "-a", "-q"); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
 	if _, err := g.run("worktree", "add", "-q", stateDir(top), Branch); err != nil {
 		return false, fmt.Errorf("check out the state branch into %s: %w", stateDir(top), err)
 	}
