@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,9 +110,7 @@ func (s *Syncer) Once(ctx context.Context) (*Round, error) {
 		}
 	}
 	if r.Committed || len(r.Merged) > 0 {
-		// Every commit adds loose objects: a whole new blob for each mailbox appended
-		// to. Packing deltifies them (see README, "Bounded history").
-		gitCmd{dir: root}.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+		pack(root)
 	}
 	if s.AfterRound != nil {
 		if err := s.AfterRound(ctx, r); err != nil {
@@ -143,6 +142,32 @@ func (s *Syncer) Loop(ctx context.Context, interval time.Duration, report func(*
 	defer cancel()
 	r, err := s.Once(last)
 	report(r, err)
+}
+
+// looseLimit is the size of loose objects (KiB) past which a round packs them.
+const looseLimit = 32 << 10
+
+// pack keeps the history small. Every commit stores whole new objects: a new blob for
+// each mailbox appended to and a new tree for each directory changed — at 10,000 tasks,
+// the tasks/ tree alone is half a megabyte. Git's own `gc --auto` counts loose objects,
+// not bytes, so gigabytes could pile up before it acts; packing deltifies these objects
+// against their previous versions to a few hundred bytes each. So: when the loose
+// objects pass looseLimit, `git repack -d` packs them, and `git gc --auto` then merges
+// packs when they grow many.
+func pack(root string) {
+	g := gitCmd{dir: root}
+	out, err := g.run("count-objects", "-v")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "size: "); ok {
+			if kib, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && kib > looseLimit {
+				g.ok("repack", "-d", "-q")
+			}
+		}
+	}
+	g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
 }
 
 // lock takes the clone's sync lock, so `aipm sync` and `aipm run` never run git in the
