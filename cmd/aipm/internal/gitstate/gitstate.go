@@ -21,7 +21,9 @@
 // as for a local write.
 //
 // A linked code worktree (`git worktree add` for a coding agent) has no .ai-pm of its
-// own: aipm there uses the main worktree's, as before (cmd/aipm/internal/clone).
+// own: aipm there uses the main worktree's, as before (cmd/aipm/internal/clone). This
+// package knows Git only through the git command, and imports no other package of the
+// command.
 //
 // A directory outside Git keeps its plain .ai-pm/. So does a repository with no remote at
 // `aipm init`, and one that tracks .ai-pm/ on its code branch (the layout before this
@@ -51,7 +53,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -123,14 +124,15 @@ func setUpstream(root, remote string) error {
 // mainTop returns the top of root's main worktree, refusing a linked worktree and a
 // directory outside Git.
 func mainTop(root string) (string, error) {
-	w, ok := clone.Find(root)
-	if !ok || !clone.IsRepo(root) {
-		return "", fmt.Errorf("%s: %w", root, clone.ErrNotGit)
+	out, err := gitCmd{dir: root}.run("rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir")
+	f := strings.Split(out, "\n")
+	if err != nil || len(f) != 3 {
+		return "", fmt.Errorf("%s is not in the worktree of a Git repository: the state branch needs one", root)
 	}
-	if w.Main != "" {
-		return "", fmt.Errorf("%s is a linked worktree: run this in the clone's main worktree, %s", w.Top, w.Main)
+	if filepath.Clean(f[1]) != filepath.Clean(f[2]) {
+		return "", fmt.Errorf("%s is a linked worktree: run this in the clone's main worktree, %s", f[0], filepath.Dir(f[2]))
 	}
-	return w.Top, nil
+	return f[0], nil
 }
 
 // exclude adds /.ai-pm/ to the clone's .git/info/exclude.
