@@ -16,6 +16,8 @@
 //	  events.jsonl                  history: every change, who made it, when, from what to what
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
+//	  .git                          (a file) when .ai-pm is the worktree of the state branch
+//	                                aipm/state (cmd/aipm/internal/gitstate); Git's, not aipm's
 //	  runtime/                      git-ignored machine-local state:
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
@@ -197,6 +199,12 @@
 // those fields alone, version one more than both sides. Store reads report a file with
 // conflict markers as an unresolved merge, and Check names the entity, the fields and
 // both values.
+//
+// In a clone with a remote, .ai-pm is instead a worktree of its own branch, aipm/state,
+// which the code branches ignore; `aipm sync` merges another clone's changes path by path
+// from Git's objects — entity files by Merge, JSONL files by MergeLines (each record once,
+// in time order) — and writes the results through Files (Store.Exclusive): atomically,
+// under the store lock, noted in the change journal like any write of the store's own.
 //
 // # A clone is untrusted input
 //
