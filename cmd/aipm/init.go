@@ -35,6 +35,13 @@ func (a *app) cmdInit(args []string) error {
 		// A clone (or a re-run): the project is there, this machine's side of it may not be.
 		return a.prepareClone(dir, fs.json)
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		// A linked worktree of a clone whose state is on its own branch has no .ai-pm
+		// checked out: it uses the clone's store, like any linked worktree.
+		if _, linked, err := clone.SharedRoot(abs); err == nil && linked {
+			return a.prepareClone(dir, fs.json)
+		}
+	}
 	stateBranch := atMainTop(dir)
 	if stateBranch {
 		// A clone of a project whose state is on its own branch: check it out.
