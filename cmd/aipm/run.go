@@ -57,16 +57,21 @@ func (a *app) cmdRun(args []string) error {
 	// clone's message or task reaches this one's agents within a round or two.
 	if remote := gitstate.Remote(s.Root()); !*noSync && remote != "" && gitstate.Attached(s.Root()) {
 		sy := &gitstate.Syncer{Store: s, Remote: remote}
+		wake, stopWatch, err := a.wakeOn(s.Dir(), syncRelevant)
+		if err != nil {
+			return err
+		}
+		defer stopWatch()
 		syncCtx, stopSync := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			sy.Loop(syncCtx, *syncEvery, roundReporter(a.stdout, a.stderr, remote, !*timeline))
+			sy.Loop(syncCtx, *syncEvery, wake, roundReporter(a.stdout, a.stderr, remote, !*timeline))
 		}()
-		err := c.Run(ctx)
+		runErr := c.Run(ctx)
 		stopSync()
 		<-done // the last round pushes what the agents did last
-		return err
+		return runErr
 	}
 	return c.Run(ctx)
 }

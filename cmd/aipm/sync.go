@@ -51,9 +51,21 @@ func (a *app) cmdSync(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a.printf("syncing %s with %s every %s (Ctrl-C stops)\n", gitstate.Branch, remoteName(sy.Remote), *interval)
-	sy.Loop(ctx, *interval, roundReporter(a.stdout, a.stderr, sy.Remote, false))
+	wake, stopWatch, err := a.wakeOn(s.Dir(), syncRelevant)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
+	a.printf("syncing %s with %s every %s and after local changes (Ctrl-C stops)\n", gitstate.Branch, remoteName(sy.Remote), *interval)
+	sy.Loop(ctx, *interval, wake, roundReporter(a.stdout, a.stderr, sy.Remote, false))
 	return nil
+}
+
+// syncRelevant tells the changes a sync round commits: not the machine-local runtime
+// area, Git's own file, or a write in progress.
+func syncRelevant(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return first != "runtime" && first != ".git" && !strings.HasSuffix(p, ".tmp")
 }
 
 // newSyncer returns the syncer of the store's clone, or says what to do when its state

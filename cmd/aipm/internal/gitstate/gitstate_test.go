@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -230,5 +231,45 @@ func TestExcludeOnce(t *testing.T) {
 	}
 	if n := strings.Count(string(data), "\n/.ai-pm/\n"); n != 1 {
 		t.Errorf("exclude holds /.ai-pm/ %d times:\n%s", n, data)
+	}
+}
+
+func TestLoopWakesOnLocalChange(t *testing.T) {
+	a, _ := twoClones(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	wake := make(chan struct{}, 1)
+	reports := make(chan *Round, 10)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		// An hour between ticks: only the wake can start the second round.
+		(&Syncer{Store: a, Remote: "origin"}).Loop(ctx, time.Hour, wake, func(r *Round, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+			reports <- r
+		})
+	}()
+	next := func() *Round {
+		select {
+		case r := <-reports:
+			return r
+		case <-time.After(30 * time.Second):
+			t.Fatal("no round within 30 s")
+			return nil
+		}
+	}
+	next() // the first round, at once
+	if _, err := a.CreateTask(owner, filestore.NewTask{Title: "Woken"}); err != nil {
+		t.Fatal(err)
+	}
+	wake <- struct{}{}
+	if r := next(); !r.Committed || !r.Pushed {
+		t.Errorf("round after the wake: %+v, want the change committed and pushed", r)
+	}
+	cancel()
+	<-done
+	if r := next(); r == nil || r.Pushed {
+		t.Errorf("last round: %+v, want nothing left to push", r)
 	}
 }

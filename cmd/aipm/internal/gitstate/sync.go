@@ -121,8 +121,12 @@ func (s *Syncer) Once(ctx context.Context) (*Round, error) {
 }
 
 // Loop runs a round every interval until ctx ends, then one last round so that what was
-// done just before the end is pushed. report sees every round's outcome.
-func (s *Syncer) Loop(ctx context.Context, interval time.Duration, report func(*Round, error)) {
+// done just before the end is pushed. A signal on wake (a local change: the caller
+// watches the store) starts the next round early, so this clone's changes leave at once
+// rather than at the next tick — but never sooner than minGap after the previous round,
+// so a busy agent does not turn the loop into a stream of pushes. report sees every
+// round's outcome.
+func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan struct{}, report func(*Round, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -131,17 +135,38 @@ func (s *Syncer) Loop(ctx context.Context, interval time.Duration, report func(*
 			break
 		}
 		report(r, err)
-		select {
-		case <-ctx.Done():
-		case <-t.C:
-			continue
+		if !pause(ctx, t.C, wake, min(interval, minGap)) {
+			break
 		}
-		break
 	}
 	last, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	r, err := s.Once(last)
 	report(r, err)
+}
+
+// minGap is the least time between a round and one a local change starts.
+const minGap = 250 * time.Millisecond
+
+// pause waits for the next round: the tick, or a wake once gap has passed. It is false
+// when ctx ended.
+func pause(ctx context.Context, tick <-chan time.Time, wake <-chan struct{}, gap time.Duration) bool {
+	g := time.NewTimer(gap)
+	defer g.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+		return true
+	case <-g.C:
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-wake:
+	}
+	return true
 }
 
 // looseLimit is the size of loose objects (KiB) past which a round packs them.
