@@ -278,11 +278,14 @@ func repoKiB(b *testing.B, dir string) (loose, packed int) {
 }
 
 // BenchmarkSyncHistory measures what sync adds to a clone's Git history on a
-// project of 10,000 tasks (AIPM_BENCH_TASKS): 1,000 task status changes
-// (AIPM_BENCH_TRANSITIONS), one sync round (commit) each, then 10,000
-// messages (AIPM_BENCH_HISTORY_MESSAGES), ten per round. It logs the bytes
-// each adds once `git gc` has packed them, and the size the history reached
-// before that gc with only the packing sync does by itself.
+// project of 10,000 tasks (AIPM_BENCH_TASKS): 200 task status changes
+// (AIPM_BENCH_TRANSITIONS), one sync round (commit) each — the worst case,
+// a busy team changes several per round — then 2,000 messages
+// (AIPM_BENCH_HISTORY_MESSAGES), ten per round. It logs the bytes each adds
+// once `git gc` has packed them, scaled to 1,000 transitions and 10,000
+// messages (growth is linear: every commit adds the same kind of objects),
+// and the size the history reached before that gc with only the packing sync
+// does by itself.
 func BenchmarkSyncHistory(b *testing.B) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -311,8 +314,8 @@ func BenchmarkSyncHistory(b *testing.B) {
 	if err != nil || len(tasks) == 0 {
 		b.Fatalf("no todo task to change: %v", err)
 	}
-	transitions := scaleEnvInt(b, "AIPM_BENCH_TRANSITIONS", 1_000)
-	messages := scaleEnvInt(b, "AIPM_BENCH_HISTORY_MESSAGES", 10_000)
+	transitions := scaleEnvInt(b, "AIPM_BENCH_TRANSITIONS", 200)
+	messages := scaleEnvInt(b, "AIPM_BENCH_HISTORY_MESSAGES", 2_000)
 	b.ResetTimer()
 	for i := range transitions {
 		tk := tasks[(i/2)%len(tasks)]
@@ -347,8 +350,8 @@ func BenchmarkSyncHistory(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 	b.ReportMetric(float64(afterT-base)*1000/float64(transitions), "B/transition")
 	b.ReportMetric(float64(afterM-afterT)*1000/float64(messages), "B/message")
-	b.Logf("history at %d tasks: %d transitions (a commit each) add %d KiB after gc (%d KiB in the clone before it: %d loose, %d packed)",
-		gen.tasks, transitions, afterT-base, l1+p1-base, l1, p1-base)
-	b.Logf("%d messages (a commit per 10) add %d KiB after gc (%d KiB before it: %d loose, %d packed)",
-		messages, afterM-afterT, l2+p2-afterT, l2, p2-afterT)
+	b.Logf("history at %d tasks: %d transitions (a commit each) add %d KiB after gc, %.0f KiB per 1,000 (%d KiB in the clone before it: %d loose, %d packed)",
+		gen.tasks, transitions, afterT-base, float64(afterT-base)*1000/float64(transitions), l1+p1-base, l1, p1-base)
+	b.Logf("%d messages (a commit per 10) add %d KiB after gc, %.0f KiB per 10,000 (%d KiB before it: %d loose, %d packed)",
+		messages, afterM-afterT, float64(afterM-afterT)*10000/float64(messages), l2+p2-afterT, l2, p2-afterT)
 }

@@ -97,7 +97,7 @@ func Migrate(root string) (*Migration, error) {
 		return nil, err
 	}
 	if !st.ok("diff", "--cached", "--quiet") {
-		if _, err := st.run("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"); err != nil {
+		if _, err := st.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"); err != nil {
 			return nil, err
 		}
 		m.Pending = true
@@ -222,7 +222,7 @@ func untrack(top string) (string, error) {
 			return "", err
 		}
 	}
-	if _, err := g.run("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m",
+	if _, err := g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m",
 		"Move .ai-pm/ to branch "+Branch+"\n\nThe project's state now lives on its own branch, which `aipm sync` commits, merges and\npushes; code branches ignore it. Its history up to here is on that branch."); err != nil {
 		return "", err
 	}

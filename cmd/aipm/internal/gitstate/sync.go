@@ -263,7 +263,8 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 }
 
 // commitLocal commits every change of the working copy; the caller holds the store
-// lock, so the files stand still while git reads them.
+// lock, so the files stand still while git reads them. The commit starts no detached
+// `git gc` of its own: pack does it, in the round, after the lock is released.
 func commitLocal(g gitCmd) (bool, error) {
 	if _, err := g.run("add", "-A", "."); err != nil {
 		return false, err
@@ -277,7 +278,7 @@ func commitLocal(g gitCmd) (bool, error) {
 	if host != "" {
 		msg += " on " + host
 	}
-	_, err := g.run("-c", "commit.gpgsign=false", "commit", "-q", "--no-verify", "-m", msg)
+	_, err := g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
 	return err == nil, err
 }
 
