@@ -273,3 +273,40 @@ func TestLoopWakesOnLocalChange(t *testing.T) {
 		t.Errorf("last round: %+v, want nothing left to push", r)
 	}
 }
+
+func TestPushRefusedIsNotForced(t *testing.T) {
+	a, b := twoClones(t)
+	ctx := context.Background()
+	if _, err := b.CreateTask(owner, filestore.NewTask{Title: "From B"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	remote := mustGit(t, b.Dir(), "rev-parse", "origin/"+Branch)
+	// A commits without fetching first, as when B's push lands between A's fetch and
+	// A's push: git refuses a non-fast-forward, and push says so rather than forcing.
+	if _, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commitLocal(gitCmd{dir: a.Dir()}); err != nil {
+		t.Fatal(err)
+	}
+	rejected, err := push(a.Root(), "origin")
+	if err != nil || !rejected {
+		t.Fatalf("push = %v, %v; want refused", rejected, err)
+	}
+	if now := mustGit(t, b.Dir(), "ls-remote", "origin", ref); !strings.HasPrefix(now, remote) {
+		t.Errorf("origin moved to %s after a refused push, want %s", now, remote)
+	}
+	// The next round fetches, merges and pushes: both tasks on origin.
+	r, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx)
+	if err != nil || !r.Pushed {
+		t.Fatalf("round after the refusal: %+v, %v", r, err)
+	}
+	if !g(t, a.Dir()).ok("merge-base", "--is-ancestor", remote, "HEAD") {
+		t.Error("B's commit is not in A's pushed history")
+	}
+}
+
+func g(t *testing.T, dir string) gitCmd { t.Helper(); return gitCmd{dir: dir} }
