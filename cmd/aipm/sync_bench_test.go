@@ -185,10 +185,10 @@ func BenchmarkSyncWake(b *testing.B) {
 	a := syncClone(b, dir, origin, "a", true)
 	scaleCLI(b, exe, a, "init", "--name", "syncwake", "--owner", "owner")
 	scaleCLI(b, exe, a, "agent", "add", "c", "--parent", "owner", "--passkey", "c-passkey")
-	scaleCLI(b, exe, a, "chat", "open", "c")
 	scaleCLI(b, exe, a, "sync", "--once")
 	c := syncClone(b, dir, origin, "c", false)
 	scaleCLI(b, exe, c, "init")
+	scaleCLI(b, exe, c, "chat", "open", "c") // an open chat is this machine's: chat work for c here
 	// The passkey is machine-local: C gets its own.
 	key := ""
 	for _, l := range strings.Split(scaleCLI(b, exe, c, "agent", "passkey", "c"), "\n") {

@@ -86,14 +86,13 @@ func (s *Syncer) Once(ctx context.Context) (*Round, error) {
 		if s.Remote == "" {
 			break
 		}
-		g := gitCmd{dir: stateDir(root)}
-		head, err := g.run("rev-parse", "HEAD")
-		if err != nil {
-			return r, err
-		}
 		if found {
-			if t, _ := g.run("rev-parse", theirs); t == head {
-				break
+			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
+			if err != nil {
+				return r, err
+			}
+			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
+				break // nothing of ours that the remote lacks
 			}
 		}
 		rejected, err := push(root, s.Remote)
@@ -178,7 +177,7 @@ const looseLimit = 32 << 10
 // not bytes, so gigabytes could pile up before it acts; packing deltifies these objects
 // against their previous versions to a few hundred bytes each. So: when the loose
 // objects pass looseLimit, `git repack -d` packs them, and `git gc --auto` then merges
-// packs when they grow many.
+// the packs if they have grown many. One cheap `count-objects` a round checks it.
 func pack(root string) {
 	g := gitCmd{dir: root}
 	out, err := g.run("count-objects", "-v")
@@ -189,10 +188,10 @@ func pack(root string) {
 		if v, ok := strings.CutPrefix(l, "size: "); ok {
 			if kib, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && kib > looseLimit {
 				g.ok("repack", "-d", "-q")
+				g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
 			}
 		}
 	}
-	g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
 }
 
 // lock takes the clone's sync lock, so `aipm sync` and `aipm run` never run git in the
@@ -269,16 +268,16 @@ func commitLocal(g gitCmd) (bool, error) {
 	if _, err := g.run("add", "-A", "."); err != nil {
 		return false, err
 	}
-	if g.ok("diff", "--cached", "--quiet") {
-		return false, nil
+	staged, err := g.run("diff", "--cached", "--name-only", "-z")
+	if err != nil || staged == "" {
+		return false, err
 	}
-	stat, _ := g.run("diff", "--cached", "--shortstat")
-	host, _ := os.Hostname()
-	msg := "aipm: " + strings.TrimSpace(stat)
-	if host != "" {
+	n := len(strings.Split(strings.TrimRight(staged, "\x00"), "\x00"))
+	msg := fmt.Sprintf("aipm: %d file(s) changed", n)
+	if host, _ := os.Hostname(); host != "" {
 		msg += " on " + host
 	}
-	_, err := g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
+	_, err = g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
 	return err == nil, err
 }
 
