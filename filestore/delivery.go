@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"time"
@@ -15,9 +16,10 @@ import (
 // after the first, would leave the message in the sender's mailbox only: sent as far as the
 // sender can see, never received. So a send first records what it is delivering in
 // runtime/delivery.json (fsynced), then appends both lines, then empties the record. A
-// record found non-empty means a send was interrupted: whoever takes the store lock next to
-// send or to read messages finishes it (finishDeliveryLocked), and `aipm doctor --repair`
-// does too. Found by message id, a copy already there is never written twice.
+// write that fails is undone (undoDelivery). A record found non-empty means a send was
+// killed: whoever takes the store lock next to send, or the receiver reading its messages,
+// finishes it (finishDeliveryLocked), and `aipm doctor --repair` does too. Found by
+// message id, a copy already there is never written twice.
 //
 // The record covers this machine. Check also compares the recent lines of every mailbox
 // with their receivers' (unpairedMessages), which finds a message in one mailbox only
@@ -32,7 +34,7 @@ type deliveryRecord struct {
 func (s *Store) deliveryPath() string { return s.path("runtime", "delivery.json") }
 
 // deliveryFault, when set (by tests), runs between the sender's append and the receiver's:
-// it stands for a kill (a panic) or a full disk (an error) at the worst moment.
+// it stands for a kill (a panic) or a failed write (an error) at the worst moment.
 var deliveryFault func() error
 
 // pairWindow is how many of the last lines of each mailbox unpairedMessages checks for sent
@@ -45,10 +47,13 @@ const pairSlack = 24 * time.Hour
 
 // deliverLocked is the dual write: the sender's copy (with receiverId) first, then the
 // receiver's (without), each fsynced, between a record of the delivery and its clearing.
-// The caller holds the store lock.
+// A write that fails (a full disk, a mailbox aipm refuses to open) undoes what the send
+// wrote, so the message is in neither mailbox and the sender gets the error; only a send
+// that cannot undo, or a process killed on the way, leaves the record for the next one to
+// finish. The caller holds the store lock.
 func (s *Store) deliverLocked(m Message, to string) error {
-	if _, err := s.finishDeliveryLocked(); err != nil {
-		return err
+	if _, err := s.finishDeliveryLocked(""); err != nil {
+		return fmt.Errorf("an earlier message, interrupted while being sent, cannot be delivered: %w", err)
 	}
 	m.ReceiverID = ""
 	rec, err := json.Marshal(deliveryRecord{To: to, Message: m})
@@ -60,27 +65,75 @@ func (s *Store) deliverLocked(m Message, to string) error {
 	}
 	sent := m
 	sent.ReceiverID = to
-	if err := s.appendMessage(m.SenderID, sent); err != nil {
-		return s.interrupted(m, to, err)
+	err = s.appendMessage(m.SenderID, sent)
+	if err == nil && deliveryFault != nil {
+		err = deliveryFault()
 	}
-	if deliveryFault != nil {
-		if err := deliveryFault(); err != nil {
-			return s.interrupted(m, to, err)
-		}
+	if err == nil {
+		err = s.appendMessage(to, m)
 	}
-	if err := s.appendMessage(to, m); err != nil {
-		return s.interrupted(m, to, err)
+	if err != nil {
+		return s.undoDelivery(m, to, err)
 	}
 	// Not fsynced: a record that survives a crash only leads to a check that finds both
 	// copies.
 	return s.writeDeliveryRecord(nil, false)
 }
 
-// interrupted is the error of a send that failed after its record was written. The record
-// stays, so the message is never left half-sent: the next send or read (or `aipm doctor
-// --repair`) delivers it if the sender's copy landed, and forgets it if not.
-func (s *Store) interrupted(m Message, to string, err error) error {
-	return fmt.Errorf("message %s to %s not fully written (%w); it is kept in %s and delivered by the next message sent or read in this project, or by `aipm doctor --repair`, once the store can write again: do not send it again", m.ID, to, err, s.Rel(s.deliveryPath()))
+// undoDelivery takes the message's lines (whole or torn) off the end of both mailboxes
+// after a failed write, and clears the record: the send did not happen. If that fails too,
+// the record stays and the message is delivered later instead, as after a kill.
+func (s *Store) undoDelivery(m Message, to string, cause error) error {
+	for _, id := range []string{to, m.SenderID} {
+		if err := s.dropLastLine(id, m.ID); err != nil {
+			return fmt.Errorf("message %s to %s not fully written (%w); it is kept in %s and delivered by the next message sent in this project, or by `aipm doctor --repair`, once the store can write again: do not send it again", m.ID, to, cause, s.Rel(s.deliveryPath()))
+		}
+	}
+	if err := s.writeDeliveryRecord(nil, true); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+// dropLastLine truncates a torn last line of the agent's mailbox, then its last line if
+// it is the message id. A missing mailbox has nothing to drop; one aipm refuses to open
+// (a link) was not written to.
+func (s *Store) dropLastLine(agentID, id string) error {
+	path := s.mailboxPath(agentID)
+	fi, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
+		return nil
+	}
+	f, err := openSafe(path, os.O_RDWR, 0, maxJSONLFile)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	// A message line is at most a few times MessageMaxChars bytes; 1 MiB covers the
+	// longest the store writes.
+	start := max(info.Size()-(1<<20), 0)
+	data := make([]byte, info.Size()-start)
+	if _, err := f.ReadAt(data, start); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	end := bytes.LastIndexByte(data, '\n') + 1 // past the last complete line
+	if end > 0 {
+		i := bytes.LastIndexByte(data[:end-1], '\n')
+		if m, ok := parseMessage(data[i+1 : end-1]); ok && m.ID == id {
+			end = i + 1
+		}
+	}
+	if start+int64(end) == info.Size() {
+		return nil
+	}
+	if err := f.Truncate(start + int64(end)); err != nil {
+		return err
+	}
+	return f.Sync()
 }
 
 // writeDeliveryRecord replaces the record's content (nil empties it).
@@ -109,8 +162,10 @@ func (s *Store) writeDeliveryRecord(data []byte, durable bool) error {
 
 // finishDeliveryLocked completes a send that was interrupted: when the record names a
 // message whose sender's copy is there, the receiver's copy is appended unless it is there
-// too. It returns the message it delivered (with ReceiverID), if any. The caller holds the store lock.
-func (s *Store) finishDeliveryLocked() (*Message, error) {
+// too. With onlyTo set, only a message to that agent is finished (a reader finishes its
+// own mail, and a broken mailbox elsewhere does not stop it). It returns the message it
+// delivered (with ReceiverID), if any. The caller holds the store lock.
+func (s *Store) finishDeliveryLocked(onlyTo string) (*Message, error) {
 	data, err := readFileSafe(s.deliveryPath(), 1<<20)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(bytes.TrimSpace(data)) == 0) {
 		return nil, nil
@@ -123,6 +178,9 @@ func (s *Store) finishDeliveryLocked() (*Message, error) {
 		ValidateAgentID(rec.To) != nil || ValidateAgentID(rec.Message.SenderID) != nil {
 		// Torn: the record is fsynced before any mailbox line, so none was written.
 		return nil, s.writeDeliveryRecord(nil, false)
+	}
+	if onlyTo != "" && rec.To != onlyTo {
+		return nil, nil
 	}
 	m := rec.Message
 	m.ReceiverID = ""
@@ -291,7 +349,7 @@ func (u Undelivered) String() string {
 func (s *Store) RepairDeliveries() ([]Undelivered, error) {
 	var out []Undelivered
 	err := s.locked(func() error {
-		m, err := s.finishDeliveryLocked()
+		m, err := s.finishDeliveryLocked("")
 		if err != nil {
 			return err
 		}

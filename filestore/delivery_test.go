@@ -3,6 +3,7 @@ package filestore
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -107,30 +108,69 @@ func TestKilledSendIsReportedAndDeliveredByTheNextReader(t *testing.T) {
 	}
 }
 
-// A full disk between the two appends: the sender learns the message is kept and must not
-// be sent again; the next send delivers it before its own message, each once.
-func TestFailedSendIsDeliveredByTheNextWriter(t *testing.T) {
+// A full disk between the two appends: the send is undone, so the message is in neither
+// mailbox, the sender gets the error and may send it again; nothing is left to repair.
+func TestFailedSendIsUndone(t *testing.T) {
 	s := newTestStore(t)
+	send(t, s, "owner", "w1", "before")
 	withDeliveryFault(t, func() error { return syscall.ENOSPC })
 	_, err := s.SendMessage(as("owner"), SendRequest{To: "w1", Content: "disk full"})
-	if !errors.Is(err, syscall.ENOSPC) || !strings.Contains(err.Error(), "do not send it again") {
+	if !errors.Is(err, syscall.ENOSPC) || strings.Contains(err.Error(), "kept") {
 		t.Fatalf("send on a full disk: %v", err)
 	}
 	deliveryFault = nil
-	if len(onlyInSender(t, s)) != 1 {
-		t.Fatalf("doctor does not report the message in one mailbox only")
+	for _, id := range []string{"owner", "w1"} {
+		var got []string
+		for _, m := range mailbox(t, s, id) {
+			got = append(got, m.Content)
+		}
+		if strings.Join(got, "|") != "before" {
+			t.Errorf("%s's mailbox after the failed send: %q, want only before", id, got)
+		}
 	}
-	send(t, s, "w1", "owner", "reply")  // another sender's message: the next writer
-	send(t, s, "owner", "w1", "second") // and the same sender's
+	if data, _ := os.ReadFile(s.deliveryPath()); len(data) != 0 {
+		t.Errorf("delivery record left: %q", data)
+	}
+	if probs := onlyInSender(t, s); len(probs) != 0 {
+		t.Errorf("doctor after the undone send: %v", probs)
+	}
+	send(t, s, "owner", "w1", "disk full")
+	if n := len(mailbox(t, s, "w1")); n != 2 {
+		t.Errorf("w1 holds %d messages after the resend, want 2", n)
+	}
+}
+
+// A kill between the two appends, then another sender's message: that send (the next
+// writer) delivers the half-sent message first, each once, in order.
+func TestKilledSendIsDeliveredByTheNextWriter(t *testing.T) {
+	s := newTestStore(t)
+	id := killedSend(t, s, "half sent")
+	send(t, s, "w2", "owner", "unrelated") // human-AI: no conversation needed
+	send(t, s, "owner", "w1", "second")
 	var got []string
 	for _, m := range mailbox(t, s, "w1") {
 		got = append(got, m.Content)
 	}
-	if strings.Join(got, "|") != "disk full|reply|second" {
-		t.Errorf("w1's mailbox: %q, want disk full|reply|second", got)
+	if strings.Join(got, "|") != "half sent|second" || count(mailbox(t, s, "w1"), id) != 1 {
+		t.Errorf("w1's mailbox: %q, want half sent|second", got)
 	}
 	if probs := onlyInSender(t, s); len(probs) != 0 {
 		t.Errorf("doctor after the repair: %v", probs)
+	}
+}
+
+// Another agent reading its mail does not finish (nor stumble on) a message to w1.
+func TestReaderFinishesOnlyItsOwnMail(t *testing.T) {
+	s := newTestStore(t)
+	id := killedSend(t, s, "for w1")
+	if _, err := s.TakeUnread("w2"); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(mailbox(t, s, "w1"), id); n != 0 {
+		t.Errorf("w2's read delivered w1's message")
+	}
+	if data, _ := os.ReadFile(s.deliveryPath()); len(data) == 0 {
+		t.Errorf("w2's read cleared the record of w1's message")
 	}
 }
 
@@ -186,4 +226,29 @@ func TestUnsentRecordDeliversNothing(t *testing.T) {
 			t.Errorf("record %q left: %q", rec, data)
 		}
 	}
+}
+
+// A receiver's mailbox aipm refuses to open (a link): the sender's copy is taken back, the
+// error names the link, and later messages are not held up by it.
+func TestRefusedReceiverUndoesTheSend(t *testing.T) {
+	s := newTestStore(t)
+	send(t, s, "owner", "w2", "before")
+	target := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(target, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, s.mailboxPath("w1")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.SendMessage(as("owner"), SendRequest{To: "w1", Content: "to a link"})
+	if err == nil || !strings.Contains(err.Error(), "symbolic link") || strings.Contains(err.Error(), "kept") {
+		t.Fatalf("send to a linked mailbox: %v", err)
+	}
+	if got := mailbox(t, s, "owner"); len(got) != 1 || got[0].Content != "before" {
+		t.Errorf("owner's mailbox: %+v, want only before", got)
+	}
+	if data, _ := os.ReadFile(target); len(data) != 0 {
+		t.Errorf("written through the link: %q", data)
+	}
+	send(t, s, "owner", "w2", "after")
 }

@@ -81,10 +81,11 @@
 //
 // Both lines are appended and fsynced under the store lock before the sender is answered,
 // so an acknowledged message is in both mailboxes, and every mailbox is in send order.
-// A send first writes runtime/delivery.json (fsynced), then the two lines, then empties it:
-// a send killed or out of disk space between the lines leaves the record, and the next send
-// or read under the lock (or `aipm doctor --repair`) appends the missing receiver's line,
-// found missing by message id; a record whose sender's line never landed is dropped.
+// A send first writes runtime/delivery.json (fsynced), then the two lines, then empties it.
+// A failed write is undone (both lines taken back, the sender gets the error); a send killed
+// between the lines leaves the record, and the next send, the receiver's next read (or
+// `aipm doctor --repair`) appends the missing receiver's line, found missing by message id;
+// a record whose sender's line never landed is dropped.
 // `aipm doctor` compares the last 1000 lines of every mailbox with the receivers' and reports
 // a message found in its sender's mailbox only.
 // Messages from the pseudo-sender "system" have only the receiver's line. Content is 1 to

@@ -516,9 +516,8 @@ func (s *Store) TakeUnread(agentID string) ([]Message, error) {
 	}
 	var out []Message
 	err := s.locked(func() error {
-		// A send interrupted between its two lines is finished first: its message may be
-		// this reader's.
-		if _, err := s.finishDeliveryLocked(); err != nil {
+		// A send to this reader killed between its two lines is finished first.
+		if _, err := s.finishDeliveryLocked(agentID); err != nil {
 			return err
 		}
 		msgs, next, err := s.Unread(agentID)
