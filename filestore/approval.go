@@ -38,9 +38,9 @@ type RequestResult struct {
 // RequestTask creates a backlog task assigned to the actor itself, on behalf of requesterID
 // (empty: the actor). The original system never assigned a requested task to anyone but
 // the caller, and never trusted a claimed requester: it read it from the caller's mailbox.
-// Here the requester may be named, so a requester other than the actor must have sent the
-// actor one of its last 20 received messages (unverified_requester otherwise) — without
-// this check any agent could approve its own work by naming its manager.
+// Here the requester may be named, so a requester other than the actor must have asked the
+// actor for this very task (unverified_requester otherwise, see askedFor) — without this
+// check any agent could approve its own work by naming its manager.
 //
 // The task is approved at once (approved_by the requester) when the requester is an
 // ancestor of the actor; otherwise it is pending_approval, cannot start (SPEC §4.3), and
@@ -70,8 +70,8 @@ func (s *Store) RequestTask(actor Actor, requesterID string, r TaskRequest) (*Re
 			}
 			if !asked {
 				return newErr(ErrUnauthorized, "unverified_requester",
-					"name as requester someone who asked you for this task in a message (its title in their words, or request_message_id naming that message), or omit requester_id to request it yourself (it then waits for approval)",
-					"agent %s has not asked agent %s for %q in its last %d received messages", requesterID, actor.ID, clip(r.Title), requesterWindow)
+					"name as requester someone whose message to you is the request itself (the task's title alone, or after please, task: or could you; request_message_id may name that message), or omit requester_id to request it yourself (it then waits for approval)",
+					"agent %s has not asked agent %s for %q in its last %d received messages (a message that only mentions the title is no request)", requesterID, actor.ID, clip(r.Title), requesterWindow)
 			}
 		}
 		all, err := s.taskSetLocked()
@@ -250,37 +250,91 @@ func (s *Store) recentSenders(agentID string, n int) ([]string, error) {
 	return out, nil
 }
 
-// askedFor reports whether one of the agent's last requesterWindow received messages (or
-// the one named msgID) is from requesterID and asks for the task titled title: its
-// content holds the title, compared without regard to case or spacing. Any message from
-// the requester is no proof: a greeting must not approve a task in the greeter's name.
+// askedFor reports whether the requester asked the agent for the task titled title: the
+// message named msgID (among the agent's last requestIDWindow mailbox lines) or, without
+// one, one of the agent's last requesterWindow received messages is from requesterID and
+// is a request for that title (see isRequestFor). A message that merely mentions the
+// title is no proof: "Please do NOT deploy to production" must not approve
+// "deploy to production", nor a greeting a task in the greeter's name.
 func (s *Store) askedFor(agentID, requesterID, title, msgID string) (bool, error) {
-	want := normText(title)
-	if want == "" {
+	if normText(title) == "" {
 		return true, nil // no title: newTask refuses the request for that
 	}
-	data, err := readTail(s.mailboxPath(agentID), int64(requesterWindow)*40_000)
-	if err != nil {
-		return false, err
-	}
-	for n := 0; len(data) > 0 && n < requesterWindow; {
-		i := bytes.LastIndexByte(data[:len(data)-1], '\n')
-		line := data[i+1:]
-		data = data[:i+1]
-		var m Message
-		if json.Unmarshal(line, &m) != nil || !m.received(agentID) || m.SenderID == SystemSender {
-			continue
+	found, n, lines := false, 0, 0
+	err := scanBack(s.mailboxPath(agentID), func(line []byte) bool {
+		lines++
+		m, ok := parseMessage(line)
+		if !ok || !m.received(agentID) || m.SenderID == SystemSender {
+			return lines < requestIDWindow
 		}
 		n++
-		if m.SenderID != requesterID || (msgID != "" && m.ID != msgID) {
+		if msgID != "" {
+			if m.ID != msgID {
+				return lines < requestIDWindow
+			}
+			found = m.SenderID == requesterID && isRequestFor(m.Content, title)
+			return false
+		}
+		if m.SenderID == requesterID && isRequestFor(m.Content, title) {
+			found = true
+			return false
+		}
+		return n < requesterWindow
+	})
+	return found, err
+}
+
+// requestIDWindow is how many of the agent's most recent mailbox lines are searched for a
+// message named by request_message_id.
+const requestIDWindow = 1000
+
+// requestOpeners may open a request message; the last is the original system's marker,
+// which its mailboxes still hold ("@@タスク作成: title --priority high").
+var requestOpeners = []string{"please:", "please", "task:", "request:", "request_task:",
+	"could you please", "could you", "can you please", "can you", "would you please", "would you", "will you",
+	"@@タスク作成:"}
+
+// isRequestFor reports whether a message's whole text is a request for the task titled
+// title: the title alone, or after one opener ("please", "task:", "could you", ... and a
+// leading "and" or "also"), or before a closing "please"; case, spacing and closing
+// punctuation aside. After the original's marker its trailing options ("--priority high")
+// are allowed too. Anything else — more words, a negation, a question about the title — is
+// a message about the task, not a request for it: "Please do NOT deploy to production" and
+// "could you not deploy to production?" do not request "deploy to production".
+func isRequestFor(content, title string) bool {
+	want := trimClosing(normText(title))
+	got := trimClosing(normText(content))
+	if want == "" {
+		return false
+	}
+	for _, w := range []string{"and ", "also ", "so "} {
+		got = strings.TrimPrefix(got, w)
+	}
+	if trimClosing(strings.TrimSuffix(strings.TrimSuffix(got, " please"), ",")) == want || got == want {
+		return true
+	}
+	for _, op := range requestOpeners {
+		rest, ok := strings.CutPrefix(got, op)
+		if !ok || (rest != "" && !strings.HasPrefix(rest, " ") && !strings.HasSuffix(op, ":")) {
 			continue
 		}
-		if strings.Contains(normText(m.Content), want) {
-			return true, nil
+		rest = trimClosing(strings.TrimSpace(rest))
+		rest = trimClosing(strings.TrimSuffix(strings.TrimSuffix(rest, " please"), ","))
+		if rest == want {
+			return true
 		}
+		if op == "@@タスク作成:" {
+			if head, _, ok := strings.Cut(rest, " --"); ok && trimClosing(head) == want {
+				return true
+			}
+		}
+		return false // one opener only: "please please X" is not stripped twice
 	}
-	return false, nil
+	return false
 }
+
+// trimClosing removes the punctuation and spaces a sentence may end with.
+func trimClosing(s string) string { return strings.TrimRight(s, " .!?,。！？") }
 
 // normText lowercases s and collapses its runs of white space to one space.
 func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }

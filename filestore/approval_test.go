@@ -174,7 +174,7 @@ func TestRequestTaskByNonAncestors(t *testing.T) {
 
 func TestRequestTaskRefusals(t *testing.T) {
 	s := approvalStore(t)
-	say(t, s, "po", "w3", "please do X")
+	say(t, s, "po", "w3", "please: X")
 	w3 := Actor{ID: "w3", Via: ViaTool}
 	for _, tc := range []struct {
 		name, requester string
@@ -407,25 +407,73 @@ func TestRequesterProofMustAskForTheTask(t *testing.T) {
 	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production"}); code(err) != "unverified_requester" {
 		t.Errorf("a greeting as proof: got %q, want unverified_requester", code(err))
 	}
-	say(t, s, "lead", "w3", "Please  DEPLOY to production tonight")
-	// the message named by id must be the one that asked
+	// a message that mentions the title is no request, least of all a negated one
+	say(t, s, "lead", "w3", "Please do NOT deploy to production until Monday")
+	say(t, s, "lead", "w3", "Should we deploy to production?")
+	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production"}); code(err) != "unverified_requester" {
+		t.Errorf("a negated mention as proof: got %q, want unverified_requester", code(err))
+	}
+	say(t, s, "lead", "w3", "Please  DEPLOY to production.")
 	msgs, _, _ := s.Unread("w3")
-	var greeting, ask string
+	ids := map[string]string{}
 	for _, m := range msgs {
-		if m.Content == "good morning" {
-			greeting = m.ID
-		} else {
-			ask = m.ID
+		ids[m.Content] = m.ID
+	}
+	// the message named by id must itself be the request
+	for _, c := range []string{"good morning", "Please do NOT deploy to production until Monday"} {
+		if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: ids[c]}); code(err) != "unverified_requester" {
+			t.Errorf("%q named by id: got %q, want unverified_requester", c, code(err))
 		}
 	}
-	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: greeting}); code(err) != "unverified_requester" {
-		t.Errorf("the greeting named by id: got %q, want unverified_requester", code(err))
-	}
-	res, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: ask})
+	res, err := s.RequestTask(w3, "lead", TaskRequest{Title: "Deploy to production", RequestMessageID: ids["Please  DEPLOY to production."]})
 	if err != nil || res.Task.Approval != ApprovalApproved {
 		t.Fatalf("the asking message: %v", err)
 	}
 	if res, err := s.RequestTask(w3, "lead", TaskRequest{Title: "deploy to production"}); err != nil || res.Task.ApprovedBy != "lead" {
 		t.Errorf("the asking message found by title: %v", err)
+	}
+	// a message of someone else named by id is no proof of lead's request
+	say(t, s, "w1", "w3", "deploy to production")
+	var other string
+	for _, m := range mailbox(t, s, "w3") {
+		if m.SenderID == "w1" {
+			other = m.ID
+		}
+	}
+	if _, err := s.RequestTask(w3, "lead", TaskRequest{Title: "deploy to production", RequestMessageID: other}); code(err) != "unverified_requester" {
+		t.Errorf("another sender's message named by id: got %q, want unverified_requester", code(err))
+	}
+}
+
+func TestIsRequestFor(t *testing.T) {
+	const title = "Deploy to production"
+	for _, tc := range []struct {
+		content string
+		want    bool
+	}{
+		{"deploy to production", true},
+		{"  Deploy   TO production! ", true},
+		{"Please deploy to production.", true},
+		{"please: deploy to production", true},
+		{"Task: Deploy to production", true},
+		{"request_task: deploy to production", true},
+		{"@@タスク作成: deploy to production --priority high", true},
+		{"and could you deploy to production?", true},
+		{"Can you please deploy to production", true},
+		{"Deploy to production, please!", true},
+		{"could you not deploy to production?", false},
+		{"can you tell me why we deploy to production?", false},
+		{"Please do NOT deploy to production", false},
+		{"do not deploy to production", false},
+		{"Never deploy to production", false},
+		{"Should we deploy to production?", false},
+		{"please deploy to production tonight", false},
+		{"pleasedeploy to production", false},
+		{"deploy to production --priority high", false},
+		{"", false},
+	} {
+		if got := isRequestFor(tc.content, title); got != tc.want {
+			t.Errorf("isRequestFor(%q, %q) = %v, want %v", tc.content, title, got, tc.want)
+		}
 	}
 }

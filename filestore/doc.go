@@ -40,6 +40,8 @@
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
 //	                                  read: {"id","session_id","at"} (later sessions skip them)
+//	    delivery.json                 the message being sent, {"to","message"}, between its two
+//	                                  mailbox lines; empty when no send is under way
 //	    locks/store.lock              the store lock file
 //
 // What this machine trusts is not in the repository at all (machine_trust.go): in
@@ -79,6 +81,13 @@
 //
 // Both lines are appended and fsynced under the store lock before the sender is answered,
 // so an acknowledged message is in both mailboxes, and every mailbox is in send order.
+// A send first writes runtime/delivery.json (fsynced), then the two lines, then empties it.
+// A failed write is undone (both lines taken back, the sender gets the error); a send killed
+// between the lines leaves the record, and the next send, the receiver's next read (or
+// `aipm doctor --repair`) appends the missing receiver's line, found missing by message id;
+// a record whose sender's line never landed is dropped.
+// `aipm doctor` compares the last 1000 lines of every mailbox with the receivers' and reports
+// a message found in its sender's mailbox only.
 // Messages from the pseudo-sender "system" have only the receiver's line. Content is 1 to
 // settings.message_max_chars (4000) characters, counted in Unicode code points. An agent
 // reads its own mailbox only; its read position is a byte offset in

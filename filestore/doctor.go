@@ -30,6 +30,7 @@ func (s *Store) Check() ([]Problem, error) {
 	c.links()
 	c.project()
 	c.agentsDir()
+	c.mailboxPairs()
 	c.tasksDir()
 	c.taskRules()
 	c.jsonl(s.path("events.jsonl"), func(data []byte) string {

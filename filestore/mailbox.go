@@ -90,7 +90,8 @@ type Sent struct {
 // line in the sender's mailbox, with receiverId, and one in the receiver's, without. Both
 // are written and fsynced under the store lock before it returns, so an acknowledged
 // message is in both mailboxes; the lock also orders them, so every mailbox is in send
-// order. Actor SystemSender writes only the receiver's copy.
+// order. A send interrupted between the two is finished later (see deliverLocked). Actor
+// SystemSender writes only the receiver's copy.
 //
 // Checks, in the seeds' order: content 1..MessageMaxChars characters (Unicode code points,
 // not bytes: content_too_long / empty_content), not to oneself (cannot_message_self), the
@@ -227,18 +228,6 @@ func (s *Store) target(id string) (*Agent, error) {
 			"target agent %s is not assigned to this project (status inactive)", id)
 	}
 	return a, nil
-}
-
-// deliverLocked is the dual write: the sender's copy (with receiverId) first, then the
-// receiver's (without), each fsynced. The caller holds the store lock.
-func (s *Store) deliverLocked(m Message, to string) error {
-	sent := m
-	sent.ReceiverID = to
-	if err := s.appendMessage(m.SenderID, sent); err != nil {
-		return err
-	}
-	m.ReceiverID = ""
-	return s.appendMessage(to, m)
 }
 
 // appendMessage is appendMailbox (one fsynced line) plus, when the line creates the
@@ -527,6 +516,10 @@ func (s *Store) TakeUnread(agentID string) ([]Message, error) {
 	}
 	var out []Message
 	err := s.locked(func() error {
+		// A send to this reader killed between its two lines is finished first.
+		if _, err := s.finishDeliveryLocked(agentID); err != nil {
+			return err
+		}
 		msgs, next, err := s.Unread(agentID)
 		if err != nil {
 			return err

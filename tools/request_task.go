@@ -28,9 +28,11 @@ func requestTaskTool() *tool {
 			mcp.WithString("description", mcp.Description("What to do, in detail")),
 			mcp.WithString("priority", mcp.Enum(filestore.Priorities...), mcp.Description("Default medium")),
 			mcp.WithString("parent_task_id", mcp.Description("Make it a sub-task of this existing task")),
-			mcp.WithString("requester_id", mcp.Description("Who asked for it; one of their recent messages to you must ask for it by its title. "+
+			mcp.WithString("requester_id", mcp.Description("Who asked for it; one of their recent messages to you must be the request itself: "+
+				"the task's title alone, or after please, task: or could you (case, spacing and closing punctuation aside). "+
+				"A message that only mentions the title, or says not to do it, is no request. "+
 				"Default: in a chat session the last person who messaged you, in a task session yourself")),
-			mcp.WithString("request_message_id", mcp.Description("The id of the requester's message that asked for this task")),
+			mcp.WithString("request_message_id", mcp.Description("The id of the requester's message that is the request for this task (found among your last 1000 mailbox lines)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {

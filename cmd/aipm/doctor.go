@@ -11,7 +11,7 @@ import (
 
 func (a *app) cmdDoctor(args []string) error {
 	fs := newFlags(a, "doctor")
-	repair := fs.Bool("repair", false, "first apply the repairs of the rules a merge broke (as `aipm run` does), then check")
+	repair := fs.Bool("repair", false, "first apply the repairs of the rules a merge broke (as `aipm run` does) and deliver messages found in their sender's mailbox only, then check")
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
@@ -27,6 +27,15 @@ func (a *app) cmdDoctor(args []string) error {
 		for _, b := range found {
 			if b.Repaired && !fs.json {
 				a.printf("repaired %s\n", b)
+			}
+		}
+		undelivered, err := s.RepairDeliveries()
+		if err != nil {
+			return err
+		}
+		for _, u := range undelivered {
+			if u.Delivered && !fs.json {
+				a.printf("repaired %s\n", u)
 			}
 		}
 	}
