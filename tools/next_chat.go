@@ -103,9 +103,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		if err != nil {
 			return nil, true, err
 		}
-		return &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
-			Purpose: cv.Purpose, TaskID: cv.TaskID,
-			Instruction: c.text("chat.conversation_expired", cv.ParticipantID, cv.ID)}, true, nil
+		return c.expiredAction(cv), true, nil
 	}
 	if d, err := st.TakeDelegation(actor); err != nil || d != nil {
 		if err != nil {
@@ -168,8 +166,7 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 				if err != nil {
 					return nil, true, err
 				}
-				return &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
-					Purpose: cv.Purpose, TaskID: cv.TaskID, Instruction: c.text("chat.conversation_expired", cv.ParticipantID, cv.ID)}, true, nil
+				return c.expiredAction(cv), true, nil
 			}
 			return &chatAction{Action: "logout", State: "chat_idle", Reason: "nothing_to_talk_about",
 				Instruction: c.text("chat.idle")}, true, nil
@@ -182,6 +179,20 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	}
 	return &chatAction{Action: "wait_for_messages", State: "chat_waiting", RemainingIdleSeconds: int(left.Seconds()), idleAt: last.Add(idle),
 		Instruction: c.text("chat.wait")}, false, nil
+}
+
+// expiredAction tells the initiator that its conversation request lapsed. A request
+// ended as a duplicate (a merge of two clones found a second live conversation for the
+// pair and kept the other one) did not lapse: the reason says so, and the instruction
+// says to ask again once the pair's other conversation has ended.
+func (c *call) expiredAction(cv *filestore.Conversation) *chatAction {
+	a := &chatAction{Action: "conversation_expired", State: "conversation_expired", ConversationID: cv.ID, TargetAgentID: cv.ParticipantID,
+		Purpose: cv.Purpose, TaskID: cv.TaskID, Instruction: c.text("chat.conversation_expired", cv.ParticipantID, cv.ID)}
+	if cv.EndReason == filestore.EndDuplicate {
+		a.Reason = cv.EndReason
+		a.Instruction = c.text("chat.conversation_duplicate", cv.ID, cv.ParticipantID)
+	}
+	return a
 }
 
 func (c *call) endedAction(cv *filestore.Conversation, me string) *chatAction {

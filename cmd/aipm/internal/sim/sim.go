@@ -1129,7 +1129,7 @@ func (s *simAgent) chatRound() error {
 	case "process_delegation":
 		return s.takeDelegation(n)
 	case "conversation_ended", "conversation_expired":
-		return s.conversationOver(n.ConversationID, n.Action)
+		return s.conversationOver(n.ConversationID, n.Action, n.Reason)
 	case "wait_for_messages":
 		return nil
 	case "logout", "exit":
@@ -1469,7 +1469,7 @@ func (s *simAgent) endJob(j *simJob) error {
 }
 
 // conversationOver handles the end (or expiry) of a conversation.
-func (s *simAgent) conversationOver(id, how string) error {
+func (s *simAgent) conversationOver(id, how, reason string) error {
 	j := s.jobs[id]
 	if j == nil {
 		delete(s.partners, id)
@@ -1482,6 +1482,13 @@ func (s *simAgent) conversationOver(id, how string) error {
 	}
 	if s.jobs[id] != j {
 		return nil // the last message finished the job
+	}
+	if reason == filestore.EndDuplicate && (j.kind != "shiritori" || len(j.chain) <= 1) {
+		// A merge kept the pair's other conversation: ask again once that one ends.
+		delete(s.jobs, id)
+		j.convID, j.over, j.chain, j.used, j.mine = "", false, nil, nil, 0
+		s.logf("%s ended as a duplicate: the %s with %s starts again", id, j.kind, j.target)
+		return s.startJob(j)
 	}
 	if j.kind == "shiritori" && len(j.chain) > 1 {
 		return s.finishJob(j, true, strings.Join(j.chain, " → "))
