@@ -58,6 +58,11 @@ type Settings struct {
 	// beside the repository, on branch aipm/<agent-id>, made on the agent's first start
 	// and left for a human to review and merge. They share the clone's one store.
 	AgentWorktrees bool `json:"agent_worktrees,omitempty"`
+	// ManualTaskStart turns the per-agent queue off: an assigned todo task then starts only
+	// when someone sets it in progress. Off (the default), `aipm run` starts each top-level
+	// todo task whose dependencies are done as soon as its agent has room under
+	// max_parallel_tasks, the highest priority first (StartQueued).
+	ManualTaskStart bool `json:"manual_task_start,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
 }

@@ -700,7 +700,7 @@ func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 				}
 			}
 			if n >= a.MaxParallel() {
-				return newErr(ErrConflict, "max_parallel_tasks_reached", "finish or block one of the agent's running tasks first",
+				return newErr(ErrConflict, "max_parallel_tasks_reached", "leave it todo: `aipm run` starts it when the agent has room (its queue); or finish or block one of the agent's running tasks first",
 					"agent %s already has %d top-level task(s) in progress (max_parallel_tasks %d)", a.ID, n, a.MaxParallel())
 			}
 		}

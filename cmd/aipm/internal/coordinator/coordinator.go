@@ -272,6 +272,17 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	if started, err := c.s.StartQueued(tasks); err != nil {
+		c.Say("starting queued tasks: %v", err)
+	} else if len(started) > 0 {
+		for _, t := range started {
+			c.Say("queue: started task %s (%s) for %s", t.ID, t.Title, t.AssigneeID)
+		}
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
