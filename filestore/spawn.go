@@ -207,7 +207,7 @@ func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, err
 				ended = append(ended, sid)
 			}
 			if se.ExecutionID != "" {
-				if err := s.attachRunLocked(se.ExecutionID, &sp, exitCode); err != nil {
+				if err := s.attachRunLocked(se.ExecutionID, &sp, exitCode, outcome); err != nil {
 					return err
 				}
 			}
@@ -226,8 +226,9 @@ func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, err
 
 // attachRunLocked gives an execution record the exit code and output of the process that
 // ran it: the spawn log is copied to executions/<id>.log (committed records, git-ignored
-// logs). A record still running is closed as failed: the process ended without reporting.
-func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
+// logs). A record still running is closed as failed: the process ended without reporting
+// (or was stopped as hung: its outcome starts with "stopped: ").
+func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome string) error {
 	ex, err := s.Execution(execID)
 	if err != nil {
 		return err
@@ -239,6 +240,11 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
 		if ex, err = s.Execution(execID); err != nil {
 			return err
 		}
+	}
+	if why, ok := strings.CutPrefix(outcome, "stopped: "); ok && ex.Status == ExecFailed {
+		// The coordinator stopped it as hung: the record says so and why, whatever the
+		// process's own server wrote as it went down.
+		ex.Summary = "aipm run stopped the agent process before report_completed: " + why
 	}
 	dst := s.path("executions", ex.ID+".log")
 	if err := copyFile(s.SpawnLogPath(sp.ID), dst); err != nil && !errors.Is(err, os.ErrNotExist) {

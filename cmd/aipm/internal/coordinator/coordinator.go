@@ -74,6 +74,11 @@ type proc struct {
 	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
+	// authenticated is set once its spawn ticket was used; stopReason once the coordinator
+	// stops it (supervise); done is closed when it has exited.
+	authenticated bool
+	stopReason    string
+	done          chan struct{}
 }
 
 type exitEvent struct {
@@ -301,7 +306,14 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	busy := 0
 	open := c.openDelegations()
 	told := c.toldToWait()
+	if due := c.supervise(p.Settings, now, works, tasks, open, told); !due.IsZero() {
+		next = due
+	}
 	for k, pr := range c.running {
+		if pr.stopReason != "" {
+			idle = false // being stopped: its slot is free already
+			continue
+		}
 		switch c.waiting(pr, works[k.agent], tasks, open, told) {
 		case "":
 			busy++
@@ -556,7 +568,8 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		}
 		c.backoff(k, sp, "the start failed")
 	}
-	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag)})
+	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag),
+		TicketTTL: p.Settings.StartTimeout()})
 	if err != nil {
 		fail(nil, err)
 		return false
@@ -604,7 +617,8 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		return false
 	}
 	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
-	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks),
+		done: make(chan struct{})}
 	c.running[k] = pr
 	c.starts++
 	c.peak = max(c.peak, len(c.running))
@@ -618,6 +632,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	c.Say("start %s for %s: %s, pid %d, %s", ag.ID, what, AIType(ag), cmd.Process.Pid, sp.ID)
 	go func() {
 		err := cmd.Wait()
+		close(pr.done)
 		c.exits <- exitEvent{p: pr, err: err}
 	}()
 	return true
@@ -679,6 +694,9 @@ func (c *Coordinator) exited(ev exitEvent) {
 			code, outcome = -1, "failed"
 		}
 	}
+	if pr.stopReason != "" {
+		outcome = "stopped: " + pr.stopReason
+	}
 	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
 	if err != nil {
 		c.Say("%s: recording the exit: %v", pr.key, err)
@@ -726,6 +744,87 @@ func (c *Coordinator) exited(ev exitEvent) {
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
 	}
+}
+
+// supervise stops the running processes that hang: one that has not authenticated within
+// settings.start_timeout_seconds, and one that works (it is not waiting in a long poll, see
+// waiting) but whose sessions made no tool call for settings.silence_timeout_seconds. A
+// stopped process is recorded (its spawn's outcome says why), backed off like a failure,
+// and its slot is free at once. next is when the earliest of those deadlines passes.
+// A session's last call is known to within min(lease/10, 1 minute): the renewal's step.
+func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map[string]filestore.Work, tasks []*filestore.Task,
+	open map[workKey]int, told map[string]string) (next time.Time) {
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	var calls map[string]time.Time
+	for k, pr := range c.running {
+		if pr.stopReason != "" {
+			continue
+		}
+		if !pr.authenticated {
+			if sp, err := c.s.Spawn(pr.spawn.ID); err == nil && sp.TicketUsedAt != nil {
+				pr.authenticated = true
+			}
+		}
+		if !pr.authenticated {
+			if d := set.StartTimeout(); now.Sub(pr.started) >= d {
+				c.stop(pr, fmt.Sprintf("it did not authenticate within %s (settings.start_timeout_seconds)", d))
+			} else {
+				soonest(pr.started.Add(d))
+			}
+			continue
+		}
+		if c.waiting(pr, works[k.agent], tasks, open, told) != "" {
+			continue // a long poll or a wait for someone else is not silence
+		}
+		if calls == nil {
+			calls = c.lastCalls()
+		}
+		last := pr.started
+		if t := calls[pr.spawn.ID]; t.After(last) {
+			last = t
+		}
+		if d := set.SilenceTimeout(); now.Sub(last) >= d {
+			c.stop(pr, fmt.Sprintf("it made no tool call for %s (settings.silence_timeout_seconds)", d))
+		} else {
+			soonest(last.Add(d))
+		}
+	}
+	return next
+}
+
+// lastCalls maps each spawn to the latest tool call of its live sessions.
+func (c *Coordinator) lastCalls() map[string]time.Time {
+	out := map[string]time.Time{}
+	all, err := c.s.Sessions("")
+	if err != nil {
+		return out
+	}
+	for _, se := range all {
+		if se.SpawnID != "" && se.LastActivityAt.After(out[se.SpawnID]) {
+			out[se.SpawnID] = se.LastActivityAt
+		}
+	}
+	return out
+}
+
+// stop ends a hung process: SIGTERM to its process group, SIGKILL 5 s later if it is
+// still there. Its exit is handled as any other (exited), as a failure.
+func (c *Coordinator) stop(pr *proc, why string) {
+	pr.stopReason = why
+	c.Say("stop %s: %s; stopping pid %d", pr.key, why, pr.cmd.Process.Pid)
+	pid := pr.cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-pr.done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}()
 }
 
 // backoff delays the next start for k: the base delay, doubled per consecutive failure.

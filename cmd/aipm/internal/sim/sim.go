@@ -14,6 +14,7 @@
 //	write <path> random <lo>-<hi>   write a random integer in [lo, hi]
 //	double <in> <out>               read an integer from <in>, write twice it to <out>
 //	sleep <duration>                work that takes time (Go duration: 20s, 1m30s)
+//	hang <duration>                 a hung model: no tool call at all for that long
 //	ask <agent> <question…>         consult another AI agent
 //	shiritori <agent> <rounds> <first-word>
 //	                                play shiritori: <rounds> words from each side
@@ -884,6 +885,10 @@ func (s *simAgent) do(d simDirective) (string, error) {
 			return "", err
 		}
 		return "worked " + d.dur.String(), nil
+	case "hang":
+		s.logf("hanging for %s without a tool call", d.dur)
+		time.Sleep(d.dur)
+		return "hung " + d.dur.String(), nil
 	case "ask":
 		r, err := s.delegate(d.agent, "ask: "+d.question)
 		if err != nil {
@@ -1507,7 +1512,7 @@ func simParseLine(line string) (simDirective, bool) {
 		}
 		d.in, d.out = f[0], f[1]
 		return d, true
-	case "sleep":
+	case "sleep", "hang":
 		if len(f) != 1 {
 			return d, false
 		}
@@ -1593,6 +1598,8 @@ func (d simDirective) title() string {
 		return "Double " + d.in + " into " + d.out
 	case "sleep":
 		return "Work for " + d.dur.String()
+	case "hang":
+		return "Hang for " + d.dur.String()
 	case "ask":
 		return "Ask " + d.agent
 	case "shiritori":
