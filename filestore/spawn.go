@@ -17,13 +17,16 @@ import (
 // process exits the coordinator ends exactly those sessions — never a sibling of the other
 // purpose — and attaches the captured output to their execution records.
 type Spawn struct {
-	ID              string     `json:"id"`
-	AgentID         string     `json:"agent_id"`
-	Purpose         string     `json:"purpose"`
-	TaskID          string     `json:"task_id"`
-	AIType          string     `json:"ai_type"`
-	Command         string     `json:"command"`
-	PID             int        `json:"pid"`
+	ID      string `json:"id"`
+	AgentID string `json:"agent_id"`
+	Purpose string `json:"purpose"`
+	TaskID  string `json:"task_id"`
+	AIType  string `json:"ai_type"`
+	Command string `json:"command"`
+	PID     int    `json:"pid"`
+	// PIDStart identifies the process beside its pid (its start time, where the system
+	// tells it): a recycled pid is not this spawn's process.
+	PIDStart        string     `json:"pid_start,omitempty"`
 	LogPath         string     `json:"log_path"`
 	TicketHash      string     `json:"ticket_hash"`
 	TicketExpiresAt time.Time  `json:"ticket_expires_at"`
@@ -132,7 +135,7 @@ func (s *Store) SetSpawnBackoff(id string, until time.Time) error {
 // SetSpawnPID records the started process.
 func (s *Store) SetSpawnPID(id string, pid int, command string) error {
 	return s.updateSpawn(id, func(sp *Spawn) error {
-		sp.PID, sp.Command = pid, command
+		sp.PID, sp.Command, sp.PIDStart = pid, command, processStart(pid)
 		return nil
 	})
 }
@@ -159,6 +162,30 @@ func (s *Store) updateSpawnLocked(id string, fn func(*Spawn) error) error {
 	sp.Version++
 	return writeJSON(s.spawnPath(sp.ID), &sp, 0o600)
 }
+
+// OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
+// stopped what was left of it and closed the record. Not a failure of the agent.
+const OutcomeOrphaned = "orphaned: its aipm run died; stopped by the next one"
+
+// OpenSpawns lists the spawn records with no end: processes a coordinator started and has
+// not seen exit (it is running, or it was killed before it could record the exit).
+func (s *Store) OpenSpawns() ([]*Spawn, error) {
+	all, err := s.Spawns()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Spawn
+	for _, sp := range all {
+		if sp.EndedAt == nil {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// Alive reports whether the spawn's process still runs (the same process: not a recycled
+// pid).
+func (sp *Spawn) Alive() bool { return processAlive(sp.PID, sp.PIDStart) }
 
 // IsSpawnTicket reports whether a credential has the shape of a spawn ticket rather than a
 // passkey.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -162,6 +163,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
 	defer sub.Close()
 	c.Say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	c.reclaim(ctx)
 	if c.tl != nil {
 		c.tl.poll()
 	}
@@ -744,6 +746,84 @@ func (c *Coordinator) exited(ev exitEvent) {
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
 	}
+}
+
+// reclaim deals with what a coordinator that died (kill -9, a crash) left: the processes
+// it started run on unsupervised, and their spawn records have no end. Each one still
+// alive is stopped (SIGTERM to its process group, SIGKILL after 5 s) and every such record
+// is closed, ending its sessions and closing its runs, before anything is evaluated: their
+// work is then detected as any other and started again under this coordinator, which so
+// never reports "idle" while one of them still works.
+func (c *Coordinator) reclaim(ctx context.Context) {
+	open, err := c.s.OpenSpawns()
+	if err != nil {
+		c.Say("cannot list the spawn records: %v", err)
+		return
+	}
+	if len(open) == 0 {
+		return
+	}
+	var live []*filestore.Spawn
+	for _, sp := range open {
+		if orphanAlive(sp) {
+			live = append(live, sp)
+			syscall.Kill(-sp.PID, syscall.SIGTERM)
+		}
+	}
+	c.Say("a previous aipm run left %d spawn record(s) open, %d process(es) still running: stopping them; their work starts again here",
+		len(open), len(live))
+	deadline := time.Now().Add(5 * time.Second)
+	killed := false
+	for {
+		live = slices.DeleteFunc(live, func(sp *filestore.Spawn) bool { return !orphanAlive(sp) })
+		if len(live) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			if killed {
+				c.Say("%d orphaned process(es) did not stop even after SIGKILL", len(live))
+				break
+			}
+			for _, sp := range live {
+				syscall.Kill(-sp.PID, syscall.SIGKILL)
+			}
+			killed, deadline = true, time.Now().Add(2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, sp := range open {
+		ended, err := c.s.EndSpawn(sp.ID, -1, filestore.OutcomeOrphaned)
+		if err != nil {
+			c.Say("%s: closing the record of %s/%s: %v", sp.ID, sp.AgentID, sp.Purpose, err)
+			continue
+		}
+		msg := fmt.Sprintf("closed %s/%s %s (pid %d): %s", sp.AgentID, sp.Purpose, sp.ID, sp.PID, filestore.OutcomeOrphaned)
+		if len(ended) > 0 {
+			msg += "; ended its session(s) " + strings.Join(ended, ", ")
+		}
+		c.Say("%s", msg)
+	}
+}
+
+// orphanAlive reports whether anything of a spawn's process group still runs: the process
+// itself (the same one, by its start time), or, once it is gone, the rest of its group
+// (its aipm mcp) — no other process can take the group's id while that group exists.
+func orphanAlive(sp *filestore.Spawn) bool {
+	if sp.PID <= 0 {
+		return false
+	}
+	if sp.Alive() {
+		return true
+	}
+	if err := syscall.Kill(sp.PID, 0); err == nil || errors.Is(err, syscall.EPERM) {
+		return false // the pid is another process's now
+	}
+	err := syscall.Kill(-sp.PID, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // supervise stops the running processes that hang: one that has not authenticated within
