@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -648,6 +649,9 @@ func (s *situation) manager() decision {
 		if s.fingerprint() != s.session.Baseline || len(b.finished) == len(s.children) {
 			d := s.withSelection("", "").manager()
 			d.next.Changes = s.changes()
+			// The wait ended: say what changed at once, even when the answer is to wait
+			// again (for a block someone else holds); the next call waits.
+			d.wait = false
 			return d
 		}
 		n := &nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
@@ -679,10 +683,21 @@ func (s *situation) manager() decision {
 	// Only blocked sub-tasks left (held ones may wait on them): nothing moves without a fix.
 	if len(b.blocked) > 0 && len(b.running)+len(b.unassigned)+len(b.ready) == 0 && b.subtreeRunning == 0 {
 		self, user, other := s.blockedBy(b.blocked)
+		left := s.leftLines(b)
+		if len(self) == 0 && !slices.ContainsFunc(b.blocked, func(t *filestore.Task) bool { return t.Status != filestore.StatusBlocked }) {
+			// Every block is someone else's to lift (none is a rejected request): wait for
+			// them, as wait does, instead of giving the team's task up.
+			n := &nextAction{Action: "wait", State: "waiting_for_unblock", Task: brief(m), SubtaskProgress: prog,
+				UserBlocked: user, OtherBlocked: other, Subtasks: s.lines(append(append([]*filestore.Task{}, b.blocked...), b.held...)),
+				Instruction: s.text("next.manager.wait_unblock", left)}
+			d := clear(n)
+			d.wait = true
+			return d
+		}
 		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), SubtaskProgress: prog,
 			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: briefs(b.finished), AvailableWorkers: b.workers}
 		var ins strings.Builder
-		ins.WriteString(s.text("next.manager.blocks"))
+		ins.WriteString(s.text("next.manager.blocks", left))
 		if len(self) > 0 {
 			ins.WriteString(s.text("next.manager.blocks.self", blockedIDs(self)))
 		}
@@ -725,6 +740,29 @@ func (s *situation) manager() decision {
 	ins.WriteString(s.text("next.manager.choose.then"))
 	n.Instruction = ins.String()
 	return clear(n)
+}
+
+// leftLines names every unfinished direct sub-task of a board where only blocks are left,
+// and why each cannot move: who blocked it and why, a rejected request, or which of its
+// dependencies it waits for.
+func (s *situation) leftLines(b *board) string {
+	var parts []string
+	for _, t := range b.blocked {
+		if t.Status != filestore.StatusBlocked {
+			parts = append(parts, s.text("next.left.rejected", t.ID, t.Title, s.orNone(t.RejectedReason)))
+			continue
+		}
+		parts = append(parts, s.text("next.left.blocked", t.ID, t.Title, s.orNone(t.StatusChangedBy), s.orNone(t.BlockedReason)))
+	}
+	for _, t := range b.held {
+		open := s.unmet(t)
+		if len(open) == 0 {
+			parts = append(parts, s.text("next.left.approval", t.ID, t.Title, t.Status))
+			continue
+		}
+		parts = append(parts, s.text("next.left.waits", t.ID, t.Title, t.Status, strings.Join(open, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (s *situation) withSelection(sel, baseline string) *situation {

@@ -129,7 +129,16 @@ var texts = map[string]text{
 			"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action.",
 		"すべてのサブタスクが終了しました。結果を確認してください（完了サマリーは下記、詳細は get_task、成果物は作業ディレクトリで確認）。" +
 			"その後、終えるなら select_action(action=\"complete\")、作業を追加・変更するなら select_action(action=\"adjust\") を呼び出し、get_next_action を呼び出してください。"},
-	"next.manager.blocks": {"Only blocked sub-tasks are left. ", "残っているのはブロックされたサブタスクだけです。"},
+	"next.manager.blocks": {"Only blocked sub-tasks, and sub-tasks that wait for them, are left: %s. ", "残っているのはブロックされたサブタスクと、それを待つサブタスクだけです: %[1]s。"},
+	"next.manager.wait_unblock": {
+		"Only sub-tasks someone else holds are left: %s. Their blocks are a human's or another agent's to lift: do not unblock them, and do not report your task blocked. " +
+			"Call get_next_action again right away: it waits until one of them changes and then tells you what to do. Do not sleep or exit.",
+		"残っているのは他者が止めているサブタスクだけです: %[1]s。ブロックを解除するのは人間または他のエージェントです。解除せず、タスクを blocked として報告もしないでください。" +
+			"すぐに get_next_action をもう一度呼び出してください。どれかに変化があるまで待ち、次にすべきことを伝えます。sleep や終了はしないでください。"},
+	"next.left.blocked":  {"%s (%s) blocked by %s: %s", "%[1]s（%[2]s）は %[3]s がブロック: %[4]s"},
+	"next.left.rejected": {"%s (%s) rejected: %s", "%[1]s（%[2]s）は却下: %[3]s"},
+	"next.left.waits":    {"%s (%s, %s) waits for %s", "%[1]s（%[2]s、%[3]s）は %[4]s を待っています"},
+	"next.left.approval": {"%s (%s, %s) awaits approval", "%[1]s（%[2]s、%[3]s）は承認待ちです"},
 	"next.manager.blocks.self": {
 		"%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ",
 		"%[1]s はあなたかワーカーがブロックしました。理由を読み（get_task）、原因が解消したら update_task_status(task_id=\"<id>\", status=\"todo\") を呼び出し、別のワーカーが適任なら assign_task で割り当て直して、もう一度ディスパッチしてください。"},
