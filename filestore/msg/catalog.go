@@ -191,6 +191,15 @@ var texts = map[string]text{
 	"chat.process_delegation": {
 		"Your task session asks you to talk to %s: %s. For an exchange, call start_conversation(target_agent_id=%q, purpose=..., initial_message=...) (for an AI agent) and carry it through; for a one-way note, send_message. When done, call report_delegation_completed(delegation_id=%q, result=\"<what came of it>\").",
 		"タスクセッションから %[1]s と話すよう依頼されています: %[2]s。やり取りが必要なら（相手が AI エージェントの場合）start_conversation(target_agent_id=%[3]q, purpose=..., initial_message=...) を呼び出して最後まで進めてください。一方的な連絡なら send_message を使ってください。終わったら report_delegation_completed(delegation_id=%[4]q, result=\"<結果>\") を呼び出してください。"},
+	"chat.delegation_resumed": {
+		"Delegation %s was left unfinished by your previous chat session, which ended: it is yours to finish now. ",
+		"委任 %[1]s は前のチャットセッションが終了したため未完了のまま残っています。これからあなたが完了させてください。"},
+	"chat.delegation_resumed.conversation": {
+		"Its conversation %s has been ended (read it with get_conversation_messages if useful); start a new one. ",
+		"その会話 %[1]s は終了させました（必要なら get_conversation_messages で読めます）。新しい会話を始めてください。"},
+	"chat.conversation_ended.delegation": {
+		" It served delegation %s (now %s).",
+		"（この会話は委任 %[1]s のためのものでした。現在 %[2]s。）"},
 	"chat.pending_messages": {
 		"Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on).",
 		"get_pending_messages を呼び出して応答してください。チャットセッションは会話をするためのもので、実際の作業はタスクセッションで行います（作業の依頼は request_task、タスクセッションへの伝達は notify_task_session）。"},
