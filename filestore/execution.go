@@ -30,8 +30,12 @@ type Execution struct {
 	ExitCode        *int       `json:"exit_code"`
 	LogPath         string     `json:"log_path"`
 	Summary         string     `json:"summary"`
-	UpdatedAt       time.Time  `json:"updated_at"`
-	Version         int        `json:"version"`
+	// Interrupted marks a failed run whose process its coordinator stopped while shutting
+	// down (or the next coordinator stopped after its coordinator died): not the agent's
+	// failure, and not something a person must act on.
+	Interrupted bool      `json:"interrupted,omitempty"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Version     int       `json:"version"`
 }
 
 func (s *Store) executionPath(id string) string { return s.path("executions", id+".json") }

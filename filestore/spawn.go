@@ -163,6 +163,20 @@ func (s *Store) updateSpawnLocked(id string, fn func(*Spawn) error) error {
 	return writeJSON(s.spawnPath(sp.ID), &sp, 0o600)
 }
 
+// OutcomeShutdown is the outcome of a process its coordinator stopped because it was
+// shutting down itself (Ctrl-C, --timeout, --exit-when-idle): not a failure of the agent.
+const OutcomeShutdown = "stopped: aipm run shut down"
+
+// Failed reports whether an ended spawn counts as a failed start for the people watching:
+// it failed, was stopped as hung, or was held back — not when its coordinator stopped it
+// while shutting down, nor when the next coordinator cleaned up after a dead one.
+func (sp *Spawn) Failed() bool {
+	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned {
+		return false
+	}
+	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
+}
+
 // OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
 // stopped what was left of it and closed the record. Not a failure of the agent.
 const OutcomeOrphaned = "orphaned: its aipm run died; stopped by the next one"
@@ -268,7 +282,11 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 			return err
 		}
 	}
-	if why, ok := strings.CutPrefix(outcome, "stopped: "); ok && ex.Status == ExecFailed {
+	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned) && ex.Status == ExecFailed {
+		// Not the agent's failure: the run was cut short, and its work starts again.
+		ex.Interrupted = true
+		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"
+	} else if why, ok := strings.CutPrefix(outcome, "stopped: "); ok && ex.Status == ExecFailed {
 		// The coordinator stopped it as hung: the record says so and why, whatever the
 		// process's own server wrote as it went down.
 		ex.Summary = "aipm run stopped the agent process before report_completed: " + why

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -111,4 +113,50 @@ func (s *Store) approveLocked(cmds map[string]AgentCommand, added *[]string) err
 		return nil
 	}
 	return writeJSON(s.trustPath(), t, 0o600)
+}
+
+// Unapproved is an agent command that active AI agents use and this machine has not
+// approved: `aipm run` starts nothing with it.
+type Unapproved struct {
+	Name   string   `json:"name"`   // the key in settings.agent_commands (an ai_type)
+	Agents []string `json:"agents"` // the active AI agents that use it
+}
+
+// UnapprovedCommands lists the configured agent commands used by active AI agents that this
+// machine has not approved (new, or changed since they were approved), by name. An ai_type
+// with no command is not listed (`aipm doctor` reports it).
+func (s *Store) UnapprovedCommands() ([]Unapproved, error) {
+	p, err := s.Project()
+	if err != nil {
+		return nil, err
+	}
+	agents, err := s.Agents()
+	if err != nil {
+		return nil, err
+	}
+	users := map[string][]string{}
+	for _, a := range agents {
+		if a.Type != AgentAI || a.Status != AgentActive {
+			continue
+		}
+		t := a.AIType
+		if t == "" {
+			t = "claude"
+		}
+		if _, ok := p.Settings.AgentCommands[t]; ok {
+			users[t] = append(users[t], a.ID)
+		}
+	}
+	var out []Unapproved
+	for t, ids := range users {
+		ok, err := s.CommandApproved(t, p.Settings.AgentCommands[t])
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, Unapproved{Name: t, Agents: ids})
+		}
+	}
+	slices.SortFunc(out, func(a, b Unapproved) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

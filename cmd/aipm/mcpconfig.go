@@ -200,6 +200,10 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) has an empty command; give it a program and its arguments", t, who)})
 			continue
 		}
+		if ok, err := s.CommandApproved(t, ac); err == nil && !ok {
+			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
+				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) is not approved on this machine (new, or changed since it was approved), so aipm run starts nothing with it; review it and approve it with `aipm trust`", t, who)})
+		}
 		prog := ac.Command[0]
 		if prog == "{aipm}" {
 			continue

@@ -26,6 +26,9 @@ type statusView struct {
 	// Failing are the agent processes whose latest start by `aipm run` failed or was
 	// held back: what went wrong and where its output is.
 	Failing []startFailure `json:"failing_starts"`
+	// Unapproved are the agent commands this machine has not approved: aipm run starts
+	// nothing with them until `aipm trust`.
+	Unapproved []filestore.Unapproved `json:"unapproved_commands"`
 	// Blocked are the blocked tasks with why; Invalid the tasks whose file a hand edit
 	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
 	Blocked []taskNote `json:"blocked_tasks"`
@@ -68,9 +71,7 @@ func failingStarts(spawns []*filestore.Spawn, now time.Time) []startFailure {
 		}
 		byKey[k] = append(byKey[k], sp)
 	}
-	bad := func(sp *filestore.Spawn) bool {
-		return sp.EndedAt != nil && (sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0)
-	}
+	bad := func(sp *filestore.Spawn) bool { return sp.Failed() }
 	var out []startFailure
 	for _, k := range keys {
 		list := byKey[k]
@@ -157,6 +158,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	v := statusView{Project: p, Store: s.Dir(), TaskCounts: map[string]int{}, LiveSessions: live,
 		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}, Failing: failingStarts(spawns, s.Now())}
 	v.Conversations = append(v.Conversations, convs...)
+	if v.Unapproved, err = s.UnapprovedCommands(); err != nil {
+		return err
+	}
+	if v.Unapproved == nil {
+		v.Unapproved = []filestore.Unapproved{}
+	}
 	for _, d := range dels {
 		if !d.Finished() {
 			v.Delegations = append(v.Delegations, d)
@@ -276,6 +283,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(v.Unapproved) > 0 {
+		a.printf("\nCommands not approved on this machine (aipm run starts nothing with them; review and approve with `aipm trust`):\n")
+		for _, u := range v.Unapproved {
+			a.printf("  settings.agent_commands.%s (used by %s)\n", u.Name, strings.Join(u.Agents, ", "))
 		}
 	}
 	if len(v.Failing) > 0 {

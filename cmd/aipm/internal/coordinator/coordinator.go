@@ -107,7 +107,10 @@ type Coordinator struct {
 	starts    int
 	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
 	peak      int // the most agent processes alive at once
-	tl        *timeline
+	// unapproved maps each agent with work that an unapproved command keeps from starting
+	// to that command's name, as of the last evaluation.
+	unapproved map[string]string
+	tl         *timeline
 }
 
 // New makes a coordinator of s; Run starts it.
@@ -190,6 +193,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			}
 			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
 				c.starts, c.wasted, c.peak)
+			if len(c.unapproved) > 0 {
+				// Said last: work is left that only an approval can start.
+				var who []string
+				for ag, name := range c.unapproved {
+					who = append(who, fmt.Sprintf("%s (settings.agent_commands.%s)", ag, name))
+				}
+				sort.Strings(who)
+				c.Say("not started for want of an approval on this machine, although they have work: %s; review and approve with `aipm trust`, then run again",
+					strings.Join(who, ", "))
+			}
 			return nil
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
@@ -290,6 +303,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	c.unapproved = map[string]string{}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
@@ -346,6 +360,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			}
 			if ok, err := c.s.CommandApproved(AIType(ag), ac); !ok {
 				// A command from a clone or a pull runs only once this machine approved it.
+				c.unapproved[ag.ID] = AIType(ag)
 				key := "trust:" + filestore.CommandHash(AIType(ag), ac)
 				if !c.warned[key] {
 					c.warned[key] = true
@@ -566,6 +581,11 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	fail := func(sp *filestore.Spawn, err error) {
 		c.Say("start %s failed: %v", k, err)
 		if sp != nil {
+			// The log the record names says why, as a process's own output would.
+			if f, lerr := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID)); lerr == nil {
+				fmt.Fprintf(f, "aipm run: cannot start %s: %v\n", k, err)
+				f.Close()
+			}
 			c.s.EndSpawn(sp.ID, -1, "start_failed")
 		}
 		c.backoff(k, sp, "the start failed")
@@ -698,6 +718,8 @@ func (c *Coordinator) exited(ev exitEvent) {
 	}
 	if pr.stopReason != "" {
 		outcome = "stopped: " + pr.stopReason
+	} else if c.stopping && outcome != "exited" {
+		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
 	}
 	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
 	if err != nil {

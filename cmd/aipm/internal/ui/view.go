@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
@@ -73,7 +74,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, invalid
+	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid
 	TaskID  string    `json:"task_id,omitempty"`
 	AgentID string    `json:"agent_id,omitempty"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -175,11 +176,15 @@ func (s *Server) readState() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
+	latest := map[string]bool{} // tasks whose latest run was seen (runs come newest first)
 	for _, ex := range runs {
 		t := byID[ex.TaskID]
-		// A failed run waits for the human while its task is still open; once the task is
-		// done or cancelled, someone has dealt with it.
-		if ex.Status != filestore.ExecFailed || t == nil || t.Status == filestore.StatusDone || t.Status == filestore.StatusCancelled {
+		seen := latest[ex.TaskID]
+		latest[ex.TaskID] = true
+		// A failed run waits for the human while its task is still open and no later run
+		// followed it; once the task is done or cancelled, someone has dealt with it. A run
+		// cut short by aipm run shutting down (Ctrl-C) is no failure.
+		if seen || ex.Status != filestore.ExecFailed || ex.Interrupted || t == nil || t.Status == filestore.StatusDone || t.Status == filestore.StatusCancelled {
 			continue
 		}
 		text := "run failed: " + ex.AgentID + " on " + t.Title
@@ -188,6 +193,9 @@ func (s *Server) readState() (*state, error) {
 		}
 		at := ex.UpdatedAt
 		st.Attention = append(st.Attention, attention{Kind: "failed_run", TaskID: ex.TaskID, AgentID: ex.AgentID, RunID: ex.ID, Text: text, At: at})
+	}
+	if err := s.startAttention(st); err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(st.Attention, func(a, b attention) int { return b.At.Compare(a.At) })
 	return st, nil
@@ -287,4 +295,51 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// startAttention adds what keeps agents from starting: the latest start of an agent and
+// purpose that really failed (with its log; not a stop by Ctrl-C or shutdown), and the
+// agent commands this machine has not approved.
+func (s *Server) startAttention(st *state) error {
+	fs := s.o.Store
+	spawns, err := fs.Spawns()
+	if err != nil {
+		return err
+	}
+	last := map[string]*filestore.Spawn{}
+	var keys []string
+	for _, sp := range spawns { // oldest first
+		k := sp.AgentID + "/" + sp.Purpose
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = sp
+	}
+	for _, k := range keys {
+		sp := last[k]
+		if !sp.Failed() {
+			continue
+		}
+		text := "cannot start " + k + ": " + sp.Outcome
+		if sp.ExitCode != nil {
+			text += " (exit code " + strconv.Itoa(*sp.ExitCode) + ")"
+		}
+		text += "; log " + sp.LogPath
+		st.Attention = append(st.Attention, attention{Kind: "failing_start", AgentID: sp.AgentID, TaskID: sp.TaskID, Text: text, At: *sp.EndedAt})
+	}
+	un, err := fs.UnapprovedCommands()
+	if err != nil {
+		return err
+	}
+	p, err := fs.Project()
+	if err != nil {
+		return err
+	}
+	for _, u := range un {
+		st.Attention = append(st.Attention, attention{Kind: "unapproved_command", AgentID: u.Agents[0],
+			Text: "settings.agent_commands." + u.Name + " (used by " + strings.Join(u.Agents, ", ") +
+				") is not approved on this machine: aipm run starts nothing with it; review and approve it with `aipm trust`",
+			At: p.UpdatedAt})
+	}
+	return nil
 }
