@@ -31,7 +31,8 @@ func TestBriefListBudget(t *testing.T) {
 		budget  int
 	}{
 		{"worker task", filestore.PurposeTask, filestore.HierarchyWorker, 6000},
-		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 7200},
+		// (7300: update_task_dependencies, the CLI's --add-dep/--remove-dep, added 277 bytes)
+		{"manager task", filestore.PurposeTask, filestore.HierarchyManager, 7300},
 		{"worker chat", filestore.PurposeChat, filestore.HierarchyWorker, 5600},
 		{"manager chat", filestore.PurposeChat, filestore.HierarchyManager, 7000},
 	}

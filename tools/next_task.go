@@ -30,10 +30,12 @@ type nextAction struct {
 	DispatchableSubtasks []subtaskLine `json:"dispatchable_subtasks,omitempty"`
 	InProgressSubtasks   []subtaskLine `json:"in_progress_subtasks,omitempty"`
 	WaitingSubtasks      []waitingLine `json:"waiting_subtasks,omitempty"`
-	SelfBlocked          []blockedLine `json:"self_blocked_subtasks,omitempty"`
-	UserBlocked          []blockedLine `json:"user_blocked_subtasks,omitempty"`
-	OtherBlocked         []blockedLine `json:"other_blocked_subtasks,omitempty"`
-	AvailableWorkers     []workerLine  `json:"available_workers,omitempty"`
+	// DeadDependencies are sub-tasks waiting for a task that will never be done.
+	DeadDependencies []deadDependency `json:"dead_dependencies,omitempty"`
+	SelfBlocked      []blockedLine    `json:"self_blocked_subtasks,omitempty"`
+	UserBlocked      []blockedLine    `json:"user_blocked_subtasks,omitempty"`
+	OtherBlocked     []blockedLine    `json:"other_blocked_subtasks,omitempty"`
+	AvailableWorkers []workerLine     `json:"available_workers,omitempty"`
 	// Changes lists what happened to the sub-tasks while a manager waited.
 	Changes []string `json:"changes,omitempty"`
 	// Options are the select_action choices valid now.
@@ -70,6 +72,14 @@ type waitingLine struct {
 	ID         string   `json:"id"`
 	Title      string   `json:"title"`
 	WaitingFor []string `json:"waiting_for"` // "id (status)"
+}
+
+// deadDependency is a sub-task that depends on a cancelled (or missing) task.
+type deadDependency struct {
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	DependsOn       string `json:"depends_on"`
+	DependsOnStatus string `json:"depends_on_status"` // cancelled, or missing
 }
 
 type blockedLine struct {
@@ -680,6 +690,16 @@ func (s *situation) manager() decision {
 		}
 		return clear(n)
 	}
+	// A sub-task that waits for a cancelled (or missing) task would wait for ever: say so,
+	// and the ways out, before anything else.
+	if dead := s.deadDependencies(); len(dead) > 0 {
+		var lines []string
+		for _, d := range dead {
+			lines = append(lines, s.text("next.dead_dependency", d.ID, d.Title, d.DependsOn, d.DependsOnStatus))
+		}
+		return clear(&nextAction{Action: "resolve_dead_dependencies", State: "dead_dependencies", Task: brief(m), SubtaskProgress: prog,
+			DeadDependencies: dead, Instruction: s.text("next.manager.dead_dependencies", strings.Join(lines, "; "), dead[0].ID, dead[0].DependsOn)})
+	}
 	// Only blocked sub-tasks left (held ones may wait on them): nothing moves without a fix.
 	if len(b.blocked) > 0 && len(b.running)+len(b.unassigned)+len(b.ready) == 0 && b.subtreeRunning == 0 {
 		self, user, other := s.blockedBy(b.blocked)
@@ -740,6 +760,27 @@ func (s *situation) manager() decision {
 	ins.WriteString(s.text("next.manager.choose.then"))
 	n.Instruction = ins.String()
 	return clear(n)
+}
+
+// deadDependencies lists the unfinished direct sub-tasks' dependencies on a cancelled or
+// missing task.
+func (s *situation) deadDependencies() []deadDependency {
+	var out []deadDependency
+	for _, t := range s.children {
+		if filestore.Finished(t.Status) {
+			continue
+		}
+		for _, d := range t.Dependencies {
+			dt := s.all[d]
+			switch {
+			case dt == nil:
+				out = append(out, deadDependency{ID: t.ID, Title: t.Title, DependsOn: d, DependsOnStatus: "missing"})
+			case dt.Status == filestore.StatusCancelled:
+				out = append(out, deadDependency{ID: t.ID, Title: t.Title, DependsOn: d, DependsOnStatus: dt.Status})
+			}
+		}
+	}
+	return out
 }
 
 // leftLines names every unfinished direct sub-task of a board where only blocks are left,

@@ -339,6 +339,15 @@ func TestManagerNextAction(t *testing.T) {
 					t.Errorf("wait=%v user=%v subtasks=%v", d.wait, d.next.UserBlocked, d.next.Subtasks)
 				}
 			}},
+		{name: "a dependency on a cancelled task is named, with the ways out", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(cn, "w1"), calc(td, "w2")},
+			action: "resolve_dead_dependencies", state: "dead_dependencies",
+			contains: []string{"tsk_c (title of tsk_c) depends on tsk_g, which is cancelled", `update_task_dependencies(task_id="tsk_c", remove=["tsk_g"])`, "cancel the sub-task"},
+			check: func(t *testing.T, d decision) {
+				if len(d.next.DeadDependencies) != 1 || d.next.DeadDependencies[0].DependsOnStatus != "cancelled" {
+					t.Errorf("dead = %+v", d.next.DeadDependencies)
+				}
+			}},
 		{name: "a rejected request is not waited for", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), rejected(gen(td, "w1"), "owner", "not now")},
 			action: "review_and_resolve_blocks", contains: []string{"tsk_g (title of tsk_g) rejected: not now", `report_completed(result="blocked"`}},

@@ -527,7 +527,7 @@ func (c *call) notificationSentence(unread int) string {
 // changesTask are the tools by which a task session changes tasks or starts work for its
 // task. A session whose task is no longer its agent's may call none of them.
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
-	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
+	"update_task_status": true, "update_task_dependencies": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
 	"report_completed": true, "approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or

@@ -40,6 +40,7 @@ func catalog(s *Server) []*tool {
 		splitTaskTool(),
 		startConversationTool(),
 		startTaskFromChatTool(),
+		updateTaskDependenciesTool(),
 		updateTaskFromChatTool(),
 		updateTaskStatusTool(),
 	}

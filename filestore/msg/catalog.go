@@ -135,6 +135,14 @@ var texts = map[string]text{
 			"Call get_next_action again right away: it waits until one of them changes and then tells you what to do. Do not sleep or exit.",
 		"残っているのは他者が止めているサブタスクだけです: %[1]s。ブロックを解除するのは人間または他のエージェントです。解除せず、タスクを blocked として報告もしないでください。" +
 			"すぐに get_next_action をもう一度呼び出してください。どれかに変化があるまで待ち、次にすべきことを伝えます。sleep や終了はしないでください。"},
+	"next.dead_dependency": {"%s (%s) depends on %s, which is %s", "%[1]s（%[2]s）は %[3]s に依存していますが、%[3]s は %[4]s です"},
+	"next.manager.dead_dependencies": {
+		"Some sub-tasks wait for a task that will never be done: %s. Ways out, for each: drop the dependency if the sub-task can go on without it, " +
+			"e.g. update_task_dependencies(task_id=%q, remove=[%q]); cancel the sub-task if it is no longer needed (update_task_status cancelled); " +
+			"or create a replacement (create_task) and make the sub-task depend on it instead (update_task_dependencies with add and remove). Then call get_next_action.",
+		"完了することのないタスクを待っているサブタスクがあります: %[1]s。それぞれ次のいずれかで解決してください: サブタスクがそれなしで進められるなら依存関係を外す" +
+			"（例: update_task_dependencies(task_id=%[2]q, remove=[%[3]q])）、不要ならサブタスクをキャンセルする（update_task_status で cancelled）、" +
+			"または代わりのタスクを作成し（create_task）、サブタスクがそちらに依存するようにする（update_task_dependencies の add と remove）。その後 get_next_action を呼び出してください。"},
 	"next.left.blocked":  {"%s (%s) blocked by %s: %s", "%[1]s（%[2]s）は %[3]s がブロック: %[4]s"},
 	"next.left.rejected": {"%s (%s) rejected: %s", "%[1]s（%[2]s）は却下: %[3]s"},
 	"next.left.waits":    {"%s (%s, %s) waits for %s", "%[1]s（%[2]s、%[3]s）は %[4]s を待っています"},
@@ -252,6 +260,9 @@ var texts = map[string]text{
 	"approve_task_request.done": {
 		"Task %s is approved. %s may work on it once it is moved to todo and then in_progress.",
 		"タスク %[1]s を承認しました。todo、続いて in_progress に移されると、%[2]s が作業できます。"},
+	"update_task_dependencies.done": {
+		"Dependencies changed. Call get_next_action.",
+		"依存関係を変更しました。get_next_action を呼び出してください。"},
 	"assign_task.done": {"Start it with update_task_status in_progress when its dependencies are done.", "依存先が完了したら update_task_status で in_progress にして開始してください。"},
 	"create_task.worker": {
 		"Created and assigned to you. Create the remaining sub-tasks, then start them in dependency order with update_task_status.",

@@ -429,6 +429,11 @@ type simNext struct {
 	AvailableWorkers     []simWorker     `json:"available_workers"`
 	Options              []string        `json:"options"`
 	Delegations          []simDelegation `json:"delegations"`
+	DeadDependencies     []struct {
+		ID              string `json:"id"`
+		DependsOn       string `json:"depends_on"`
+		DependsOnStatus string `json:"depends_on_status"`
+	} `json:"dead_dependencies"`
 
 	ConversationID string `json:"conversation_id"`
 	FromAgentID    string `json:"from_agent_id"`
@@ -597,6 +602,15 @@ func (s *simAgent) taskAction(n *simNext) error {
 		return s.report(filestore.ResultBlocked, "dependencies stuck: "+strings.Join(parts, "; "))
 	case "no_available_workers":
 		return s.report(filestore.ResultBlocked, "no available workers")
+	case "resolve_dead_dependencies":
+		// The simplest way out: go on without what will never be done.
+		for _, d := range n.DeadDependencies {
+			if err := s.call("update_task_dependencies", map[string]any{"task_id": d.ID, "remove": []string{d.DependsOn}}, nil); err != nil {
+				return err
+			}
+			s.logf("dropped %s's dependency on %s (%s)", d.ID, d.DependsOn, d.DependsOnStatus)
+		}
+		return nil
 	case "wait", "wait_for_delegation", "adjust":
 		return nil // get_next_action again: it long-polls
 	case "situational_awareness":
