@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -121,5 +122,28 @@ func writeSetting(t *testing.T, s *Store, line string) {
 	}
 	if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A blocked reason or a summary naming a path of this machine is committed relative.
+func TestScrubPaths(t *testing.T) {
+	s := newTestStore(t)
+	root := s.Root()
+	wt := filepath.Join(filepath.Dir(root), filepath.Base(root)+".worktrees", "w1", "x.txt")
+	tk := mustTask(t, s, NewTask{Title: "t", Status: StatusTodo, AssigneeID: "w1"})
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusBlocked, "open "+wt+": no such file or directory; see "+filepath.Join(root, "a.txt")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Task(tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "open " + filepath.Join("..", filepath.Base(root)+".worktrees", "w1", "x.txt") + ": no such file or directory; see a.txt"
+	if got.BlockedReason != want {
+		t.Errorf("blocked_reason %q, want %q", got.BlockedReason, want)
+	}
+	data, _ := os.ReadFile(filepath.Join(s.Dir(), "events.jsonl"))
+	if strings.Contains(string(data), filepath.Dir(root)) {
+		t.Errorf("the history holds a path of this machine")
 	}
 }

@@ -490,6 +490,7 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 	}
 	now := s.Now()
 	ch := &StatusChange{Task: t, Previous: t.Status}
+	reason = s.ScrubPaths(reason) // committed: no path of this machine in it
 	setStatus(t, actor, to, reason, now)
 	ev := tmpl
 	ev.Change, ev.From, ev.To, ev.Reason = "status", ch.Previous, to, reason
