@@ -41,6 +41,8 @@ type taskNote struct {
 	Title      string `json:"title"`
 	AssigneeID string `json:"assignee_id,omitempty"`
 	Why        string `json:"why"`
+	// WithIt counts the sub-tasks blocked only by this task's block (listed once, here).
+	WithIt int `json:"blocked_with_it,omitempty"`
 }
 
 // startFailure is the latest start for an agent and purpose that failed (or changed
@@ -173,6 +175,20 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		v.TaskCounts[st] = 0
 	}
 	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
+	// A task blocked only because an ancestor is counts once, at that ancestor.
+	status := map[string]string{}
+	withIt := map[string]int{}
+	for _, t := range tasks {
+		status[t.ID] = t.Status
+	}
+	cascaded := func(t *filestore.Task) bool {
+		return t.Status == filestore.StatusBlocked && t.CascadeFrom != "" && status[t.CascadeFrom] == filestore.StatusBlocked
+	}
+	for _, t := range tasks {
+		if cascaded(t) {
+			withIt[t.CascadeFrom]++
+		}
+	}
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
 			v.TaskCounts["invalid"]++
@@ -181,12 +197,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			continue
 		}
 		v.TaskCounts[t.Status]++
-		if t.Status == filestore.StatusBlocked {
+		if t.Status == filestore.StatusBlocked && !cascaded(t) {
 			why := t.BlockedReason
 			if why == "" {
 				why = "no reason recorded"
 			}
-			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why})
+			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why, WithIt: withIt[t.ID]})
 		}
 	}
 	for _, ag := range agents {
@@ -241,7 +257,11 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if len(v.Blocked) > 0 {
 		a.printf("\nBlocked tasks:\n")
 		for _, n := range v.Blocked {
-			a.printf("  %s  %s  %s: %s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why))
+			with := ""
+			if n.WithIt > 0 {
+				with = fmt.Sprintf(" (and %d sub-task(s) blocked with it)", n.WithIt)
+			}
+			a.printf("  %s  %s  %s: %s%s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why), with)
 		}
 	}
 	if len(v.Invalid) > 0 {
