@@ -252,7 +252,7 @@ func TestInvalidTaskReported(t *testing.T) {
 // "Needs you" lists what keeps agents from starting: a start that really failed, with its
 // log, and a command this machine has not approved — not a stop by Ctrl-C or shutdown.
 func TestNeedsYouStarts(t *testing.T) {
-	ts, st, _, _ := newTestServer(t)
+	ts, st, _, task := newTestServer(t)
 	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
 	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w2", ParentID: "alice"}); err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestNeedsYouStarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	end := func(agent, outcome string, code int) *filestore.Spawn {
-		sp, _, err := st.CreateSpawn(filestore.NewSpawn{AgentID: agent, Purpose: filestore.PurposeTask, AIType: "claude"})
+		sp, _, err := st.CreateSpawn(filestore.NewSpawn{AgentID: agent, Purpose: filestore.PurposeTask, TaskID: task, AIType: "claude"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -300,5 +300,19 @@ func TestNeedsYouStarts(t *testing.T) {
 	}
 	if len(unapproved) != 1 || !strings.Contains(unapproved[0].Text, "settings.agent_commands.claude (used by w1, w2) is not approved") {
 		t.Errorf("unapproved %+v, want claude's", unapproved)
+	}
+	// the task's details show the failed start it has instead of a bare "no runs"
+	code, body = do(t, ts, "GET", "/api/tasks/"+task, "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/tasks: %d %s", code, body)
+	}
+	var d struct {
+		FailedStarts []filestore.Spawn `json:"failed_starts"`
+	}
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.FailedStarts) != 1 || d.FailedStarts[0].ID != failed.ID {
+		t.Errorf("failed starts %+v, want w1's", d.FailedStarts)
 	}
 }

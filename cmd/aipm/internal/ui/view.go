@@ -207,6 +207,10 @@ type taskDetails struct {
 	*filestore.Task
 	History []filestore.Event      `json:"history"`
 	Runs    []*filestore.Execution `json:"runs"`
+	// FailedStarts are the latest failed starts of agents for it and its sub-tasks, one
+	// per agent and purpose: a start that never ran has no run record, but a person must
+	// see it (with its log).
+	FailedStarts []*filestore.Spawn `json:"failed_starts"`
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -216,7 +220,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		storeError(w, err)
 		return
 	}
-	d := taskDetails{Task: t, History: []filestore.Event{}, Runs: []*filestore.Execution{}}
+	d := taskDetails{Task: t, History: []filestore.Event{}, Runs: []*filestore.Execution{}, FailedStarts: []*filestore.Spawn{}}
 	hist, err := fs.Events(t.ID)
 	if err != nil {
 		storeError(w, err)
@@ -240,6 +244,28 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	for i := len(all) - 1; i >= 0; i-- { // Executions is newest first; the pane lists oldest first
 		if in[all[i].TaskID] {
 			d.Runs = append(d.Runs, all[i])
+		}
+	}
+	spawns, err := fs.Spawns()
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	last := map[string]*filestore.Spawn{}
+	var keys []string
+	for _, sp := range spawns { // oldest first: the last one per agent and purpose wins
+		if !in[sp.TaskID] {
+			continue
+		}
+		k := sp.AgentID + "/" + sp.Purpose
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = sp
+	}
+	for _, k := range keys {
+		if last[k].Failed() {
+			d.FailedStarts = append(d.FailedStarts, last[k])
 		}
 	}
 	writeJSON(w, d)
