@@ -112,3 +112,27 @@ func queueOrder(a, b *Task) int {
 	}
 	return strings.Compare(a.ID, b.ID)
 }
+
+// BlockRoots maps each blocked task that has a blocked ancestor to its topmost blocked
+// ancestor: the one block a person must look at, whatever blocked the tasks under it (its
+// cascade, or their workers stopping because of it). byID holds every task.
+func BlockRoots(byID map[string]*Task) map[string]string {
+	out := map[string]string{}
+	for id, t := range byID {
+		if t.Status != StatusBlocked {
+			continue
+		}
+		root := ""
+		seen := map[string]bool{id: true}
+		for p := byID[t.ParentID]; p != nil && !seen[p.ID]; p = byID[p.ParentID] {
+			seen[p.ID] = true
+			if p.Status == StatusBlocked {
+				root = p.ID
+			}
+		}
+		if root != "" {
+			out[id] = root
+		}
+	}
+	return out
+}

@@ -147,3 +147,17 @@ func TestScrubPaths(t *testing.T) {
 		t.Errorf("the history holds a path of this machine")
 	}
 }
+
+// A block under a blocked ancestor is listed once, at the topmost blocked ancestor.
+func TestBlockRoots(t *testing.T) {
+	mk := func(id, parent, status string) *Task { return &Task{ID: id, ParentID: parent, Status: status} }
+	byID := map[string]*Task{}
+	for _, tk := range []*Task{mk("a", "", StatusBlocked), mk("b", "a", StatusBlocked), mk("c", "b", StatusBlocked),
+		mk("d", "a", StatusTodo), mk("e", "", StatusInProgress), mk("f", "e", StatusBlocked)} {
+		byID[tk.ID] = tk
+	}
+	got := BlockRoots(byID)
+	if len(got) != 2 || got["b"] != "a" || got["c"] != "a" {
+		t.Errorf("roots %v, want b and c under a (f's own block stands alone)", got)
+	}
+}

@@ -175,20 +175,17 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		v.TaskCounts[st] = 0
 	}
 	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
-	// A task blocked only because an ancestor is counts once, at that ancestor.
-	status := map[string]string{}
+	// A task blocked under a blocked ancestor counts once, at the topmost such ancestor.
+	byID := map[string]*filestore.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	roots := filestore.BlockRoots(byID)
 	withIt := map[string]int{}
-	for _, t := range tasks {
-		status[t.ID] = t.Status
+	for _, root := range roots {
+		withIt[root]++
 	}
-	cascaded := func(t *filestore.Task) bool {
-		return t.Status == filestore.StatusBlocked && t.CascadeFrom != "" && status[t.CascadeFrom] == filestore.StatusBlocked
-	}
-	for _, t := range tasks {
-		if cascaded(t) {
-			withIt[t.CascadeFrom]++
-		}
-	}
+	cascaded := func(t *filestore.Task) bool { return roots[t.ID] != "" }
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
 			v.TaskCounts["invalid"]++

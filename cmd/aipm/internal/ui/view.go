@@ -106,6 +106,9 @@ func (s *Server) readState() (*state, error) {
 	byID := make(map[string]*filestore.Task, len(tasks))
 	for _, t := range tasks {
 		byID[t.ID] = t
+	}
+	roots := filestore.BlockRoots(byID)
+	for _, t := range tasks {
 		deps := t.Dependencies
 		if deps == nil {
 			deps = []string{}
@@ -124,8 +127,8 @@ func (s *Server) readState() (*state, error) {
 				text += " (requested by " + t.RequesterID + ")"
 			}
 			st.Attention = append(st.Attention, attention{Kind: "approval", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: at})
-		case t.Status == filestore.StatusBlocked && t.CascadeFrom == "":
-			// A task blocked only because an ancestor is counts once, at the ancestor.
+		case t.Status == filestore.StatusBlocked && roots[t.ID] == "":
+			// A task blocked under a blocked ancestor counts once, at the topmost one.
 			text := "blocked: " + t.Title
 			if t.BlockedReason != "" {
 				text += " — " + t.BlockedReason
