@@ -18,9 +18,11 @@ demo:
 
 # Every benchmark (only here: `make test` passes no -bench), among them the wake latency
 # of SPEC §10: watch.BenchmarkWakeLatency in one process, and BenchmarkWakeAcrossProcesses
-# (cmd/aipm) between two real `aipm mcp` servers, which logs its p50/p99 over 200 messages.
+# (cmd/aipm) between two real `aipm mcp` servers, which logs its p50/p99 over 200 messages;
+# and BenchmarkUI (cmd/aipm): `aipm ui` in Chromium at 2,000 and 10,000 tasks, its first load
+# and what a change costs.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem ./...
+	$(GO) test -run='^$$' -bench=. -benchmem -timeout 90m ./...
 
 # Short fuzzing runs of the store's parsers (kept out of `make test`).
 fuzz:

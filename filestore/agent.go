@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -56,8 +57,10 @@ func (a *Agent) MaxParallel() int { return max(a.MaxParallelTasks, 1) }
 
 func (s *Store) agentPath(id string) string { return s.path("agents", id, "agent.json") }
 
-func (s *Store) credentialPath(id string) string {
-	return s.path("runtime", "credentials", id+".json")
+// credentialPath is where this machine keeps the agent's passkey hash: outside the
+// repository (machine_trust.go), so a committed hash opens nothing.
+func (s *Store) credentialPath(id string) (string, error) {
+	return s.machinePath("credentials", id+".json")
 }
 
 // Agent reads one agent.
@@ -76,6 +79,7 @@ func (s *Store) readAgent(id string) (*Agent, error) {
 		}
 		return nil, err
 	}
+	a.ID = id // the directory name is the agent's identity, whatever the file claims
 	a.Hierarchy = s.checkedHierarchy(&a)
 	return &a, nil
 }
@@ -250,7 +254,7 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 	return a, passkey, nil
 }
 
-// credential is runtime/credentials/<agent>.json: a salted SHA-256 of the passkey. Passkeys
+// credential is credentials/<agent>.json in the machine directory: a salted SHA-256 of the passkey. Passkeys
 // are long random strings, so a fast hash is enough; the salt keeps equal passkeys apart.
 type credential struct {
 	AgentID   string    `json:"agent_id"`
@@ -262,7 +266,14 @@ type credential struct {
 func (s *Store) writeCredential(agentID, passkey string) error {
 	salt := newSecret("")
 	c := credential{AgentID: agentID, Salt: salt, Hash: hashSecret(salt, passkey), CreatedAt: s.Now()}
-	return writeJSON(s.credentialPath(agentID), c, 0o600)
+	path, err := s.credentialPath(agentID)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	return writeJSON(path, c, 0o600)
 }
 
 // RotatePasskey replaces an AI agent's passkey and returns the new one.
@@ -287,7 +298,11 @@ func (s *Store) RotatePasskey(actor Actor, agentID string) (string, error) {
 // checkPasskey verifies a passkey in constant time.
 func (s *Store) checkPasskey(agentID, passkey string) bool {
 	var c credential
-	if err := s.readJSON(s.credentialPath(agentID), &c); err != nil {
+	path, err := s.credentialPath(agentID)
+	if err != nil {
+		return false
+	}
+	if err := s.readJSON(path, &c); err != nil {
 		return false
 	}
 	got := hashSecret(c.Salt, passkey)

@@ -87,6 +87,11 @@ func (s *Store) RequestTask(actor Actor, requesterID string, r TaskRequest) (*Re
 		if err != nil {
 			return err
 		}
+		ids, err := s.mintTaskIDs(1, t.CreatedAt)
+		if err != nil {
+			return err
+		}
+		t.ID = ids[0]
 		if approval == ApprovalApproved {
 			t.ApprovedBy = requesterID // the ancestor's request is the approval
 		}

@@ -14,14 +14,77 @@ import (
 
 // writeFileAtomic replaces path with data so that a reader sees either the old or the new
 // content, never a mix, and a crash leaves one of the two: temp file in the same directory,
-// fsync, rename, then fsync of the directory so the rename itself is durable.
+// fsync, rename, then fsync of the directory so the rename itself is durable. Under .ai-pm
+// every step goes through the store's os.Root, so no rename of a directory meanwhile can
+// carry the write outside the store.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	root, rel, inStore, err := openStoreRoot(path, true)
+	if err != nil {
+		return err
+	}
+	if !inStore {
+		return writeFileAtomicOutside(path, data, perm)
+	}
+	defer root.Close()
+	cp := filepath.Clean(path)
+	base := cp[:storeBase(cp)]
+	dirRel := filepath.Dir(rel)
+	if err := checkDirsIn(root, base, dirRel, true); err != nil {
+		return err
+	}
+	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+	}
+	var f *os.File
+	var tmp string
+	for range 10 {
+		tmp = filepath.Join(dirRel, "."+filepath.Base(rel)+"."+newSecret("")[:12]+".tmp")
+		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			root.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = root.Rename(tmp, rel); err != nil {
+		return err
+	}
+	d, err := root.Open(dirRel)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// writeFileAtomicOutside is writeFileAtomic for a file under no store (the machine
+// directory, a config file of the repository).
+func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err error) {
 	dir, base := filepath.Split(path)
-	if err := ensureDir(dir); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return &UnsafePathError{Path: path, Problem: kindOf(fi.Mode())}
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {

@@ -75,7 +75,10 @@ func (s *Store) planBatch(actor Actor, all taskSet, parentID, replacing string, 
 		}
 	}
 	seenTitle := map[string]string{}
-	now := s.Now()
+	minted, err := s.mintTaskIDs(len(items), s.Now())
+	if err != nil {
+		return nil, nil, err
+	}
 	for i, it := range items {
 		if it.LocalID == "" {
 			return nil, nil, newErr(ErrInvalid, "invalid_argument", "give every task a local_id", "task %d has no local_id", i+1)
@@ -92,7 +95,7 @@ func (s *Store) planBatch(actor Actor, all taskSet, parentID, replacing string, 
 			return nil, nil, newErr(ErrExists, "duplicate_task", "give each task a distinct title", "tasks %q and %q have the same title", other, it.LocalID)
 		}
 		seenTitle[key] = it.LocalID
-		ids[it.LocalID] = NewID(PrefixTask, now)
+		ids[it.LocalID] = minted[i]
 	}
 	// Resolve dependencies, then build every task in memory with the normal validation.
 	planned := taskMap{base: all, extra: map[string]*Task{}}

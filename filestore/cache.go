@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -39,17 +41,24 @@ type stamp struct {
 	ino   uint64
 	size  int64
 	mtime int64
+	ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
 }
 
 func stampOf(fi os.FileInfo) stamp {
-	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: fileCtime(fi)}
 }
 
-// cacheEntry is one file as last read: v is nil when it did not parse.
+// cacheEntry is one file as last read. v is the parsed value of a file the cache holds;
+// a finished entity (a done task, an ended conversation) is held as its index keys only
+// and read from its file when asked for. k and v are both nil when the file did not parse.
 type cacheEntry[T any] struct {
 	v  *T
+	k  []string
 	st stamp
 }
+
+// readable tells whether the file parsed.
+func (e *cacheEntry[T]) readable() bool { return e.v != nil || e.k != nil }
 
 // dirCache caches the JSON entities of one directory under .ai-pm, by id.
 type dirCache[T any] struct {
@@ -59,24 +68,79 @@ type dirCache[T any] struct {
 	// nested: each entity is dir/<id>/<leaf> (agents/<id>/agent.json), not dir/<id>.json.
 	leaf string
 	read func(id string) (*T, error)
-	// index keeps secondary indexes in step: called under mu with the old value (nil if
-	// none) and the new one (nil when removed or unreadable).
-	index func(id string, old, cur *T)
+	// keys projects a value on what the secondary indexes file it under (nil: no index).
+	keys func(*T) []string
+	// done tells a finished entity, held as its keys only and read on demand (nil: none).
+	done func(*T) bool
+	// index keeps secondary indexes in step: called under mu with the old keys (nil if
+	// none) and the new ones (nil when removed or unreadable).
+	index func(id string, old, cur []string)
 	// reset empties the secondary indexes before a full load.
 	reset func()
+	// persist keeps a copy of the cache in runtime/index/ (persist.go), so that the next
+	// process starts from it instead of reading every file.
+	persist bool
 
 	mu     sync.Mutex
 	loaded bool
 	ents   map[string]*cacheEntry[T]
+	// since counts the entries changed since the index file was last written or read;
+	// rebuilt says the directory was compared file by file since then.
+	since   int
+	rebuilt bool
+	// fromIndex: the cache was filled from its index file and has not been compared file
+	// by file since.
+	fromIndex bool
 
-	dmu    sync.Mutex // guards dirty and rescan, written by the journal and the watcher
-	dirty  map[string]struct{}
-	rescan bool
+	dmu   sync.Mutex // guards what follows, written by the journal and the watcher
+	dirty map[string]struct{}
+	// rescan asks for a comparison of every file with the cache; check for a look at the
+	// directory and at the files held in full (see checkLocked).
+	rescan, check bool
+	// dirAt is the directory's identity once every change to it made through aipm is
+	// applied: a different one means someone else created, removed or renamed a file.
+	dirAt   stamp
+	dirAtOK bool
+	// unsure: a change beside aipm was seen while watched (follow); the index file is not
+	// written until the next comparison file by file.
+	unsure bool
 }
 
 func newDirCache[T any](s *Store, dir, prefix string, read func(id string) (*T, error)) *dirCache[T] {
 	return &dirCache[T]{s: s, dir: dir, prefix: prefix, read: read, dirty: map[string]struct{}{},
-		index: func(string, *T, *T) {}, reset: func() {}}
+		index: func(string, []string, []string) {}, reset: func() {}}
+}
+
+// entryOf is the cache entry of a value read at st (v nil: unreadable).
+func (c *dirCache[T]) entryOf(v *T, st stamp) *cacheEntry[T] {
+	e := &cacheEntry[T]{v: v, st: st}
+	if v == nil || c.keys == nil {
+		return e
+	}
+	e.k = c.keys(v)
+	if c.done != nil && c.done(v) {
+		e.v = nil
+	}
+	return e
+}
+
+// setLocked replaces id's entry (nil: removes it) and keeps the indexes in step.
+func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
+	var oldK []string
+	if old := c.ents[id]; old != nil {
+		oldK = old.k
+	}
+	if e == nil {
+		delete(c.ents, id)
+	} else {
+		c.ents[id] = e
+	}
+	var curK []string
+	if e != nil {
+		curK = e.k
+	}
+	c.index(id, oldK, curK)
+	c.since++
 }
 
 // mark records that the file of id may have changed.
@@ -99,37 +163,87 @@ func (c *dirCache[T]) with(fn func()) error {
 	return c.sync(!c.s.watched() && !c.s.inLock.Load(), fn)
 }
 
-// sync brings the cache up to date and runs fn on it. full compares every file with the
-// cache (a process without a watcher does that on each query); otherwise only what the
-// journal and the watcher named is re-checked.
-func (c *dirCache[T]) sync(full bool, fn func()) error {
-	c.s.pullJournal()
+// sync brings the cache up to date and runs fn on it. Only what the journal and the
+// watcher named is re-checked; check (a process without a watcher asks for it on each
+// query) also looks at the directory and at the files held in full (checkLocked).
+func (c *dirCache[T]) sync(check bool, fn func()) error {
+	pos := c.s.pullJournal()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.syncLocked(full); err != nil {
+	if err := c.syncLocked(check, pos); err != nil {
 		return err
 	}
 	fn()
 	return nil
 }
 
-func (c *dirCache[T]) syncLocked(full bool) error {
+func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
+	if !c.loaded && c.persist && c.loadIndexLocked(pos) {
+		check = true
+	}
 	c.dmu.Lock()
 	dirty, rescan := c.dirty, c.rescan
-	c.dirty, c.rescan = map[string]struct{}{}, false
+	check = check || c.check
+	c.dirty, c.rescan, c.check = map[string]struct{}{}, false, false
 	c.dmu.Unlock()
-	if !c.loaded || rescan || full {
+	var err error
+	switch {
+	case !c.loaded || rescan:
+		err = c.validateLocked()
+	default:
+		for id := range dirty {
+			c.refreshLocked(id)
+		}
+		if check {
+			err = c.checkLocked()
+		}
+	}
+	if err == nil && c.persist {
+		c.maybeSaveLocked(pos)
+	}
+	return err
+}
+
+// checkLocked looks for changes nobody reported: a directory whose identity is not the
+// one the journal accounts for (a file created, removed or renamed by hand or by git) is
+// compared file by file; otherwise only the files held in full — unfinished work and
+// unreadable files, the few that rules look at — are compared by identity. A finished
+// entity's file is compared when it is read (get).
+func (c *dirCache[T]) checkLocked() error {
+	fi, err := os.Lstat(c.s.path(c.dir))
+	var now stamp
+	if err == nil {
+		now = dirStamp(fi)
+	}
+	c.dmu.Lock()
+	same := c.dirAtOK && now.mtime == c.dirAt.mtime && (c.dirAt.ino == 0 || now.ino == c.dirAt.ino)
+	c.dmu.Unlock()
+	if !same {
 		return c.validateLocked()
 	}
-	for id := range dirty {
-		c.refreshLocked(id)
+	for id, e := range c.ents {
+		if e.v != nil || e.k == nil {
+			c.refreshLocked(id)
+		}
 	}
 	return nil
+}
+
+// dirStamp is what identifies a directory's list of names: its inode and modification
+// time (size changes little with the entries of a directory).
+func dirStamp(fi os.FileInfo) stamp {
+	return stamp{ino: fileIno(fi), mtime: fi.ModTime().UnixNano()}
 }
 
 // validateLocked compares the whole directory with the cache by file identity, reading
 // only the files that are new or changed. The first call reads everything.
 func (c *dirCache[T]) validateLocked() error {
+	// The directory's identity before the listing: a change during it shows next time.
+	var at stamp
+	fi, statErr := os.Lstat(c.s.path(c.dir))
+	if statErr == nil {
+		at = dirStamp(fi)
+	}
 	ids, err := c.listIDs()
 	if err != nil {
 		return err
@@ -144,13 +258,15 @@ func (c *dirCache[T]) validateLocked() error {
 		seen[id] = struct{}{}
 		c.refreshLocked(id)
 	}
-	for id, old := range c.ents {
+	for id := range c.ents {
 		if _, ok := seen[id]; !ok {
-			delete(c.ents, id)
-			c.index(id, old.v, nil)
+			c.setLocked(id, nil)
 		}
 	}
-	c.loaded = true
+	c.dmu.Lock()
+	c.dirAt, c.dirAtOK, c.unsure = at, true, false
+	c.dmu.Unlock()
+	c.loaded, c.rebuilt, c.fromIndex = true, true, false
 	return nil
 }
 
@@ -185,8 +301,7 @@ func (c *dirCache[T]) loadLocked(ids []string) {
 	wg.Wait()
 	for i, l := range out {
 		if l.ok {
-			c.ents[ids[i]] = &cacheEntry[T]{v: l.v, st: l.st}
-			c.index(ids[i], nil, l.v)
+			c.setLocked(ids[i], c.entryOf(l.v, l.st))
 		}
 	}
 }
@@ -240,34 +355,30 @@ func (c *dirCache[T]) file(id string) string {
 	return c.s.path(c.dir, id+".json")
 }
 
-// refreshLocked re-reads one file if its identity changed since it was cached.
-func (c *dirCache[T]) refreshLocked(id string) {
+// refreshLocked re-reads one file if its identity changed since it was cached, and
+// returns the value read (nil when unchanged, absent or unreadable).
+func (c *dirCache[T]) refreshLocked(id string) *T {
 	if !c.validID(id) {
-		return
+		return nil
 	}
 	old := c.ents[id]
 	fi, err := os.Lstat(c.file(id))
 	if err != nil || !fi.Mode().IsRegular() {
 		if old != nil {
-			delete(c.ents, id)
-			c.index(id, old.v, nil)
+			c.setLocked(id, nil)
 		}
-		return
+		return nil
 	}
 	st := stampOf(fi)
 	if old != nil && old.st == st {
-		return
+		return nil
 	}
 	v, err := c.read(id)
 	if err != nil {
 		v = nil
 	}
-	c.ents[id] = &cacheEntry[T]{v: v, st: st}
-	var prev *T
-	if old != nil {
-		prev = old.v
-	}
-	c.index(id, prev, v)
+	c.setLocked(id, c.entryOf(v, st))
+	return v
 }
 
 // put records a value this process has just written (under the store lock), so the next
@@ -285,18 +396,39 @@ func (c *dirCache[T]) put(id string, v *T) {
 		c.dmu.Unlock()
 		return
 	}
-	var prev *T
-	if old := c.ents[id]; old != nil {
-		prev = old.v
-	}
-	c.ents[id] = &cacheEntry[T]{v: v, st: stampOf(fi)}
-	c.index(id, prev, v)
+	c.setLocked(id, c.entryOf(v, stampOf(fi)))
 }
 
-// get returns the cached value of id (nil if absent or unreadable); the caller holds mu.
+// get returns the value of id (nil if absent or unreadable); the caller holds mu and must
+// not change it. A finished entity is read from its file, which is compared with the
+// cache on the way, and held from then on: a process holds the history it uses (a
+// board that shows it all), not the history it never asks for.
 func (c *dirCache[T]) get(id string) *T {
-	if e := c.ents[id]; e != nil {
+	e := c.ents[id]
+	if e == nil || e.v != nil || e.k == nil {
+		if e == nil {
+			return nil
+		}
 		return e.v
+	}
+	fi, err := os.Lstat(c.file(id))
+	if err != nil || !fi.Mode().IsRegular() || stampOf(fi) != e.st {
+		return c.refreshLocked(id)
+	}
+	v, err := c.read(id)
+	if err != nil {
+		c.setLocked(id, c.entryOf(nil, e.st))
+		return nil
+	}
+	e.v = v
+	return v
+}
+
+// keysOf returns the index keys of id (nil if absent or unreadable) without reading its
+// file; the caller holds mu.
+func (c *dirCache[T]) keysOf(id string) []string {
+	if e := c.ents[id]; e != nil {
+		return e.k
 	}
 	return nil
 }
@@ -310,31 +442,60 @@ type journal struct {
 	watched bool
 }
 
+// journalPos is a position in the journal: every line before off of the journal file ino.
+type journalPos struct {
+	ino uint64
+	off int64
+}
+
+// journalChunk is the most of the journal's growth read at once (see pullJournal).
+const journalChunk = 1 << 20
+
 // JournalPath is the change journal's path relative to .ai-pm.
 const JournalPath = "runtime/changes.log"
 
 func (s *Store) journalPath() string { return s.path(JournalPath) }
 
-// noteWrite appends rel (a path under .ai-pm) to the change journal. The caller holds the
-// store lock and has just replaced the file. A journal that cannot be written costs
+// dirBefore is the identity of the directory of rel (a path under .ai-pm) before a write
+// into it; the caller holds the store lock and passes it to noteWrite after the write.
+func (s *Store) dirBefore(rel string) stamp {
+	fi, err := os.Lstat(s.path(path.Dir(rel)))
+	if err != nil {
+		return stamp{}
+	}
+	return dirStamp(fi)
+}
+
+// noteWrite appends rel (a path under .ai-pm) to the change journal, with the
+// modification time its directory had before the write (before, from dirBefore; zero when
+// unknown) and has after it, so that a reader can tell whether anything but writes
+// through aipm changed the directory in between (cacheEntry, checkLocked). The caller holds
+// the store lock and has just replaced the file. A journal that cannot be written costs
 // other processes freshness only until their watcher reports the file, so it is not an
 // error of the write.
-func (s *Store) noteWrite(rel string) {
+func (s *Store) noteWrite(rel string, before ...stamp) {
 	p := s.journalPath()
 	if fi, err := os.Lstat(p); err == nil && fi.Size() > journalMax {
 		writeFileAtomic(p, nil, 0o644)
+	}
+	line := rel
+	if len(before) > 0 { // before is zero when the directory did not exist
+		if fi, err := os.Lstat(s.path(path.Dir(rel))); err == nil {
+			line += "\t" + strconv.FormatInt(before[0].mtime, 10) + "\t" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+		}
 	}
 	f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
 	if err != nil {
 		return
 	}
-	f.Write([]byte(rel + "\n"))
+	f.Write([]byte(line + "\n"))
 	f.Close()
 }
 
 // pullJournal reads what other writers appended to the journal since the last look and
-// marks those paths in the caches. A journal that was started anew marks everything.
-func (s *Store) pullJournal() {
+// marks those paths in the caches. A journal that was started anew marks everything. It
+// returns the position read to.
+func (s *Store) pullJournal() journalPos {
 	j := &s.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -347,40 +508,65 @@ func (s *Store) pullJournal() {
 			j.off, j.ino = 0, 0
 			s.markAll()
 		}
-		return
+		return journalPos{}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return
+		return journalPos{j.ino, j.off}
 	}
 	ino := fileIno(fi)
 	if !j.started {
-		// Everything before now is covered by the first full read of each cache.
+		// Everything before now is covered by the first read of each cache (from the
+		// files, or from its index file and the journal since: loadIndexLocked).
 		j.started, j.ino, j.off = true, ino, fi.Size()
-		return
+		return journalPos{j.ino, j.off}
 	}
 	if ino != j.ino || fi.Size() < j.off {
 		j.ino, j.off = ino, 0
 		s.markAll()
 	}
 	if fi.Size() == j.off {
-		return
+		return journalPos{j.ino, j.off}
+	}
+	if fi.Size()-j.off > journalChunk {
+		// More than a chunk since the last look (a burst of writes, or a file grown by
+		// hand: a sparse file of gigabytes): reading it would cost memory and time in
+		// proportion, while comparing every cached file costs what the store holds. So
+		// the caches are rescanned and the journal is followed from its end.
+		j.off = fi.Size()
+		s.markAll()
+		return journalPos{j.ino, j.off}
 	}
 	buf := make([]byte, fi.Size()-j.off)
 	n, err := f.ReadAt(buf, j.off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return
+		return journalPos{j.ino, j.off}
 	}
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
-		return
+		return journalPos{j.ino, j.off}
 	}
 	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
-		s.markPath(string(line))
+		s.markJournalLine(string(line), j.watched)
 	}
 	j.off += int64(end + 1)
+	return journalPos{j.ino, j.off}
+}
+
+// markJournalLine marks the path of one journal line, and follows its directory's
+// modification times: "path", or "path<TAB>before<TAB>after" (noteWrite).
+func (s *Store) markJournalLine(line string, watched bool) {
+	rel, times, _ := strings.Cut(line, "\t")
+	s.markPath(rel)
+	before, after, ok := parseTimes(times)
+	dir, _, _ := strings.Cut(rel, "/")
+	for _, c := range s.caches() {
+		if c.dirName() == dir {
+			c.follow(before, after, ok, watched)
+		}
+	}
 }
 
 // Watched tells the store that a watcher of its directory reports every change through
@@ -390,7 +576,11 @@ func (s *Store) Watched() {
 	s.journal.mu.Lock()
 	s.journal.watched = true
 	s.journal.mu.Unlock()
-	s.markAll() // whatever happened before the watcher started
+	// Whatever happened before the watcher started: a change of a directory's list of
+	// names, or of a file held in full.
+	for _, c := range s.caches() {
+		c.markCheck()
+	}
 }
 
 func (s *Store) watched() bool {
@@ -444,6 +634,36 @@ type anyCache interface {
 	nested() bool
 	mark(id string)
 	markAll()
+	follow(before, after int64, known, watched bool)
+	markCheck()
+}
+
+// follow applies a write through aipm to the directory's expected identity: a directory
+// that had another modification time before the write (or a write that does not say,
+// known false) was changed by someone else too. Without a watcher, the directory is then
+// compared file by file; with one, the watcher reports that change, and the index file is
+// not written from this process until the next comparison.
+func (c *dirCache[T]) follow(before, after int64, known, watched bool) {
+	c.dmu.Lock()
+	defer c.dmu.Unlock()
+	if !c.dirAtOK || !c.persist {
+		return
+	}
+	if !known || before != c.dirAt.mtime && after != c.dirAt.mtime {
+		if watched {
+			c.unsure = true
+		} else {
+			c.rescan = true
+		}
+	}
+	c.dirAt.mtime = after
+}
+
+// markCheck asks for checkLocked at the next query.
+func (c *dirCache[T]) markCheck() {
+	c.dmu.Lock()
+	c.check = true
+	c.dmu.Unlock()
 }
 
 func (c *dirCache[T]) dirName() string { return c.dir }

@@ -162,8 +162,9 @@ func TestCacheRenameStorm(t *testing.T) {
 	}
 	for i, id := range ids {
 		tk, _ := s.TasksByID([]string{id})
-		want := ids[i^1] // the file now holds its neighbour's content
-		if len(tk) != 1 || tk[0].ID != want {
+		// The file now holds its neighbour's content (its id stays the file name).
+		want := fmt.Sprint("T", i^1)
+		if len(tk) != 1 || tk[0].Title != want || tk[0].ID != id {
 			t.Fatalf("tasks/%s.json: cached %v, want the content of %s", id, tk, want)
 		}
 	}

@@ -163,21 +163,14 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		return nil, newErr(ErrInvalid, "invalid_argument", "give blocked_reason only with status blocked, or for a task that is blocked",
 			"task %s is %s, not blocked: blocked_reason does not apply", t.ID, to)
 	}
-	var fields []string
-	if r.Title != nil && *r.Title != t.Title {
-		fields = append(fields, "title")
-	}
-	if r.Description != nil && *r.Description != t.Description {
-		fields = append(fields, "description")
-	}
-	if r.Priority != nil && *r.Priority != t.Priority {
-		fields = append(fields, "priority")
-	}
+	changes := editChanges(t, r.Title, r.Description, r.Priority)
+	fields := changedFields(changes)
 	if to != t.Status {
 		fields = append(fields, "status")
 	}
 	if r.BlockedReason != nil && *r.BlockedReason != t.BlockedReason {
 		fields = append(fields, "blocked_reason")
+		changes = append(changes, FieldChange{"blocked_reason", t.BlockedReason, *r.BlockedReason})
 	}
 	if len(fields) == 0 {
 		return res, nil
@@ -206,7 +199,7 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		t.Priority = *r.Priority
 	}
 	res.UpdatedFields = fields
-	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields}
+	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields, Changes: changes}
 	if to == t.Status {
 		if r.BlockedReason != nil {
 			t.BlockedReason = *r.BlockedReason
@@ -348,8 +341,8 @@ type TaskSessionNotice struct {
 // action check_chat; target the actor itself, purpose task. A conversation must exist and
 // include the actor (not_conversation_participant); a related task must exist; at least
 // one of conversation and message is needed. It also reports whether the agent has a live
-// task session now: a notification reaches only sessions live when it is made, so without
-// one nobody will read it and the caller should say so.
+// task session now. Without one, the notice is until_read: the agent's next task session
+// gets it (and the ones after, until one of them reads it).
 func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notification, bool, error) {
 	if err := ValidateAgentID(actor.ID); err != nil {
 		return nil, false, err
@@ -394,16 +387,15 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 					"agent %s is not part of conversation %s (between %s and %s)", actor.ID, c.ID, c.InitiatorID, c.ParticipantID)
 			}
 		}
-		var err error
-		if out, _, err = s.addNotificationLocked(actor, n); err != nil {
-			return err
-		}
 		sessions, err := s.LiveSessions(actor.ID)
 		if err != nil {
 			return err
 		}
 		live = slices.ContainsFunc(sessions, func(se *Session) bool { return se.Purpose == PurposeTask })
-		return nil
+		// With no task session to read it now, it waits for the next one (seed 000).
+		n.UntilRead = !live
+		out, _, err = s.addNotificationLocked(actor, n)
+		return err
 	})
 	if err != nil {
 		return nil, false, err

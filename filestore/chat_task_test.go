@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -335,8 +336,8 @@ func TestNotifyTaskSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if live {
-		t.Error("reported a live task session where there is none")
+	if live || !n.UntilRead {
+		t.Errorf("no task session: live=%v until_read=%v", live, n.UntilRead)
 	}
 	if n.Type != NotifyChatSession || n.Action != ActionCheckChat || n.TargetAgentID != "w1" || n.TargetPurpose != PurposeTask ||
 		n.FromAgentID != "w1" || n.ConversationID != c.ID || n.Priority != NotifyNormal || !strings.Contains(n.Instruction, c.ID) || n.Message == "" {
@@ -348,10 +349,11 @@ func TestNotifyTaskSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !live || n.Type != NotifyInterrupt || n.TaskID != tk.ID || n.ConversationID != "" || strings.Contains(n.Instruction, "cnv_") {
+	if !live || n.UntilRead || n.Type != NotifyInterrupt || n.TaskID != tk.ID || n.ConversationID != "" || strings.Contains(n.Instruction, "cnv_") {
 		t.Errorf("high priority: live=%v %+v", live, n)
 	}
-	if got := counts(t, s, task); got != [2]int{1, 1} {
+	// The task session started after the first notice gets it too (it waited for it).
+	if got := counts(t, s, task); got != [2]int{2, 1} {
 		t.Errorf("task session counts %v", got)
 	}
 	if got := counts(t, s, chat); got != [2]int{0, 0} {
@@ -370,5 +372,74 @@ func TestNotifyTaskSession(t *testing.T) {
 		if _, _, err := s.NotifyTaskSession(as("w1"), bad.r); code(err) != bad.want {
 			t.Errorf("%+v: got %q, want %s", bad.r, code(err), bad.want)
 		}
+	}
+}
+
+// A notice sent while the agent has no live task session waits for the next task session,
+// and for the ones after it until one of them reads it; then no later session gets it.
+func TestNoticeWaitsForTheNextTaskSession(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	auth := func() *Session {
+		t.Helper()
+		res, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeTask, PID: os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Session
+	}
+	first := auth()
+	if err := s.EndSession(first.ID, "process exited"); err != nil {
+		t.Fatal(err)
+	}
+	n, live, err := s.NotifyTaskSession(as("w1"), TaskSessionNotice{Message: "the spec changed"})
+	if err != nil || live || !n.UntilRead {
+		t.Fatalf("notice with no task session: %+v live=%v %v", n, live, err)
+	}
+	if got := counts(t, s, first); got != [2]int{1, 0} {
+		t.Errorf("the ended session's own count: %v", got)
+	}
+	// The next session gets it, does not read it, and ends: the one after gets it again.
+	second := auth()
+	if got := counts(t, s, second); got != [2]int{1, 0} {
+		t.Fatalf("next task session counts %v", got)
+	}
+	if sum, err := s.NotificationSummary(second); err != nil || sum.ChatNotice == nil || sum.ChatNotice.ID != n.ID {
+		t.Fatalf("next task session's chat notice: %+v %v", sum.ChatNotice, err)
+	}
+	if err := s.EndSession(second.ID, "process exited"); err != nil {
+		t.Fatal(err)
+	}
+	third := auth()
+	got, err := s.TakeNotifications(third)
+	if err != nil || len(got) != 1 || got[0].ID != n.ID {
+		t.Fatalf("third session takes %+v, %v", got, err)
+	}
+	// Read by the third: it keeps it in its history; a fourth never sees it.
+	if hist, _ := s.SessionNotifications(third, false); len(hist) != 1 || hist[0].ReadAt == nil {
+		t.Errorf("reader's history %+v", hist)
+	}
+	if err := s.EndSession(third.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	fourth := auth()
+	if got := counts(t, s, fourth); got != [2]int{0, 0} {
+		t.Errorf("a session after the reader counts %v", got)
+	}
+	if hist, _ := s.SessionNotifications(fourth, false); len(hist) != 0 {
+		t.Errorf("a session after the reader lists %+v", hist)
+	}
+	// An ordinary notice (a task session was live) never reaches a later session.
+	if n, live, err := s.NotifyTaskSession(as("w1"), TaskSessionNotice{Message: "second"}); err != nil || !live || n.UntilRead {
+		t.Fatalf("with a live session: %+v live=%v %v", n, live, err)
+	}
+	if err := s.EndSession(fourth.ID, "done"); err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(t, s, auth()); got != [2]int{0, 0} {
+		t.Errorf("a later session inherits an ordinary notice: %v", got)
+	}
+	if probs, err := s.Check(); err != nil || len(probs) != 0 {
+		t.Errorf("doctor: %v %v", probs, err)
 	}
 }

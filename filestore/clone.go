@@ -56,6 +56,10 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// This clone's machine needs an id of its own for the agent leases (machine.go).
+	if _, err := s.MachineID(); err != nil {
+		return nil, nil, err
+	}
 	agents, err := s.Agents()
 	if err != nil {
 		return nil, nil, err
@@ -64,7 +68,11 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 		if a.Type != AgentAI || a.Status == AgentInactive {
 			continue
 		}
-		if _, err := os.Lstat(s.credentialPath(a.ID)); err != nil {
+		path, err := s.credentialPath(a.ID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := os.Lstat(path); err != nil {
 			out.NoPasskey = append(out.NoPasskey, a.ID)
 		}
 	}

@@ -275,6 +275,7 @@ func (s *Store) readConversation(id string) (*Conversation, error) {
 		return nil, err
 	}
 	c.normalize()
+	c.ID = id // the file name is the identity, whatever the file claims
 	return &c, nil
 }
 
@@ -325,6 +326,11 @@ func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Convers
 		}
 		set, narrowed := smallest(agentSet, taskSet, stateSet)
 		for _, id := range pick(s.convs, set, narrowed) {
+			// A finished conversation in a state not asked for is not read: it cannot
+			// time out into one.
+			if k := s.convs.keysOf(id); k == nil || len(f.States) > 0 && (k[3] == ConvEnded || k[3] == ConvExpired) && !slices.Contains(f.States, k[3]) {
+				continue
+			}
 			cached := s.convs.get(id)
 			if cached == nil || !f.match(cached) && !cached.Live() {
 				continue // neither matches nor can time out into a match
@@ -443,10 +449,12 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	c.UpdatedAt = now
 	c.Version++
 	c.normalize()
+	rel := "conversations/" + c.ID + ".json"
+	before := s.dirBefore(rel)
 	if err := writeJSON(s.conversationPath(c.ID), c, 0o644); err != nil {
 		return err
 	}
-	s.noteWrite("conversations/" + c.ID + ".json")
+	s.noteWrite(rel, before)
 	s.convs.put(c.ID, cloneConv(c))
 	if ev.Change == "" {
 		return nil

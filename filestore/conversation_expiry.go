@@ -40,6 +40,9 @@ type chatPresence struct {
 	// orphans are agents with a chat session whose process is gone but that nobody has
 	// ended yet: its end is not dated until someone does.
 	orphans map[string]bool
+	// machine is this machine's id; leases what the agents' leases say, read once each.
+	machine string
+	leases  map[string]*Lease
 }
 
 func (s *Store) newChatPresence() (*chatPresence, error) {
@@ -47,7 +50,29 @@ func (s *Store) newChatPresence() (*chatPresence, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &chatPresence{s: s, now: s.Now(), grace: grace, byID: map[string][]*Session{}, orphans: map[string]bool{}}, nil
+	// Without a machine id (none made yet, or a bad AIPM_MACHINE_ID) every agent is
+	// judged by this machine's sessions, as before leases.
+	machine, err := s.knownMachineID()
+	if err != nil {
+		machine = ""
+	}
+	return &chatPresence{s: s, now: s.Now(), grace: grace, byID: map[string][]*Session{}, orphans: map[string]bool{},
+		machine: machine, leases: map[string]*Lease{}}, nil
+}
+
+// remote returns the lease of an agent bound to another machine: its chat sessions live
+// there, so its presence is what the lease says (the sessions here, if any, are not its
+// machine's).
+func (p *chatPresence) remote(agentID string) (*Lease, bool) {
+	if p.machine == "" {
+		return nil, false
+	}
+	l, ok := p.leases[agentID]
+	if !ok {
+		l, _ = p.s.Lease(agentID) // an unreadable lease is doctor's; presence falls back to sessions
+		p.leases[agentID] = l
+	}
+	return l, l != nil && l.MachineID != p.machine
 }
 
 func (p *chatPresence) sessions(agentID string) ([]*Session, error) {
@@ -91,8 +116,25 @@ func (p *chatPresence) until(se *Session) time.Time {
 
 // absent returns when the agent's first absence of a live chat session lasting the grace,
 // counted from from, reached the grace (false if there was none): a gap between its chat
-// sessions, or since the last one ended.
+// sessions, or since the last one ended. For an agent leased to another machine, its
+// lease says.
 func (p *chatPresence) absent(agentID string, from time.Time) (time.Time, bool, error) {
+	if l, ok := p.remote(agentID); ok {
+		// Present while its machine holds the lease and says a chat session is live;
+		// else absent since the machine last saw one (the lease's last renewal, or the
+		// session's end), so session_expired means that machine really stopped.
+		if l.ChatLive && l.Held(p.now) {
+			return time.Time{}, false, nil
+		}
+		t := from
+		if l.ChatSeenAt != nil && l.ChatSeenAt.After(t) {
+			t = *l.ChatSeenAt
+		}
+		if p.now.Sub(t) >= p.grace {
+			return t.Add(p.grace), true, nil
+		}
+		return time.Time{}, false, nil
+	}
 	ss, err := p.sessions(agentID)
 	if err != nil {
 		return time.Time{}, false, err

@@ -70,6 +70,7 @@ func (s *Store) readDelegation(id string) (*Delegation, error) {
 		}
 		return nil, err
 	}
+	d.ID = id // the file name is the identity, whatever the file claims
 	return &d, nil
 }
 
@@ -263,8 +264,9 @@ func (s *Store) processLocked(actor Actor, d *Delegation) error {
 // CompleteDelegation records the outcome of a delegation (report_delegation_completed):
 // status completed (the default) or failed, with a result. Only the delegating agent may
 // (not_delegation_owner), and only once: a delegation already completed or failed is
-// delegation_already_finished. A pending delegation may be completed directly (the chat
-// session handled it without get_next_action handing it over).
+// delegation_already_finished. Seed 003's lifecycle is pending → processing →
+// completed | failed: a delegation still pending — listed by get_pending_messages but
+// never taken up by get_next_action or a conversation — is delegation_not_processing.
 func (s *Store) CompleteDelegation(actor Actor, id, status, result string) (*Delegation, error) {
 	if err := ValidateAgentID(actor.ID); err != nil {
 		return nil, err
@@ -295,13 +297,14 @@ func (s *Store) CompleteDelegation(actor Actor, id, status, result string) (*Del
 			return newErr(ErrConflict, "delegation_already_finished", "nothing to do; call get_next_action for what is next",
 				"delegation %s is already %s", d.ID, d.Status)
 		}
-		now := s.Now()
-		from := d.Status
-		if d.ProcessedAt == nil {
-			d.ProcessedAt = &now
+		if d.Status != DelegationProcessing {
+			return newErr(ErrConflict, "delegation_not_processing",
+				"take it up first: get_next_action hands you your oldest pending delegation (process_delegation), start_conversation with delegation_id starts it; then report its outcome",
+				"delegation %s is %s: only a delegation in processing can be completed or failed", d.ID, d.Status)
 		}
+		now := s.Now()
 		d.Status, d.Result, d.CompletedAt = status, result, &now
-		return s.saveDelegationLocked(actor, d, Event{Change: "status", From: from, To: status})
+		return s.saveDelegationLocked(actor, d, Event{Change: "status", From: DelegationProcessing, To: status})
 	})
 	if err != nil {
 		return nil, err
@@ -357,10 +360,12 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	now := s.Now()
 	d.UpdatedAt = now
 	d.Version++
+	rel := "delegations/" + d.ID + ".json"
+	before := s.dirBefore(rel)
 	if err := writeJSON(s.delegationPath(d.ID), d, 0o644); err != nil {
 		return err
 	}
-	s.noteWrite("delegations/" + d.ID + ".json")
+	s.noteWrite(rel, before)
 	c := *d
 	s.dlgs.put(d.ID, &c)
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID

@@ -110,10 +110,22 @@ func TestCompleteDelegationRules(t *testing.T) {
 			t.Errorf("%+v: got %q", tc, code(err))
 		}
 	}
-	// A pending delegation may be completed directly; processed_at is filled in.
+	// Seed 003: pending → processing → completed | failed. A delegation never taken up
+	// cannot be reported, neither completed nor failed, and stays pending.
+	for _, status := range []string{DelegationCompleted, DelegationFailed} {
+		if _, err := s.CompleteDelegation(as("w1"), d.ID, status, "done"); code(err) != "delegation_not_processing" {
+			t.Errorf("%s straight from pending: %q (%v)", status, code(err), err)
+		}
+	}
+	if got, _ := s.Delegation(d.ID); got.Status != DelegationPending || got.Result != "" || got.ProcessedAt != nil {
+		t.Fatalf("a refused report changed the delegation: %+v", got)
+	}
+	if _, err := s.TakeDelegation(as("w1")); err != nil {
+		t.Fatal(err)
+	}
 	got, err := s.CompleteDelegation(as("w1"), d.ID, DelegationCompleted, "done")
 	if err != nil || got.ProcessedAt == nil || got.Status != DelegationCompleted {
-		t.Fatalf("completing a pending delegation: %+v, %v", got, err)
+		t.Fatalf("completing a processing delegation: %+v, %v", got, err)
 	}
 	if _, err := s.CompleteDelegation(as("w1"), d.ID, DelegationFailed, "again"); code(err) != "delegation_already_finished" {
 		t.Errorf("second completion: %q", code(err))
@@ -161,6 +173,9 @@ func TestConversationServesDelegation(t *testing.T) {
 	theirs := mustDelegate(t, s, "w2", "mgr", "", "x")
 	if _, err := s.StartConversation(as("w2"), ConversationRequest{Target: "mgr", DelegationID: d.ID}); code(err) != "not_delegation_owner" {
 		t.Errorf("someone else's delegation: %q", code(err))
+	}
+	if _, err := s.TakeDelegation(as("w2")); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.CompleteDelegation(as("w2"), theirs.ID, "", "skip"); err != nil {
 		t.Fatal(err)

@@ -13,28 +13,46 @@
 //	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
 //	  delegations/<dlg-id>.json     a task session's request to its own chat session
 //	                                (chat_session_id: the session it was last handed to)
-//	  executions/<exec-id>.json     a task session's run record
+//	  executions/<exec-id>.json     a task session's run record, with the session's tool calls
+//	                                and the bytes of their arguments and results once it closes
 //	  events.jsonl                  history: every change, who made it, when, from what to what
+//	  leases/<agent-id>.json        the agent's lease: the machine that runs it, until when,
+//	                                and whether it has a live chat session there (lease.go)
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
 //	  runtime/                      git-ignored machine-local state:
+//	    machine.json                  this machine's id {"id", "created_at"}, made by Init
+//	                                  and Prepare or on first use (AIPM_MACHINE_ID overrides it)
 //	    sessions/<ses-id>.json        live sessions (token stored hashed)
 //	    sessions/ended/<ses-id>.json  ended sessions, moved out of the way of work detection
 //	    sessions/latest/<agent-id>.json  when the agent's latest chat session started, and when
 //	                                  the latest one to end ended (dates a session_expired)
+//	    usage/<ses-id>.json           the session's tool calls so far: {"tool_calls",
+//	                                  "request_bytes", "result_bytes"}, written by its process
+//	                                  after each call (usage.go)
 //	    changes.log                   the change journal: paths written through aipm (below)
-//	    credentials/<agent-id>.json   salted passkey hashes (never plain text)
+//	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
+//	                                  delegations/ a process starts from (# Caches)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
+//	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
+//	                                  read: {"id","session_id","at"} (later sessions skip them)
 //	    locks/store.lock              the store lock file
-//	    trust/commands.json           the agent commands this machine approved to run:
-//	                                  {"approved": {<sha256 of name, command, env>: {name,
-//	                                  command, env, approved_at}}} (trust.go)
+//
+// What this machine trusts is not in the repository at all (machine_trust.go): in
+// <user config dir>/aipm/repos/<name>-<hash of the store path>/, commands.json holds the
+// approved agent commands ({"approved": {<sha256 of name, command, env, program>: {name,
+// command, env, program: {path, sha256}, approved_at}}}, trust.go), credentials/<agent-id>.json
+// the salted passkey hashes (never plain text), ui-token the web view's token (mode 0600,
+// kept across `aipm ui` restarts; remove it to revoke it), and key a per-repository secret that the
+// hashes of session tokens and spawn tickets are bound to, so a session or spawn record
+// that came with the repository matches nothing.
 //
 // Committed: everything a teammate or a later clone should see — the project, agents, tasks,
-// mailboxes, notifications, conversations, delegations, execution records and history.
+// mailboxes, notifications, conversations, delegations, execution records, leases and
+// history.
 // Ignored: secrets, sessions, read cursors and notification read state, open chats, locks
 // and process state, which mean nothing on another machine.
 //
@@ -89,10 +107,35 @@
 // 60) becomes terminating with end_reason session_expired, dated at the end of that grace,
 // the same way. An unordered pair of agents has at most one pending or active conversation.
 //
+// A side whose agent is leased to another machine (below) has its chat sessions there,
+// out of this machine's sight: its presence is its lease's — present while the lease is
+// held and says chat_live, else absent since chat_seen_at — so session_expired means that
+// machine stopped seeing a chat session of it, or stopped.
+//
 // A delegation (seed 003) is pending until the delegating agent's chat session takes it
-// (processing), and completed or failed when that session reports the outcome;
+// (processing), and completed or failed when that session reports the outcome — only
+// from processing (seed 003: pending → processing → completed | failed);
 // conversation_id links the latest conversation started for it, and such a conversation
 // carries the delegation's task_id.
+//
+// # Machines and leases
+//
+// An agent runs on one machine at a time. leases/<agent-id>.json says which:
+//
+//	{"agent_id":"w1","machine_id":"laptop-x7k3pq","acquired_at":"…","renewed_at":"…","expires_at":"…","chat_live":true,"chat_seen_at":"…","updated_at":"…","version":3}
+//
+// `aipm run` claims the lease of an agent it has work for when the lease is missing or past
+// expires_at (a takeover, recorded in the history as entity agent, change lease, from the
+// old machine to the new), renews the leases it holds when a third of their length
+// (AIPM_LEASE_SECONDS, default 60) is gone or the agent's chat presence changed, and
+// starts only the agents whose lease it holds; a process whose agent's lease went
+// elsewhere is stopped. chat_live says the agent had a live chat session on that machine
+// at the last renewal; chat_seen_at is the last moment the machine knew one live (that
+// renewal, or the session's end). `aipm agent move` sets machine_id (and a fresh
+// expires_at) by hand; `aipm agent release` sets expires_at to now. Two machines'
+// claims merge to the later acquired_at, whole; one machine's renewals to the later
+// renewed_at. runtime/machine.json holds this machine's id; the coordinator passes it to
+// the agents it starts, and its lock is runtime/locks/coordinator.<machine>.lock.
 //
 // # Notifications
 //
@@ -108,7 +151,10 @@
 // target_purpose (task, chat or any) and that were live when it was made — or, if it names
 // one, for that session only — so a chat_session_notification (always purpose task)
 // reaches the task session and never the chat session that sent it, and a new session
-// does not inherit what its predecessors were told. key deduplicates: an inbox holds at
+// does not inherit what its predecessors were told. The exception is "until_read": true,
+// set on a notify_task_session notice made while the agent had no live task session: it
+// also reaches the task sessions that start later, until one of them reads it
+// (runtime/notifications/taken/<agent-id>.jsonl records which one did). key deduplicates: an inbox holds at
 // most one notification per key (e.g. project:<id>:paused:v7), however many processes
 // notice the change. Read state is per session: runtime/notifications/<ses-id>.read.jsonl
 // logs the ids it has read, with when, and <ses-id>.json indexes the inbox — a byte
@@ -137,6 +183,14 @@
 // status_changed_by; the history event records requester_id, conversation_id and the
 // fields changed.
 //
+// An edit of a task's own fields (title, description, priority, dependencies,
+// blocked_reason) writes one history event with "fields", the names changed, and
+// "changes", each with its old and new value (dependencies as comma-separated ids):
+//
+//	{"at":"…","actor":"alice","via":"cli","entity":"task","id":"tsk_…","change":"updated","fields":["title","priority"],"changes":[{"field":"title","from":"Old","to":"New"},{"field":"priority","from":"medium","to":"high"}]}
+//
+// Events written before "changes" was kept have only "fields".
+//
 // # Format rules
 //
 // JSON files are written by Go structs with a fixed key order, two-space indented, with a
@@ -154,6 +208,31 @@
 // humans and must match ^[a-z0-9][a-z0-9._-]{0,62}$. Every ID is validated before it
 // becomes part of a path, so no input can name a file outside .ai-pm.
 //
+// # Task ids
+//
+// Task ids are typed by people, so they are built to be short where they are shown. A task
+// id is "tsk_" and 26 Crockford base32 characters (taskid.go):
+//
+//	tsk_8001 k3 7qv2m0c9d4xr5t8w1yb6
+//	     │    │  └ 20 random digits (100 bits)
+//	     │    └ the clone's tag: 2 digits hashed from the machine's name and the store's path
+//	     └ the sequence number: 4 digits, 8001 to yzzz (753,663 tasks)
+//
+// A new task takes the sequence number after the highest in tasks/, read under the store
+// lock, so in one clone every task has its own number, ids sort in creation order (the
+// listings, pages and sub-task order rely on that) and a batch's ids differ in their fourth
+// digit. Listings, cards and the web view show the shortest prefix no other task id shares,
+// and at least the four sequence digits: "tsk_8001" while the number is the task's alone.
+// Two clones that add tasks before they meet both use the next numbers; after a merge, the
+// tasks that share a number are shown with one more digit, where their clone tags differ
+// (odds 1023 in 1024), and rarely two more. So in a project of 10,000 tasks no id is shown
+// with more than 7 characters after "tsk_" unless two clones' tags are alike and the random
+// digits agree too. Whole ids stay unique across clones by the random digits alone, and any
+// unique prefix of an id (with or without "tsk_") names it on the command line. When the
+// numbers run out, ids are "z" and a time-based id, which still sort after every other.
+// Stores made before this scheme keep their time-based ids (tsk_01…, sorting before
+// tsk_8…): they stay valid and are shown by their shortest unique prefix.
+//
 // # Locking and durability
 //
 // A read-modify-write holds the store lock: a sync.Mutex for goroutines of one process and
@@ -165,16 +244,41 @@
 //
 // # Caches
 //
-// The files are the truth. A Store keeps in memory, as a cache only, the parsed files of
-// tasks/, conversations/ and delegations/ with the sets hot paths look up, and the byte
-// offsets of each entity's lines in events.jsonl and of each key in a notification inbox.
-// runtime/changes.log is its change journal: every entity write through aipm appends the
-// path it replaced ("tasks/tsk_….json"), one line, under the store lock after the rename;
-// a reader re-checks exactly the paths appended since it last looked. A journal over 4 MiB
-// is started anew (a new file), and a reader that sees a new file re-checks every cached
-// file by identity (inode, size, modification time). Changes that bypass the journal —
-// editors, git — reach a process through its watcher (Store.Changed); a process without
-// one compares every file by identity on each query.
+// The files are the truth. A Store keeps in memory, as a cache only, the files of tasks/,
+// conversations/ and delegations/ with the sets hot paths look up, and the byte offsets of
+// each entity's lines in events.jsonl and of each key in a notification inbox. Unfinished
+// work is held parsed; finished work (done and cancelled tasks, ended and expired
+// conversations, completed and failed delegations) only as what the sets need (parent,
+// assignee, status, dependencies; the two sides, task, state), and is read from its file
+// when asked for. runtime/changes.log is its change journal: every entity write through
+// aipm appends, under the store lock after the rename, the path it replaced and its
+// directory's modification time in nanoseconds before and after the write
+// ("tasks/tsk_….json<TAB>before<TAB>after"; agent files: the path alone); a reader
+// re-checks exactly the paths appended since it last looked. A journal over 4 MiB is
+// started anew (a new file), and a reader that sees a new file re-checks every cached file
+// by identity (inode, size, modification time). Changes that bypass the journal — editors,
+// git — reach a process through its watcher (Store.Changed). A process without one (the
+// command line) looks, on each query, at each directory's modification time — one the
+// journal does not account for means a file was created, removed or renamed beside aipm,
+// and the directory is compared file by file — and compares the files it holds parsed
+// (unfinished work) by identity; a finished entity's file is compared when it is read.
+// A finished task's file rewritten in place (no rename) while no process watched is
+// therefore seen when that task is read, not by a listing by status.
+//
+// runtime/index/<dir>.idx (tasks, conversations, delegations) is that cache on disk, so
+// that a process starts from it instead of reading every file: a header line "aipm-index
+// <format> <dir>", a line "journal <inode> <offset> dir <inode> <mtime>" saying where in
+// the journal and at which directory identity it was true, one line per file — id, inode,
+// size, modification time, then "s" and the index keys of a finished entity, "f" and the
+// compact JSON of one held in full, or "x" for a file that did not parse — and a last line
+// "end <records> <crc32>". Fields are separated by tabs, keys escaped (\\, \t, \n). A
+// process opens it, re-checks the paths the journal names after its offset, and compares
+// the directory's modification time along the journal's; an index file of another format,
+// whose checksum or record count does not match (truncated, edited by hand), of another
+// directory (a copied clone), or older than the journal's start, is not used: the
+// directory is compared file by file and the file written anew. It is written (atomically,
+// not fsynced) after such a comparison, and when a process has seen a thousand changes and
+// the file lags the journal by more than 64 KiB.
 //
 // # Rules
 //
@@ -190,26 +294,40 @@
 //
 // Two clones of a project merge by Git. JSONL files are unions of lines. Entity files
 // (project.json, agents/<id>/agent.json, tasks/, conversations/, delegations/,
-// executions/) name the merge driver `aipm merge-driver %O %A %B %P`, registered in each
+// executions/, leases/) name the merge driver `aipm merge-driver %O %A %B %P`, registered in each
 // clone's Git config by `aipm init`; it runs Merge: field by field, a field changed on one
 // side taken, one changed on both decided by a rule that keeps the entity valid (a task's
 // status: reachable from the ancestor's by the transition table, the later
-// status_changed_at winning), free text changed on both sides a conflict marked around
-// those fields alone, version one more than both sides. Store reads report a file with
-// conflict markers as an unresolved merge, and Check names the entity, the fields and
-// both values.
+// status_changed_at winning), a conversation's turns the base plus both sides'
+// increments, free text changed on both sides a conflict marked around those fields
+// alone, version one more than both sides. Store reads report a file with conflict
+// markers as an unresolved merge, and Check names the entity, the fields and both values.
+//
+// A merge of two valid sides can still break a rule that spans files (repair.go):
+// Breaches finds an agent over max_parallel_tasks, a task in progress under a blocked
+// ancestor, a live conversation at max_turns, two live conversations of one pair, a done
+// task with an unfinished sub-task, and a dependency cycle. RepairMerged applies the
+// rule's own repair to the first four under the store lock (the tasks started last
+// blocked; the cascade of the ancestor's block; terminating with max_turns; the younger or
+// pending duplicate ended with end_reason duplicate), each with a history event via
+// "merge"; the last two have no safe repair, and Check names them with the fix. `aipm run`
+// repairs on every look at the store, `aipm doctor --repair` by hand.
 //
 // # A clone is untrusted input
 //
 // Everything committed under .ai-pm may come from a stranger, so the store never follows a
-// link there (safepath.go): every open for reading, appending or replacing checks with
-// Lstat that .ai-pm and each directory between it and the file is a real directory, opens
-// the file with O_NOFOLLOW and O_NONBLOCK, and refuses anything but a regular file with an
-// UnsafePathError that names the path and says to remove it. A JSON entity over 4 MiB and
-// a JSONL read over 256 MiB are refused (TooLargeError) instead of being read into memory.
+// link there (safepath.go): every open for reading, appending or replacing resolves
+// through an os.Root of .ai-pm (openat beneath it: a directory swapped for a link cannot
+// carry an access outside), checks with Lstat that each directory between .ai-pm and the
+// file is a real directory, opens the file with O_NOFOLLOW and O_NONBLOCK, and refuses
+// anything but a regular file — and a file written in place that has another hard link —
+// with an UnsafePathError that names the path and says to remove it. The store lock is that
+// lock file opened the same way and flocked by descriptor. A JSON entity over 4 MiB, a
+// JSONL read over 256 MiB and a JSONL line over 1 MiB are refused (TooLargeError,
+// LineTooLongError) instead of being read into memory; JSONL files are streamed.
 // Check reports every link and special file. An agent file's hierarchy is checked: only
 // project.json's owner (a human) is "owner"; another agent claiming it is treated as a
 // worker (AI) or manager (human) and reported. settings.agent_commands run only with this
-// machine's approval (runtime/trust/commands.json): a pulled change to a command withdraws
-// it until `aipm trust`.
+// machine's approval, kept outside the repository: a pulled change to a command, or to the
+// repository file it runs, withdraws it until `aipm trust`.
 package filestore

@@ -26,7 +26,7 @@ func (p Problem) String() string { return fmt.Sprintf("%s:%d: %s", p.Path, p.Lin
 // task states that break the rules (e.g. in_progress with unfinished dependencies, as a
 // hand edit can leave), torn JSONL tails and undecodable lines. It changes nothing.
 func (s *Store) Check() ([]Problem, error) {
-	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}}
+	c := &checker{s: s, tasks: map[string]*Task{}, taskData: map[string][]byte{}, agents: map[string]*Agent{}, convs: map[string]*Conversation{}, convData: map[string][]byte{}}
 	c.links()
 	c.project()
 	c.agentsDir()
@@ -40,6 +40,8 @@ func (s *Store) Check() ([]Problem, error) {
 		return ""
 	})
 	c.conversationsDir()
+	c.rules()
+	c.leasesDir()
 	c.delegationsDir()
 	c.notifications()
 	c.entityDir("executions", PrefixExecution, func() any { return &Execution{} })
@@ -64,6 +66,7 @@ type checker struct {
 	taskData map[string][]byte
 	agents   map[string]*Agent
 	convs    map[string]*Conversation
+	convData map[string][]byte
 }
 
 func (c *checker) add(path string, line int, format string, args ...any) {
@@ -177,6 +180,9 @@ func (c *checker) agentsDir() {
 		}
 		c.agents[e.Name()] = &a
 		c.jsonl(filepath.Join(p, "chat.jsonl"), func(line []byte) string {
+			if !bytes.Contains(line, []byte(`"id"`)) {
+				return "message without id or senderId" // not decoded: junk lines can be millions
+			}
 			var m Message
 			if err := json.Unmarshal(line, &m); err != nil {
 				return "undecodable message: " + err.Error()
@@ -262,7 +268,6 @@ func (c *checker) taskRules() {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	set := newMemTasks(c.tasks)
 	for _, id := range ids {
 		t, data, path := c.tasks[id], c.taskData[id], c.s.taskPath(id)
 		if t.AssigneeID != "" {
@@ -286,18 +291,8 @@ func (c *checker) taskRules() {
 				c.add(path, keyLine(data, "status"), "in_progress while dependency %s is %s", d, dt.Status)
 			}
 		}
-		if p := depPath(set, t.Dependencies, id); p != nil && !slices.Contains(t.Dependencies, id) {
-			c.add(path, keyLine(data, "dependencies"), "dependency cycle: %s", strings.Join(append([]string{id}, p...), " → "))
-		}
 		if t.Status == StatusInProgress && t.AssigneeID == "" {
 			c.add(path, keyLine(data, "status"), "in_progress without an assignee")
-		}
-		if t.Status == StatusDone {
-			for _, d := range descendants(set, id) {
-				if !Finished(d.Status) {
-					c.add(path, keyLine(data, "status"), "done while sub-task %s is %s", d.ID, d.Status)
-				}
-			}
 		}
 	}
 }
@@ -305,27 +300,36 @@ func (c *checker) taskRules() {
 // jsonl checks every complete line of a JSONL file with fn (which returns a problem or "")
 // and reports a torn last line.
 func (c *checker) jsonl(path string, fn func([]byte) string) {
-	data, err := readFileSafe(path, maxJSONLFile)
+	// Streamed: a mailbox or history of hundreds of megabytes is checked line by line,
+	// never held in memory; past a hundred problems in one file the rest are counted.
+	const maxReported = 100
+	n, end, problems := 0, int64(0), 0
+	err := scanLines(path, 0, func(l Line) error {
+		n, end = l.N, l.Next
+		var p string
+		if isMarkerLine(l.Data) {
+			p = fmt.Sprintf("merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(l.Data)))
+		} else {
+			p = fn(l.Data)
+		}
+		if p != "" {
+			if problems++; problems <= maxReported {
+				c.add(path, n, "%s", p)
+			}
+		}
+		return nil
+	})
+	if problems > maxReported {
+		c.add(path, n, "%d more problem lines like those above", problems-maxReported)
+	}
 	if err != nil {
 		if !os.IsNotExist(err) {
-			c.add(path, 1, "cannot read: %v", err)
+			c.add(path, n+1, "cannot read: %v", err)
 		}
 		return
 	}
-	n := 0
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		n++
-		if i < 0 {
-			c.add(path, n, "torn last line without newline (an interrupted write; the next append repairs it)")
-			return
-		}
-		if line := data[:i]; isMarkerLine(line) {
-			c.add(path, n, "merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(line)))
-		} else if p := fn(line); p != "" {
-			c.add(path, n, "%s", p)
-		}
-		data = data[i+1:]
+	if fi, err := os.Lstat(path); err == nil && fi.Size() > end {
+		c.add(path, n+1, "torn last line without newline (an interrupted write; the next append repairs it)")
 	}
 }
 
@@ -392,7 +396,6 @@ func (c *checker) agentRef(path string, data []byte, key, id string) {
 // agents, turn limits, notified agents from the conversation, an end for ended states,
 // the task reference, and at most one pending or active conversation per pair.
 func (c *checker) conversationsDir() {
-	live := map[[2]string]string{}
 	files := c.entityFiles("conversations", PrefixConversation, "conversations")
 	ids := make([]string, 0, len(files))
 	for id := range files {
@@ -437,13 +440,63 @@ func (c *checker) conversationsDir() {
 				c.add(path, keyLine(data, "task_id"), "task %q does not exist", cv.TaskID)
 			}
 		}
+		c.convData[id] = data
+	}
+}
+
+// rules reports the states that break a rule a merge can break (Breaches): each with the
+// repair `aipm run` or `aipm sync` applies, or the fix a human must make.
+func (c *checker) rules() {
+	st := &ruleState{tasks: c.tasks, agents: c.agents, s: c.s}
+	for _, cv := range c.convs {
 		if cv.Live() {
-			pair := [2]string{min(cv.InitiatorID, cv.ParticipantID), max(cv.InitiatorID, cv.ParticipantID)}
-			if other, ok := live[pair]; ok {
-				c.add(path, keyLine(data, "state"), "second live conversation between %s and %s (also %s)", pair[0], pair[1], other)
-			} else {
-				live[pair] = id
+			st.convs = append(st.convs, cv)
+		}
+	}
+	sort.Slice(st.convs, func(i, j int) bool { return st.convs[i].ID < st.convs[j].ID })
+	for _, b := range st.breaches() {
+		path, data := c.s.taskPath(b.ID), c.taskData[b.ID]
+		if b.Entity == "conversation" {
+			path, data = c.s.conversationPath(b.ID), c.convData[b.ID]
+		}
+		if b.Repair != "" {
+			c.add(path, keyLine(data, b.Key), "%s; `aipm doctor --repair` (or a running `aipm run`) repairs it: %s; or by hand: %s", b.Problem, b.Repair, b.Fix)
+		} else {
+			c.add(path, keyLine(data, b.Key), "%s; %s", b.Problem, b.Fix)
+		}
+	}
+}
+
+// leasesDir checks leases/<agent-id>.json: decodable, about an existing agent, naming a
+// valid machine.
+func (c *checker) leasesDir() {
+	dir := c.s.path("leases")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		path := filepath.Join(dir, e.Name())
+		id, ok := strings.CutSuffix(e.Name(), ".json")
+		if e.IsDir() || !ok || ValidateAgentID(id) != nil {
+			if !isIgnorable(e.Name()) {
+				c.add(path, 1, "unexpected file (leases are leases/<agent-id>.json)")
 			}
+			continue
+		}
+		var l Lease
+		data := c.decode(path, &l)
+		if data == nil {
+			continue
+		}
+		if l.AgentID != id {
+			c.add(path, keyLine(data, "agent_id"), "agent_id %q does not match the file name", l.AgentID)
+		}
+		if _, ok := c.agents[id]; !ok {
+			c.add(path, keyLine(data, "agent_id"), "lease of agent %q, which does not exist: delete the file", id)
+		}
+		if ValidateMachineID(l.MachineID) != nil {
+			c.add(path, keyLine(data, "machine_id"), "invalid machine id %q: move the agent with `aipm agent move %s --to MACHINE`, or release it with `aipm agent release %s`", l.MachineID, id, id)
 		}
 	}
 }

@@ -27,23 +27,32 @@ func (x *convIndex) reset() {
 	*x = convIndex{byAgent: idIndex{}, byTask: idIndex{}, byState: idIndex{}}
 }
 
-func convKeys(c *Conversation) (agents, task, state []string) {
-	if c == nil {
-		return nil, nil, nil
-	}
-	return []string{c.InitiatorID, c.ParticipantID}, []string{c.TaskID}, []string{c.State}
+// convKeys is what the index files a conversation under: initiator, participant, task,
+// state.
+func convKeys(c *Conversation) []string {
+	return []string{c.InitiatorID, c.ParticipantID, c.TaskID, c.State}
 }
 
-func (x *convIndex) update(id string, old, cur *Conversation) {
-	oa, ot, os := convKeys(old)
-	ca, ct, cs := convKeys(cur)
-	x.byAgent.move(id, oa, ca)
-	x.byTask.move(id, ot, ct)
-	x.byState.move(id, os, cs)
+// convFinished: ended and expired conversations are read on demand.
+func convFinished(c *Conversation) bool { return c.State == ConvEnded || c.State == ConvExpired }
+
+// part returns keys[i:j], or nil when there are no keys.
+func part(keys []string, i, j int) []string {
+	if keys == nil {
+		return nil
+	}
+	return keys[i:j]
+}
+
+func (x *convIndex) update(id string, old, cur []string) {
+	x.byAgent.move(id, part(old, 0, 2), part(cur, 0, 2))
+	x.byTask.move(id, part(old, 2, 3), part(cur, 2, 3))
+	x.byState.move(id, part(old, 3, 4), part(cur, 3, 4))
 }
 
 func newConvCache(s *Store) *dirCache[Conversation] {
 	c := newDirCache(s, "conversations", PrefixConversation, s.readConversation)
+	c.keys, c.done, c.persist = convKeys, convFinished, true
 	c.reset = s.cix.reset
 	c.index = s.cix.update
 	s.cix.reset()
@@ -60,23 +69,23 @@ type dlgIndex struct{ byAgent, byTask, byStatus idIndex }
 
 func (x *dlgIndex) reset() { *x = dlgIndex{byAgent: idIndex{}, byTask: idIndex{}, byStatus: idIndex{}} }
 
-func dlgKeys(d *Delegation) (agent, task, status []string) {
-	if d == nil {
-		return nil, nil, nil
-	}
-	return []string{d.AgentID}, []string{d.TaskID}, []string{d.Status}
+// dlgKeys is what the index files a delegation under: agent, task, status.
+func dlgKeys(d *Delegation) []string { return []string{d.AgentID, d.TaskID, d.Status} }
+
+// dlgFinished: completed and failed delegations are read on demand.
+func dlgFinished(d *Delegation) bool {
+	return d.Status == DelegationCompleted || d.Status == DelegationFailed
 }
 
-func (x *dlgIndex) update(id string, old, cur *Delegation) {
-	oa, ot, os := dlgKeys(old)
-	ca, ct, cs := dlgKeys(cur)
-	x.byAgent.move(id, oa, ca)
-	x.byTask.move(id, ot, ct)
-	x.byStatus.move(id, os, cs)
+func (x *dlgIndex) update(id string, old, cur []string) {
+	x.byAgent.move(id, part(old, 0, 1), part(cur, 0, 1))
+	x.byTask.move(id, part(old, 1, 2), part(cur, 1, 2))
+	x.byStatus.move(id, part(old, 2, 3), part(cur, 2, 3))
 }
 
 func newDlgCache(s *Store) *dirCache[Delegation] {
 	c := newDirCache(s, "delegations", PrefixDelegation, s.readDelegation)
+	c.keys, c.done, c.persist = dlgKeys, dlgFinished, true
 	c.reset = s.dix.reset
 	c.index = s.dix.update
 	s.dix.reset()
@@ -107,7 +116,7 @@ func pick[T any](c *dirCache[T], set map[string]struct{}, narrowed bool) []strin
 		}
 	} else {
 		for id, e := range c.ents {
-			if e.v != nil {
+			if e.readable() {
 				ids = append(ids, id)
 			}
 		}

@@ -33,9 +33,12 @@ type Execution struct {
 	// Interrupted marks a failed run whose process its coordinator stopped while shutting
 	// down (or the next coordinator stopped after its coordinator died): not the agent's
 	// failure, and not something a person must act on.
-	Interrupted bool      `json:"interrupted,omitempty"`
-	UpdatedAt   time.Time `json:"updated_at"`
-	Version     int       `json:"version"`
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Usage is the session's tool calls and their bytes, from authenticate on; written
+	// when the record closes and settled after the closing call.
+	Usage
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int       `json:"version"`
 }
 
 func (s *Store) executionPath(id string) string { return s.path("executions", id+".json") }
@@ -82,6 +85,7 @@ func (s *Store) Execution(id string) (*Execution, error) {
 		}
 		return nil, err
 	}
+	ex.ID = id // the file name is the identity, whatever the file claims
 	return &ex, nil
 }
 
@@ -126,6 +130,9 @@ func (s *Store) finishExecution(id, status, summary string) error {
 	ex.CompletedAt = &now
 	ex.DurationSeconds = now.Sub(ex.StartedAt).Seconds()
 	ex.Summary = summary
+	if u, err := s.SessionUsage(ex.SessionID); err == nil {
+		ex.Usage = u
+	}
 	ex.UpdatedAt = now
 	ex.Version++
 	if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {

@@ -43,6 +43,16 @@ type Event struct {
 	ConversationID string    `json:"conversation_id,omitempty"`
 	RequesterID    string    `json:"requester_id,omitempty"`
 	Fields         []string  `json:"fields,omitempty"`
+	// Changes holds the old and new value of each field an edit changed (dependencies as
+	// comma-separated ids); events written before it was kept have only Fields.
+	Changes []FieldChange `json:"changes,omitempty"`
+}
+
+// FieldChange is one field of an edit, from its old value to its new one.
+type FieldChange struct {
+	Field string `json:"field"`
+	From  string `json:"from"`
+	To    string `json:"to"`
 }
 
 // appendEvent records a history event. History is not fsynced line by line: the entity file
@@ -60,19 +70,15 @@ func (s *Store) Events(id string) ([]Event, error) {
 		evs, _, err := s.EventsTail(id, -1)
 		return evs, err
 	}
-	lines, err := readLines(s.path("events.jsonl"), 0)
-	if err != nil {
-		return nil, err
-	}
 	var out []Event
-	for _, l := range lines {
+	err := scanLines(s.path("events.jsonl"), 0, func(l Line) error {
 		var e Event
-		if json.Unmarshal(l.Data, &e) != nil {
-			continue
+		if json.Unmarshal(l.Data, &e) == nil {
+			out = append(out, e)
 		}
-		out = append(out, e)
-	}
-	return out, nil
+		return nil
+	})
+	return out, err
 }
 
 // EventsTail returns the last n history events of one entity (all of them if n < 0),
@@ -193,6 +199,8 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		case int64(n) < want || h.off+int64(n) >= fi.Size():
 			// A torn or unfinished last line: next time.
 			return slices.Clone(h.byID[id]), nil
+		case cap(buf) >= maxJSONLLine:
+			return nil, &LineTooLongError{Path: relToRepo(path), Offset: h.off}
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -83,45 +84,103 @@ type Line struct {
 	Next int64
 }
 
-// readLines returns the complete lines of a JSONL file from byte offset on. A last line
-// without '\n' is a write in progress or a crash leftover: it is neither returned nor
-// skipped past, so a later read picks it up once it is finished.
-func readLines(path string, offset int64) ([]Line, error) {
+// maxJSONLLine is the longest JSONL line aipm reads. The longest a record ever is — a
+// message of 4000 characters, JSON-escaped — is far below it.
+const maxJSONLLine = 1 << 20
+
+// LineTooLongError is a JSONL line longer than any record aipm writes: a hostile or broken
+// file, refused rather than read into memory.
+type LineTooLongError struct {
+	Path   string
+	Line   int   // 1-based, counted from where the read started; 0 if unknown
+	Offset int64 // where the line starts, when Line is unknown
+}
+
+func (e *LineTooLongError) Error() string {
+	where := fmt.Sprintf("line %d", e.Line)
+	if e.Line == 0 {
+		where = fmt.Sprintf("the line at byte %d", e.Offset)
+	}
+	return fmt.Sprintf("%s %s is over %d bytes, far longer than any record aipm writes: it is refused rather than read into memory; "+
+		"delete that line (aipm doctor lists such lines) or move the file out of %s", e.Path, where, maxJSONLLine, DirName)
+}
+
+// scanLines calls fn with each complete line of a JSONL file from byte offset on, oldest
+// first, reading through a fixed buffer: memory does not grow with the file. A last line
+// without '\n' is a write in progress or a crash leftover: it is neither passed nor
+// skipped past, so a later read picks it up once it is finished. Line.Data is valid only
+// during the call. fn returning errStop ends the scan without error. A missing file has no
+// lines.
+func scanLines(path string, offset int64, fn func(Line) error) error {
 	f, err := openRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+			return nil
 		}
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	// A negative offset (a hand-edited cursor) means the start; line numbers and Next stay
 	// true byte positions.
 	offset = max(offset, 0)
 	if fi, err := f.Stat(); err == nil && fi.Size()-offset > maxJSONLFile {
-		return nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
+		return &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
 	}
 	if offset > 0 {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		return nil, err
-	}
-	var out []Line
+	r := bufio.NewReaderSize(f, 64<<10)
+	var long []byte // a line longer than the reader's buffer, assembled
 	n := 0
 	pos := offset
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(long)+len(chunk) > maxJSONLLine {
+				return &LineTooLongError{Path: relToRepo(path), Line: n + 1}
+			}
+			long = append(long, chunk...)
+			continue
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil // a torn last line, if any, is left for later
+			}
+			return err
+		}
+		line := chunk[:len(chunk)-1]
+		if long != nil {
+			if len(long)+len(chunk) > maxJSONLLine {
+				return &LineTooLongError{Path: relToRepo(path), Line: n + 1}
+			}
+			long = append(long, line...)
+			line = long
 		}
 		n++
-		out = append(out, Line{N: n, Data: data[:i], Next: pos + int64(i) + 1})
-		pos += int64(i) + 1
-		data = data[i+1:]
+		pos += int64(len(line)) + 1
+		if err := fn(Line{N: n, Data: line, Next: pos}); err != nil {
+			if errors.Is(err, errStop) {
+				return nil
+			}
+			return err
+		}
+		long = nil
 	}
-	return out, nil
+}
+
+// errStop ends a scanLines early.
+var errStop = errors.New("stop")
+
+// readLines returns the complete lines of a JSONL file from byte offset on (see scanLines),
+// for files whose every line the caller keeps anyway.
+func readLines(path string, offset int64) ([]Line, error) {
+	var out []Line
+	err := scanLines(path, offset, func(l Line) error {
+		l.Data = bytes.Clone(l.Data)
+		out = append(out, l)
+		return nil
+	})
+	return out, err
 }

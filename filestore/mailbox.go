@@ -346,28 +346,24 @@ func (s *Store) rebuildKey(agentID string) ([3]stamp, bool) {
 // read ones after it.
 func (s *Store) rebuildCursor(agentID string) (cursor, error) {
 	read := map[string]bool{}
-	logLines, err := readLines(s.readLogOf(agentID), 0)
-	if err != nil {
-		return cursor{}, err
-	}
-	for _, l := range logLines {
+	err := scanLines(s.readLogOf(agentID), 0, func(l Line) error {
 		var m readMarks
 		if json.Unmarshal(l.Data, &m) == nil {
 			for _, id := range m.IDs {
 				read[id] = true
 			}
 		}
-	}
-	lines, err := readLines(s.mailboxPath(agentID), 0)
+		return nil
+	})
 	if err != nil {
 		return cursor{}, err
 	}
 	var c cursor
 	gap := false // an unread message lies before this line
-	for _, l := range lines {
-		var m Message
+	err = scanLines(s.mailboxPath(agentID), 0, func(l Line) error {
+		m, ok := parseMessage(l.Data)
 		isRead := true
-		if json.Unmarshal(l.Data, &m) == nil && m.received(agentID) {
+		if ok && m.received(agentID) {
 			isRead = read[m.ID]
 		}
 		switch {
@@ -375,52 +371,88 @@ func (s *Store) rebuildCursor(agentID string) (cursor, error) {
 			c.Offset = l.Next
 		case !isRead:
 			gap = true
-		case m.ID != "" && m.received(agentID):
+		case ok && m.received(agentID):
 			c.Skip = append(c.Skip, m.ID)
 		}
+		return nil
+	})
+	if err != nil {
+		return cursor{}, err
 	}
 	c.Check, err = tailCheck(s.mailboxPath(agentID), c.Offset)
 	return c, err
 }
 
-// Unread returns the messages the agent received after its read cursor, and the offset that
-// marks them read. Pass that offset, not the file's size, to MarkRead: a message appended
-// after this read lies beyond it and stays unread.
+// One Unread call returns at most maxUnreadPage messages or about maxUnreadPageBytes of
+// them; the rest stay unread for the next call: the read cursor is the page cursor, so
+// memory and answers stay bounded however much mail piled up.
+const (
+	maxUnreadPage      = 500
+	maxUnreadPageBytes = 1 << 20
+)
+
+// Unread returns the messages the agent received after its read cursor (at most a page, see
+// maxUnreadPage), and the offset that marks them read. Pass that offset, not the file's
+// size, to MarkRead: a message appended after this read lies beyond it and stays unread.
 func (s *Store) Unread(agentID string) ([]Message, int64, error) {
+	var out []Message
+	size := 0
+	next, err := s.scanUnread(agentID, func(m *Message, l Line) bool {
+		if len(out) >= maxUnreadPage || size >= maxUnreadPageBytes {
+			return false
+		}
+		out = append(out, *m)
+		size += len(l.Data)
+		return true
+	})
+	return out, next, err
+}
+
+// scanUnread calls fn with each unread received message after the agent's read cursor
+// until fn returns false, and returns the offset past the last line fn took (or passed
+// over as not a message to read).
+func (s *Store) scanUnread(agentID string, fn func(*Message, Line) bool) (int64, error) {
 	if err := ValidateAgentID(agentID); err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	c, err := s.currentCursor(agentID)
 	if err != nil {
-		return nil, 0, err
-	}
-	lines, err := readLines(s.mailboxPath(agentID), c.Offset)
-	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
 	next := c.Offset
 	skip := make(map[string]bool, len(c.Skip))
 	for _, id := range c.Skip {
 		skip[id] = true
 	}
-	var out []Message
-	for _, l := range lines {
+	err = scanLines(s.mailboxPath(agentID), c.Offset, func(l Line) error {
+		m, ok := parseMessage(l.Data)
+		if ok && m.received(agentID) && !skip[m.ID] && !fn(&m, l) {
+			return errStop
+		}
 		next = l.Next
-		var m Message
-		if json.Unmarshal(l.Data, &m) != nil {
-			continue // doctor reports it
-		}
-		if m.received(agentID) && !skip[m.ID] {
-			out = append(out, m)
-		}
-	}
-	return out, next, nil
+		return nil
+	})
+	return next, err
 }
 
-// UnreadCount counts unread received messages.
+// parseMessage decodes a mailbox line; ok is false for a line that is no message (no id or
+// no sender: a broken or hostile line, which doctor reports). Lines without an "id" key are
+// passed over without decoding.
+func parseMessage(line []byte) (m Message, ok bool) {
+	if !bytes.Contains(line, []byte(`"id"`)) {
+		return m, false
+	}
+	if json.Unmarshal(line, &m) != nil || m.ID == "" || m.SenderID == "" {
+		return m, false
+	}
+	return m, true
+}
+
+// UnreadCount counts unread received messages, all of them, holding none in memory.
 func (s *Store) UnreadCount(agentID string) (int, error) {
-	msgs, _, err := s.Unread(agentID)
-	return len(msgs), err
+	n := 0
+	_, err := s.scanUnread(agentID, func(*Message, Line) bool { n++; return true })
+	return n, err
 }
 
 // MarkRead moves the agent's read cursor forward to offset (never backward).
@@ -441,29 +473,29 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 	if offset <= c.Offset {
 		return nil
 	}
-	lines, err := readLines(s.mailboxPath(agentID), c.Offset)
-	if err != nil {
-		return err
-	}
 	var ids []string
 	passed := map[string]bool{} // skipped messages the cursor moves past
 	skipping := make(map[string]bool, len(c.Skip))
 	for _, id := range c.Skip {
 		skipping[id] = true
 	}
-	for _, l := range lines {
+	err = scanLines(s.mailboxPath(agentID), c.Offset, func(l Line) error {
 		if l.Next > offset {
-			break
+			return errStop
 		}
-		var m Message
-		if json.Unmarshal(l.Data, &m) != nil || !m.received(agentID) {
-			continue
+		m, ok := parseMessage(l.Data)
+		if !ok || !m.received(agentID) {
+			return nil
 		}
 		if skipping[m.ID] {
 			passed[m.ID] = true
-			continue
+			return nil
 		}
 		ids = append(ids, m.ID)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	var skip []string
 	for _, id := range c.Skip {

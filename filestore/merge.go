@@ -18,6 +18,7 @@ const (
 	KindExecution    = "execution"
 	KindAgent        = "agent"
 	KindProject      = "project"
+	KindLease        = "lease"
 )
 
 // EntityKind returns the kind of entity file a path under .ai-pm holds ("tasks/<id>.json"
@@ -42,6 +43,8 @@ func EntityKind(p string) string {
 		return KindExecution
 	case strings.HasPrefix(dir, "agents/") && strings.Count(dir, "/") == 2 && file == "agent.json":
 		return KindAgent
+	case dir == "leases/" && strings.HasSuffix(file, ".json"):
+		return KindLease
 	}
 	return ""
 }
@@ -77,7 +80,9 @@ type MergeResult struct {
 //     pending; completed or failed past processing past pending); two different ends are
 //     decided by the later end time.
 //   - dependencies and a conversation's notified list: both sides' additions and
-//     removals, sorted; turns: the larger.
+//     removals, sorted; turns: the base plus both sides' increments (each side counted
+//     its own messages, so they add up; RepairMerged then ends a live conversation the
+//     sum brings to max_turns).
 //   - times (*_at): the later.
 //   - free text (titles, descriptions, names, roles, prompts, purposes, contexts, results,
 //     summaries) and identity fields (id, project_id, created_*): a conflict.
@@ -182,7 +187,7 @@ type statusGroup struct {
 type mergeRules struct {
 	text     []string // both changed: a conflict
 	sets     []string // three-way set merge, sorted
-	counters []string // the larger
+	counters []string // counts of events: each side's increments added up
 	groups   []statusGroup
 	encode   func(obj) ([]byte, error) // through the entity's struct: its field order
 }
@@ -225,6 +230,27 @@ var mergeRulesFor = map[string]mergeRules{
 		text:   []string{"name", "description", "settings.agent_commands"},
 		encode: encodeAs[Project],
 	},
+	// Two machines that each took an agent's lease: the later taking (a move, a takeover)
+	// wins whole, so one machine runs the agent and the other stops it; the same machine's
+	// renewals merge field by field (the later times).
+	KindLease: {
+		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at"},
+			pick: pickLease}},
+		encode: encodeAs[Lease],
+	},
+}
+
+func pickLease(b, o, t obj) (int, bool) {
+	if compact(o["machine_id"]) == compact(t["machine_id"]) {
+		if c := cmpTime(o["renewed_at"], t["renewed_at"]); c != 0 {
+			return -c, false
+		}
+		return tieBreak(o, t), false
+	}
+	if c := cmpTime(o["acquired_at"], t["acquired_at"]); c != 0 {
+		return -c, false
+	}
+	return tieBreak(o, t), false
 }
 
 // identity fields never change after creation: both sides changing them is a conflict.
@@ -297,6 +323,10 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 		}
 		bv, ov, tv := b[k], o[k], t[k]
 		switch {
+		case slices.Contains(m.rules.counters, field) && !same(bv, ov) && !same(bv, tv):
+			// Both counted, the same number or not: both happened.
+			v, _ := m.both(field, bv, ov, tv)
+			setOrDelete(out, k, v)
 		case same(ov, tv):
 			setOrDelete(out, k, ov)
 		case same(bv, ov):
@@ -336,10 +366,10 @@ func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage
 	case slices.Contains(m.rules.sets, field):
 		return mergeSet(bv, ov, tv), nil
 	case slices.Contains(m.rules.counters, field):
-		if intOf(ov) >= intOf(tv) {
-			return ov, nil
-		}
-		return tv, nil
+		// Each side counted its own messages since the base: both happened, so the
+		// increments add up (the larger would let a merged conversation run past
+		// max_turns unnoticed).
+		return json.RawMessage(fmt.Sprint(intOf(ov) + intOf(tv) - intOf(bv))), nil
 	case strings.HasSuffix(field, "_at"):
 		if cmpTime(ov, tv) >= 0 {
 			return ov, nil

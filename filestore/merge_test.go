@@ -263,9 +263,29 @@ func TestMergeConversation(t *testing.T) {
 	if err := json.Unmarshal(r.Data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.State != ConvTerminating || got.EndReason != "participant_ended" || got.Turns != 6 || !got.LastMessageAt.Equal(*mtAt(3)) ||
+	if got.State != ConvTerminating || got.EndReason != "participant_ended" || got.Turns != 7 || !got.LastMessageAt.Equal(*mtAt(3)) ||
 		!slices.Equal(got.Notified, []string{"w2"}) || got.Version != 8 {
 		t.Errorf("got %+v", got)
+	}
+}
+
+// TestMergeTurnsAddUp: each clone counted its own side's messages; equal counts on both
+// sides are two messages, not one.
+func TestMergeTurnsAddUp(t *testing.T) {
+	base := Conversation{ID: "cnv_01", ProjectID: "prj_01", InitiatorID: "w1", ParticipantID: "w2", Purpose: "api",
+		State: ConvActive, MaxTurns: 6, Turns: 4, CreatedAt: mt0, Notified: []string{}, UpdatedAt: *mtAt(2), Version: 5}
+	for _, tc := range []struct{ ours, theirs, want int }{{5, 5, 6}, {5, 7, 8}, {4, 6, 6}} {
+		ours, theirs := base, base
+		ours.Turns, ours.UpdatedAt = tc.ours, *mtAt(3)
+		theirs.Turns, theirs.UpdatedAt = tc.theirs, *mtAt(4)
+		r := mergeBoth(t, KindConversation, enc(t, &base), enc(t, &ours), enc(t, &theirs))
+		var got Conversation
+		if err := json.Unmarshal(r.Data, &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Turns != tc.want {
+			t.Errorf("turns 4 → %d and %d: merged %d, want %d", tc.ours, tc.theirs, got.Turns, tc.want)
+		}
 	}
 }
 

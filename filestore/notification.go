@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +94,12 @@ type Notification struct {
 	Instruction string `json:"instruction"`
 	// Key deduplicates: a second notification with the key of an existing one in the same
 	// inbox is not added (one notification per change, however many writers notice it).
-	Key       string    `json:"key,omitempty"`
+	Key string `json:"key,omitempty"`
+	// UntilRead marks a notice made while no session it is for was live (a
+	// notify_task_session with no task session running): instead of reaching nobody, it
+	// also reaches the sessions of its purpose that start later, until one of them reads it
+	// (seed 000: the task session gets it with its next tool call).
+	UntilRead bool      `json:"until_read,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	// ReadAt is never stored in the inbox: readers fill it in with the time the asking
 	// session read the notification (nil: unread).
@@ -103,7 +109,9 @@ type Notification struct {
 // targets reports whether the notification is for session se: its agent, its purpose (or
 // any), its id if one is named, and — unless it names the session — created at or after
 // the session started, so a new session does not inherit what earlier sessions were told.
-func (n *Notification) targets(se *Session) bool {
+// An until_read notice is also for sessions that started after it, unless another session
+// has read it: taken says which session read it ("" for none).
+func (n *Notification) targets(se *Session, taken func(id string) string) bool {
 	if n.TargetAgentID != se.AgentID {
 		return false
 	}
@@ -113,7 +121,63 @@ func (n *Notification) targets(se *Session) bool {
 	if n.TargetPurpose != PurposeAny && n.TargetPurpose != se.Purpose {
 		return false
 	}
-	return !n.CreatedAt.Before(se.CreatedAt)
+	if !n.CreatedAt.Before(se.CreatedAt) {
+		return true
+	}
+	if !n.UntilRead {
+		return false
+	}
+	by := taken(n.ID)
+	return by == "" || by == se.ID
+}
+
+func (s *Store) takenPath(agentID string) string {
+	return s.path("runtime", "notifications", "taken", agentID+".jsonl")
+}
+
+// takenMark is one line of runtime/notifications/taken/<agent-id>.jsonl: an until_read
+// notice of the agent, read by one of its sessions, which later sessions no longer get.
+type takenMark struct {
+	ID        string    `json:"id"`
+	SessionID string    `json:"session_id"`
+	At        time.Time `json:"at"`
+}
+
+// takenBy returns a lookup of the agent's until_read notices that a session has read,
+// reading the file at the first lookup (only a scan that meets such a notice makes one).
+func (s *Store) takenBy(agentID string) func(id string) string {
+	var marks map[string]string
+	return func(id string) string {
+		if marks == nil {
+			marks = map[string]string{}
+			// A file that cannot be read counts as empty: a notice is then told once more
+			// rather than lost; doctor reports the file.
+			lines, _ := readLines(s.takenPath(agentID), 0)
+			for _, l := range lines {
+				var m takenMark
+				if json.Unmarshal(l.Data, &m) == nil && marks[m.ID] == "" {
+					marks[m.ID] = m.SessionID
+				}
+			}
+		}
+		return marks[id]
+	}
+}
+
+// markTakenLocked records that session se read the until_read notices among ns.
+func (s *Store) markTakenLocked(se *Session, ns []Notification, at time.Time) error {
+	for _, n := range ns {
+		if !n.UntilRead {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(s.takenPath(se.AgentID)), 0o755); err != nil {
+			return err
+		}
+		if err := appendLine(s.takenPath(se.AgentID), takenMark{ID: n.ID, SessionID: se.ID, At: at}, true); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (s *Store) inboxPath(agentID string) string {
@@ -352,21 +416,21 @@ func (s *Store) readLogPath(sessionID string) string {
 
 // readLog returns when the session read each notification it has read.
 func (s *Store) readLog(sessionID string) (map[string]time.Time, error) {
-	lines, err := readLines(s.readLogPath(sessionID), 0)
-	if err != nil {
-		return nil, err
-	}
 	out := map[string]time.Time{}
-	for _, l := range lines {
+	err := scanLines(s.readLogPath(sessionID), 0, func(l Line) error {
 		var m readMarks
 		if json.Unmarshal(l.Data, &m) != nil {
-			continue // doctor reports it
+			return nil // doctor reports it
 		}
 		for _, id := range m.IDs {
 			if _, ok := out[id]; !ok {
 				out[id] = m.At
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -490,24 +554,30 @@ type inboxLine struct {
 // notifications targeted at se (each id once), the number of lines read, and the offset
 // after the last complete line. Undecodable lines are skipped; doctor reports them.
 func (s *Store) scanInbox(se *Session, from int64) ([]inboxLine, int, int64, error) {
-	lines, err := readLines(s.inboxPath(se.AgentID), from)
-	if err != nil {
-		return nil, 0, from, err
-	}
 	end := from
 	var out []inboxLine
 	seen := map[string]bool{}
-	for _, l := range lines {
+	taken := s.takenBy(se.AgentID)
+	count := 0
+	err := scanLines(s.inboxPath(se.AgentID), from, func(l Line) error {
+		count++
 		end = l.Next
+		if !bytes.Contains(l.Data, []byte(`"id"`)) {
+			return nil // no notification (doctor reports the line)
+		}
 		var n Notification
-		if json.Unmarshal(l.Data, &n) != nil || n.ID == "" || seen[n.ID] || !n.targets(se) {
-			continue
+		if json.Unmarshal(l.Data, &n) != nil || n.ID == "" || seen[n.ID] || !n.targets(se, taken) {
+			return nil
 		}
 		seen[n.ID] = true
 		n.ReadAt = nil
 		out = append(out, inboxLine{n: n, pos: l.Next - int64(len(l.Data)) - 1})
+		return nil
+	})
+	if err != nil {
+		return nil, 0, from, err
 	}
-	return out, len(lines), end, nil
+	return out, count, end, nil
 }
 
 // unreadState is a session's unread notifications as the index and the lines after its
@@ -655,7 +725,7 @@ func (s *Store) notificationAt(se *Session, pos int64) (*Notification, error) {
 		return nil, err
 	}
 	var n Notification
-	if json.Unmarshal(line, &n) != nil || !n.targets(se) {
+	if json.Unmarshal(line, &n) != nil || !n.targets(se, s.takenBy(se.AgentID)) {
 		return nil, nil
 	}
 	n.ReadAt = nil
@@ -725,8 +795,14 @@ func (s *Store) SessionNotifications(se *Session, unreadOnly bool) ([]Notificati
 	return out, nil
 }
 
+// newestFirst orders notifications as get_notifications lists them and tells the agent
+// to follow them: interrupts first, then the rest, each newest first. An interrupt
+// (a reassignment, a pause) changes what every other notification means.
 func newestFirst(ns []Notification) {
 	sort.SliceStable(ns, func(i, j int) bool {
+		if ii, ji := ns[i].Type == NotifyInterrupt, ns[j].Type == NotifyInterrupt; ii != ji {
+			return ii
+		}
 		if !ns[i].CreatedAt.Equal(ns[j].CreatedAt) {
 			return ns[i].CreatedAt.After(ns[j].CreatedAt)
 		}
@@ -768,6 +844,9 @@ func (s *Store) TakeNotifications(se *Session) ([]Notification, error) {
 				}
 			}
 			if err := s.markNotificationsLocked(se.ID, ids, now); err != nil {
+				return err
+			}
+			if err := s.markTakenLocked(se, out, now); err != nil {
 				return err
 			}
 			st.Unread = []unreadRef{}
@@ -814,8 +893,24 @@ func (s *Store) MarkNotificationsRead(se *Session, ids []string) error {
 			}
 			mark = append(mark, id)
 		}
-		if err := s.markNotificationsLocked(se.ID, mark, s.Now()); err != nil {
+		now := s.Now()
+		if err := s.markNotificationsLocked(se.ID, mark, now); err != nil {
 			return err
+		}
+		if len(mark) > 0 {
+			hits, _, _, err := s.scanInbox(se, st.from())
+			if err != nil {
+				return err
+			}
+			var marked []Notification
+			for _, h := range hits {
+				if slices.Contains(mark, h.n.ID) {
+					marked = append(marked, h.n)
+				}
+			}
+			if err := s.markTakenLocked(se, marked, now); err != nil {
+				return err
+			}
 		}
 		st.Unread = slices.DeleteFunc(st.Unread, func(r unreadRef) bool { return slices.Contains(mark, r.ID) })
 		return s.saveReadsLocked(st)
@@ -825,8 +920,8 @@ func (s *Store) MarkNotificationsRead(se *Session, ids []string) error {
 // PendingNotifications counts the agent's notifications that one of its live sessions is
 // meant to read and has not read yet (each counted once, even if both sessions have it
 // unread): what `aipm status` shows as waiting. An agent with no live session has none
-// pending — a notification only reaches sessions live when it was made (or the one it
-// names), so nothing waits for a session that has not started.
+// pending — a notification reaches sessions live when it was made (or the one it names);
+// an until_read one waits for the next session, which is then the one that counts it.
 func (s *Store) PendingNotifications(agentID string) (int, error) {
 	if err := ValidateAgentID(agentID); err != nil {
 		return 0, err

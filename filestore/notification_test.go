@@ -212,10 +212,12 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	mustNotify(t, s, named)
 	mustNotify(t, s, ntf("w2", NotifyMessage, PurposeAny, "for w2"))
 
-	if got, want := sessionMessages(t, s, task, true), []string{"named task session", "pause", "chat→task"}; !slices.Equal(got, want) {
-		t.Errorf("task session sees %q, want %q (newest first)", got, want)
+	// Interrupts first, then the rest, each newest first: the order get_notifications
+	// tells the agent to follow them in.
+	if got, want := sessionMessages(t, s, task, true), []string{"pause", "named task session", "chat→task"}; !slices.Equal(got, want) {
+		t.Errorf("task session sees %q, want %q (interrupts first, then newest first)", got, want)
 	}
-	if got, want := sessionMessages(t, s, chat, true), []string{"for chat", "pause"}; !slices.Equal(got, want) {
+	if got, want := sessionMessages(t, s, chat, true), []string{"pause", "for chat"}; !slices.Equal(got, want) {
 		t.Errorf("chat session sees %q, want %q", got, want)
 	}
 	if got, want := sessionMessages(t, s, w2chat, true), []string{"for w2"}; !slices.Equal(got, want) {
@@ -244,7 +246,7 @@ func TestNotificationsReachOnlyTheirSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := messages(took); !slices.Equal(got, []string{"named task session", "pause", "chat→task"}) {
+	if got := messages(took); !slices.Equal(got, []string{"pause", "named task session", "chat→task"}) {
 		t.Errorf("took %q", got)
 	}
 	for _, n := range took {
@@ -595,7 +597,9 @@ func TestSetProjectStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(ns) != 2 || ns[0].Action != ActionResume || ns[0].Type != NotifyStatusChange {
+	// Unread, the pause is still listed first (interrupts first); the resume after it says
+	// it is over.
+	if len(ns) != 2 || ns[1].Action != ActionResume || ns[1].Type != NotifyStatusChange || ns[0].Action != ActionPause {
 		t.Errorf("after resume the task session has %+v", ns)
 	}
 	if got, err := s.NotifyProjectPaused(as("watcher")); err != nil || len(got) != 0 {

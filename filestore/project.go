@@ -126,6 +126,8 @@ type InitOptions struct {
 	OwnerName   string
 	// AgentCommands become settings.agent_commands (the CLI passes its templates).
 	AgentCommands map[string]AgentCommand
+	// AIPM is the aipm executable, which {aipm} names in AgentCommands.
+	AIPM string
 }
 
 const gitignore = `# aipm runtime state, never committed: live sessions, read cursors, passkey hashes,
@@ -153,6 +155,7 @@ tasks/*.json merge=aipm
 conversations/*.json merge=aipm
 delegations/*.json merge=aipm
 executions/*.json merge=aipm
+leases/*.json merge=aipm
 `
 
 // oldGitattributes is what init wrote before the merge driver: replaced, not appended to.
@@ -163,7 +166,7 @@ const oldGitattributes = `# Mailboxes, notifications and history are append-only
 
 // runtimeDirs are the machine-local directories a store needs, created by Init and by
 // Prepare in a fresh clone (where Git brought none of them: runtime/ is ignored).
-var runtimeDirs = []string{"runtime/sessions", "runtime/credentials", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns", "runtime/locks"}
+var runtimeDirs = []string{"runtime/sessions", "runtime/cursors", "runtime/chat", "runtime/notifications", "runtime/spawns", "runtime/locks"}
 
 // Init creates .ai-pm under root with project.json, the owner agent, .gitignore and
 // .gitattributes. It refuses to overwrite an existing project.
@@ -219,12 +222,16 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		}
 		// The commands written here are this machine's own: approved to run (trust.go).
 		var approved []string
-		if err := s.approveLocked(o.AgentCommands, &approved); err != nil {
+		if err := s.approveLocked(o.AgentCommands, o.AIPM, &approved); err != nil {
 			return err
 		}
 		return s.appendEvent(Event{At: now, Actor: o.OwnerID, Via: ViaCLI, Entity: "project", ID: p.ID, Change: "created", To: p.Name})
 	})
 	if err != nil {
+		return nil, err
+	}
+	// This machine's id, for the agent leases (machine.go).
+	if _, err := s.MachineID(); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -15,6 +15,9 @@ type Completion struct {
 	Previous string
 	// Open lists unfinished sub-tasks when a success report was refused.
 	Open []*Task
+	// Released says the task was no longer the session's (cancelled, or assigned to someone
+	// else) when it reported: the session ended and the task was left as it was.
+	Released bool
 }
 
 // InSubtree reports whether id is root or one of root's descendants.
@@ -23,9 +26,9 @@ func (s *Store) InSubtree(root, id string) (bool, error) {
 	err := s.tasks.with(func() {
 		// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
 		seen := map[string]bool{}
-		for cur := s.tasks.get(id); !in && cur != nil && cur.ParentID != "" && !seen[cur.ID]; cur = s.tasks.get(cur.ParentID) {
-			seen[cur.ID] = true
-			in = cur.ParentID == root
+		for cur, k := id, s.tasks.keysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.keysOf(k[tkParent]) {
+			seen[cur] = true
+			in = k[tkParent] == root
 		}
 	})
 	return in, err
@@ -35,8 +38,10 @@ func (s *Store) InSubtree(root, id string) (bool, error) {
 // (all its sub-tasks must be finished), failed and blocked move it to blocked with the
 // summary as reason. Only the session's own task changes — never other queued tasks of the
 // agent (anchor defect 9.3.19); the blocked cascade of SetTaskStatus covers its sub-tree.
-// A task someone else already blocked or cancelled (an interrupt) is acknowledged without a
-// transition. The execution record closes and the session ends, all under one lock.
+// A task someone else already blocked (an interrupt) is acknowledged without a transition.
+// A task cancelled or assigned to another agent is no longer the session's: the report
+// ends the session and leaves the task untouched (Completion.Released). The execution
+// record closes and the session ends, all under one lock.
 func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion, error) {
 	if result != ResultSuccess && result != ResultFailed && result != ResultBlocked {
 		return nil, newErr(ErrInvalid, "invalid_argument", "use result success, failed or blocked", "invalid result %q", clip(result))
@@ -64,7 +69,22 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 			return err
 		}
 		actor := Actor{ID: se.AgentID, Via: ViaTool}
+		// Set before the status is written: a watcher woken by the status change (a
+		// manager waiting for its sub-tasks) reads the summary with it.
+		t.CompletionResult, t.CompletionSummary = result, summary
 		out = &Completion{Task: t, Previous: t.Status}
+		if t.Status == StatusCancelled || t.AssigneeID != se.AgentID {
+			// The end of seed 004's interrupt flow: the session stops, and a task that is no
+			// longer its to change stays as its new owner left it. The summary is kept in
+			// the session's execution record.
+			out.Released = true
+			if se.ExecutionID != "" {
+				if err := s.finishExecution(se.ExecutionID, ExecFailed, summary); err != nil {
+					return err
+				}
+			}
+			return s.updateSessionLocked(se.ID, func(cur *Session) error { return s.endSession(cur, "report_completed") })
+		}
 		target := StatusBlocked
 		if result == ResultSuccess {
 			target = StatusDone

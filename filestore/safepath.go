@@ -12,9 +12,11 @@ import (
 
 // A cloned repository is untrusted input: everything under .ai-pm may come from a
 // stranger's commit. The store therefore never follows a link there. Every open for
-// reading, appending or replacing checks each directory between the .ai-pm directory and
-// the file with Lstat (a handful of calls) and opens the file itself with O_NOFOLLOW, then
-// checks that what it opened is a regular file of a sane size.
+// reading, appending or replacing goes through an os.Root of the .ai-pm directory, so it
+// resolves inside the store by construction, whatever is renamed meanwhile; within it,
+// each directory down to the file is checked with Lstat (to name a link in the error) and
+// the file is opened with O_NOFOLLOW, then checked to be a regular file of a sane size,
+// and, when it is written in place, to have no other hard link.
 
 // Size limits by kind of file. A file over its limit is refused, never read into memory.
 const (
@@ -75,38 +77,88 @@ func kindOf(mode fs.FileMode) string {
 	return "not a regular file"
 }
 
+// openStoreRoot opens the .ai-pm directory holding path as an os.Root, and returns the
+// path relative to it. Every access below then resolves inside the directory by
+// construction (openat under the hood): a directory swapped for a link between a check
+// and an open cannot carry the access outside. The .ai-pm directory itself must be a real
+// directory, and the one opened must be the one checked (a swap of .ai-pm itself in that
+// instant is refused). ok is false for a path under no store.
+func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool, err error) {
+	path = filepath.Clean(path)
+	b := storeBase(path)
+	if b < 0 {
+		return nil, "", false, nil
+	}
+	dir := path[:b]
+	rel = strings.TrimPrefix(path[b:], string(filepath.Separator))
+	if rel == "" {
+		rel = "."
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		// Mkdir makes the last component itself, never through a link.
+		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			fi, err = os.Lstat(dir)
+		}
+	}
+	if err != nil {
+		return nil, "", true, err
+	}
+	if !fi.IsDir() {
+		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: kindOf(fi.Mode())}
+	}
+	root, err = os.OpenRoot(dir)
+	if err != nil {
+		return nil, "", true, err
+	}
+	if got, err := root.Stat("."); err != nil || !os.SameFile(fi, got) {
+		root.Close()
+		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
+	}
+	return root, rel, true, nil
+}
+
 // checkDirs verifies that the .ai-pm directory and every directory below it down to dir
 // are real directories. With create, missing ones are made (one level at a time, so a
 // link is never followed to make them); without, a missing one is os.ErrNotExist.
 func checkDirs(dir string, create bool) error {
-	dir = filepath.Clean(dir)
-	b := storeBase(dir)
-	if b < 0 {
+	root, rel, ok, err := openStoreRoot(dir, create)
+	if !ok {
 		if create {
 			return os.MkdirAll(dir, 0o755)
 		}
 		return nil
 	}
-	p := dir[:b]
-	rest := strings.Split(strings.TrimPrefix(dir[b:], string(filepath.Separator)), string(filepath.Separator))
-	for i := -1; i < len(rest); i++ {
-		if i >= 0 {
-			if rest[i] == "" {
-				continue
-			}
-			p = filepath.Join(p, rest[i])
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return checkDirsIn(root, filepath.Clean(dir[:storeBase(filepath.Clean(dir))]), rel, create)
+}
+
+// checkDirsIn is checkDirs inside an opened store root; base is the store directory's
+// path, for messages.
+func checkDirsIn(root *os.Root, base, rel string, create bool) error {
+	if rel == "." {
+		return nil
+	}
+	p := ""
+	for _, part := range strings.Split(rel, string(filepath.Separator)) {
+		if part == "" || part == "." {
+			continue
 		}
-		fi, err := os.Lstat(p)
+		p = filepath.Join(p, part)
+		fi, err := root.Lstat(p)
 		if errors.Is(err, fs.ErrNotExist) && create {
-			if err = os.Mkdir(p, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-				fi, err = os.Lstat(p)
+			if err = root.Mkdir(p, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+				fi, err = root.Lstat(p)
 			}
 		}
 		if err != nil {
 			return err
 		}
 		if !fi.IsDir() {
-			return &UnsafePathError{Path: relToRepo(p), Problem: kindOf(fi.Mode())}
+			return &UnsafePathError{Path: relToRepo(filepath.Join(base, p)), Problem: kindOf(fi.Mode())}
 		}
 	}
 	return nil
@@ -121,17 +173,41 @@ func relToRepo(p string) string {
 }
 
 // openSafe opens path with flag, refusing links and non-regular files at the path and in
-// the directories between .ai-pm and it. limit > 0 refuses a file larger than limit.
+// the directories between .ai-pm and it. limit > 0 refuses a file larger than limit. A
+// path under .ai-pm is opened through the store's os.Root, so it cannot resolve outside
+// the store whatever is renamed meanwhile.
 func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, error) {
-	if err := checkDirs(filepath.Dir(path), flag&os.O_CREATE != 0); err != nil {
+	var f *os.File
+	root, rel, inStore, err := openStoreRoot(path, flag&os.O_CREATE != 0)
+	if err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(path, flag|openNoFollow, perm)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-			return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+	if inStore {
+		defer root.Close()
+		cp := filepath.Clean(path)
+		if err := checkDirsIn(root, cp[:storeBase(cp)], filepath.Dir(rel), flag&os.O_CREATE != 0); err != nil {
+			return nil, err
 		}
-		return nil, err
+		f, err = root.OpenFile(rel, flag|openNoFollow, perm)
+		if err != nil {
+			if fi, lerr := root.Lstat(rel); lerr == nil && !fi.Mode().IsRegular() {
+				return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+			}
+			return nil, err
+		}
+	} else {
+		if flag&os.O_CREATE != 0 {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, err
+			}
+		}
+		f, err = os.OpenFile(path, flag|openNoFollow, perm)
+		if err != nil {
+			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
+				return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+			}
+			return nil, err
+		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
@@ -141,6 +217,14 @@ func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, e
 	if !fi.Mode().IsRegular() {
 		f.Close()
 		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+	}
+	// A file aipm appends to or rewrites in place must be its own: a hard link would carry
+	// the write to a file elsewhere (a link to a file outside the store).
+	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && inStore {
+		if n, ok := linkCount(fi); ok && n > 1 {
+			f.Close()
+			return nil, &UnsafePathError{Path: relToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
+		}
 	}
 	if limit > 0 && fi.Size() > limit {
 		f.Close()
@@ -178,6 +262,20 @@ func OpenAppend(path string) (*os.File, error) {
 
 // EnsureDir makes a directory under .ai-pm, refusing links on the way.
 func EnsureDir(dir string) error { return ensureDir(dir) }
+
+// WriteFile replaces a file atomically the way the store does (temp file, fsync, rename):
+// a link at the path is refused, never written through.
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return writeFileAtomic(path, data, perm)
+}
+
+// MaxEntityFile is the size limit of one JSON entity file; the merge driver and
+// `aipm resolve` apply it too.
+const MaxEntityFile = maxEntityFile
+
+// Locked runs fn holding the store lock, for commands that rewrite a store file outside
+// the store's own operations (`aipm resolve`).
+func (s *Store) Locked(fn func() error) error { return s.locked(fn) }
 
 // OpenRead opens a file under .ai-pm for reading the way the store does.
 func OpenRead(path string) (*os.File, error) { return openRead(path, 0) }

@@ -43,6 +43,9 @@ type Session struct {
 	// Offered are the select_action choices get_next_action offered last (comma-separated):
 	// a choice offered that no longer fits when it is made is answered, not refused.
 	Offered string `json:"offered_actions,omitempty"`
+	// Queued are the sub-tasks a manager dispatched before their dependencies were done
+	// (comma-separated): its get_next_action starts each once they are.
+	Queued string `json:"queued_subtasks,omitempty"`
 	// Waiting is the wait get_next_action last answered the task session with (wait,
 	// wait_for_delegation), "" once it answered anything else: the coordinator does not
 	// count a process that only waits against its bound.
@@ -137,6 +140,7 @@ func (s *Store) readSession(id string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	se.ID = id // the file name is the identity, whatever the file claims
 	return &se, nil
 }
 
@@ -257,7 +261,12 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		}
 		now := s.Now()
 		secret := newSecret("")
-		se := &Session{ID: NewID(PrefixSession, now), TokenHash: hashSecret("", secret), AgentID: a.ID, Purpose: purpose,
+		sid := NewID(PrefixSession, now)
+		tokenHash, err := s.boundHash(sid, secret)
+		if err != nil {
+			return err
+		}
+		se := &Session{ID: sid, TokenHash: tokenHash, AgentID: a.ID, Purpose: purpose,
 			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: processStart(r.PID), CreatedAt: now,
 			LastActivityAt: now, ExpiresAt: now.Add(p.Settings.Lease()), UpdatedAt: now, Version: 1}
 		if sp != nil {
@@ -488,7 +497,13 @@ func (s *Store) Session(token string) (*Session, error) {
 		}
 		return nil, err
 	}
-	if subtle.ConstantTimeCompare([]byte(hashSecret("", secret)), []byte(se.TokenHash)) != 1 {
+	// The hash is bound to this machine's key: a session record that came with the
+	// repository matches no token.
+	want, err := s.boundHash(se.ID, secret)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(want), []byte(se.TokenHash)) != 1 {
 		return nil, bad
 	}
 	if !se.Live(s.Now()) {
@@ -589,6 +604,18 @@ func (s *Store) SetWaiting(sessionID, waiting string) error {
 			return errNoChange
 		}
 		se.Waiting = waiting
+		return nil
+	})
+}
+
+// SetQueued records the sub-tasks a manager's session starts once their dependencies
+// are done.
+func (s *Store) SetQueued(sessionID, queued string) error {
+	return s.updateSession(sessionID, func(se *Session) error {
+		if se.Queued == queued {
+			return errNoChange
+		}
+		se.Queued = queued
 		return nil
 	})
 }

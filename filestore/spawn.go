@@ -22,6 +22,9 @@ type Spawn struct {
 	Purpose string `json:"purpose"`
 	TaskID  string `json:"task_id"`
 	AIType  string `json:"ai_type"`
+	// Machine is the machine whose coordinator started it (only that machine's next
+	// coordinator may stop what is left of it).
+	Machine string `json:"machine,omitempty"`
 	Command string `json:"command"`
 	PID     int    `json:"pid"`
 	// PIDStart identifies the process beside its pid (its start time, where the system
@@ -51,6 +54,7 @@ func (s *Store) SpawnLogPath(id string) string { return s.path("runtime", "spawn
 // NewSpawn is a process the coordinator is about to start.
 type NewSpawn struct {
 	AgentID, Purpose, TaskID, AIType string
+	Machine                          string
 	// TicketTTL bounds how long the process may take to authenticate.
 	TicketTTL time.Duration
 }
@@ -68,12 +72,16 @@ func (s *Store) CreateSpawn(n NewSpawn) (*Spawn, string, error) {
 		n.TicketTTL = 2 * time.Minute
 	}
 	now := s.Now()
-	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType,
+	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType, Machine: n.Machine,
 		TicketExpiresAt: now.Add(n.TicketTTL), SessionIDs: []string{}, StartedAt: now, UpdatedAt: now, Version: 1}
 	secret := newSecret("")
-	sp.TicketHash = hashSecret(sp.ID, secret)
+	h, err := s.boundHash(sp.ID, secret)
+	if err != nil {
+		return nil, "", err
+	}
+	sp.TicketHash = h
 	sp.LogPath = s.Rel(s.SpawnLogPath(sp.ID))
-	err := s.locked(func() error {
+	err = s.locked(func() error {
 		if err := writeJSON(s.spawnPath(sp.ID), sp, 0o600); err != nil {
 			return err
 		}
@@ -97,6 +105,7 @@ func (s *Store) Spawn(id string) (*Spawn, error) {
 		}
 		return nil, err
 	}
+	sp.ID = id // the file name is the identity, whatever the file claims
 	return &sp, nil
 }
 
@@ -169,13 +178,18 @@ const OutcomeShutdown = "stopped: aipm run shut down"
 
 // Failed reports whether an ended spawn counts as a failed start for the people watching:
 // it failed, was stopped as hung, or was held back — not when its coordinator stopped it
-// while shutting down, nor when the next coordinator cleaned up after a dead one.
+// while shutting down or because the agent moved to another machine, nor when the next
+// coordinator cleaned up after a dead one.
 func (sp *Spawn) Failed() bool {
-	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned {
+	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved {
 		return false
 	}
 	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
 }
+
+// OutcomeMoved is the outcome of a process its coordinator stopped because the agent's
+// lease went to another machine: not a failure of the agent.
+const OutcomeMoved = "stopped: its lease moved to another machine"
 
 // OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
 // stopped what was left of it and closed the record. Not a failure of the agent.
@@ -218,7 +232,13 @@ func (s *Store) redeemTicketLocked(agentID, ticket string) (*Spawn, error) {
 	if err != nil {
 		return nil, bad
 	}
-	if subtle.ConstantTimeCompare([]byte(hashSecret(sp.ID, secret)), []byte(sp.TicketHash)) != 1 || sp.AgentID != agentID ||
+	// Bound to this machine's key: a spawn record that came with the repository matches
+	// no ticket.
+	want, err := s.boundHash(sp.ID, secret)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare([]byte(want), []byte(sp.TicketHash)) != 1 || sp.AgentID != agentID ||
 		sp.TicketUsedAt != nil || !s.Now().Before(sp.TicketExpiresAt) {
 		return nil, bad
 	}
@@ -282,7 +302,7 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 			return err
 		}
 	}
-	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned) && ex.Status == ExecFailed {
+	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved) && ex.Status == ExecFailed {
 		// Not the agent's failure: the run was cut short, and its work starts again.
 		ex.Interrupted = true
 		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"

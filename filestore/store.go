@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/gofrs/flock"
 )
 
 // DirName is the name of the store directory at the top of a repository.
@@ -55,6 +53,8 @@ type Store struct {
 	// until the cursor, the mailbox or the read log changes (mailbox.go).
 	rebuiltMu sync.Mutex
 	rebuilt   map[string]rebuiltCursor
+	// machine is what this machine trusts for the repository, outside it (machine_trust.go).
+	machine machineState
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
@@ -103,8 +103,12 @@ func Open(root string, opts Options) (*Store, error) {
 // modification time of runtime/locks/temp-swept.lock.
 func (s *Store) sweepTemp() {
 	marker := s.path("runtime", "locks", "temp-swept.lock")
-	if fi, err := os.Lstat(marker); err == nil && s.Now().Sub(fi.ModTime()) < time.Minute {
-		return
+	// A marker dated in the future (a clock set back, a hand-made file) is stale, not
+	// fresh: otherwise the temp files would never be cleaned again.
+	if fi, err := os.Lstat(marker); err == nil {
+		if age := s.Now().Sub(fi.ModTime()); age >= 0 && age < time.Minute {
+			return
+		}
 	}
 	cleanTemp(s.dir, s.Now())
 	if f, err := openSafe(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
@@ -157,17 +161,18 @@ func (s *Store) locked(fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lockPath := s.path("runtime", "locks", "store.lock")
-	if err := ensureDir(filepath.Dir(lockPath)); err != nil {
+	// Opened the store's way (inside .ai-pm by construction, no link, no hard link), then
+	// locked by its descriptor: a lock taken by path could land on a file elsewhere.
+	f, err := openSafe(lockPath, os.O_RDWR|os.O_CREATE, 0o644, 0)
+	if err != nil {
 		return err
 	}
-	if fi, err := os.Lstat(lockPath); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: s.Rel(lockPath), Problem: kindOf(fi.Mode())}
-	}
-	lk := flock.New(lockPath, flock.SetPermissions(0o644))
-	if err := lk.Lock(); err != nil {
+	defer f.Close() // closing the descriptor releases the lock
+	unlock, err := lockFile(f)
+	if err != nil {
 		return fmt.Errorf("lock %s: %w", s.Rel(lockPath), err)
 	}
-	defer lk.Unlock()
+	defer unlock()
 	s.inLock.Store(true)
 	defer s.inLock.Store(false)
 	return fn()

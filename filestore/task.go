@@ -127,6 +127,10 @@ func (s *Store) readTask(id string) (*Task, error) {
 		return nil, err
 	}
 	t.normalize()
+	// The file name is the task's identity; an "id" inside that says otherwise (a hand
+	// edit, a stranger's commit) must not make an action on this task act on another.
+	// doctor reports the mismatch.
+	t.ID = id
 	return &t, nil
 }
 
@@ -150,13 +154,37 @@ type TaskFilter struct {
 	ParentID   string
 	// TopLevel selects tasks without a parent.
 	TopLevel bool
+	// Unfinished leaves out done and cancelled tasks (whose files are then not read).
+	Unfinished bool
+}
+
+// matchKeys is match on a task's index keys (taskKeys).
+func (f TaskFilter) matchKeys(k []string) bool {
+	return (f.Status == "" || k[tkStatus] == f.Status) &&
+		(f.AssigneeID == "" || k[tkAssignee] == f.AssigneeID) &&
+		(f.ParentID == "" || k[tkParent] == f.ParentID) &&
+		(!f.TopLevel || k[tkParent] == "") &&
+		(!f.Unfinished || k[tkStatus] != StatusDone && k[tkStatus] != StatusCancelled)
 }
 
 func (f TaskFilter) match(t *Task) bool {
 	return (f.Status == "" || t.Status == f.Status) &&
 		(f.AssigneeID == "" || t.AssigneeID == f.AssigneeID) &&
 		(f.ParentID == "" || t.ParentID == f.ParentID) &&
-		(!f.TopLevel || t.ParentID == "")
+		(!f.TopLevel || t.ParentID == "") &&
+		(!f.Unfinished || !taskFinished(t))
+}
+
+// TaskStatusCounts counts the tasks by status, whatever the status says (a hand-edited
+// one too), from the index: no file is read.
+func (s *Store) TaskStatusCounts() (TaskCounts, error) {
+	out := TaskCounts{}
+	err := s.tasks.with(func() {
+		for st, ids := range s.tix.byStatus {
+			out[st] = len(ids)
+		}
+	})
+	return out, err
 }
 
 // Tasks lists the tasks matching f, oldest first (IDs sort by creation time). Files that
@@ -166,7 +194,13 @@ func (f TaskFilter) match(t *Task) bool {
 func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 	var out []*Task
 	err := s.tasks.with(func() {
-		out = s.collectLocked(s.candidatesLocked(f))
+		ids := map[string]struct{}{}
+		for id := range s.candidatesLocked(f) {
+			if k := s.tasks.keysOf(id); k != nil && f.matchKeys(k) {
+				ids[id] = struct{}{}
+			}
+		}
+		out = s.collectLocked(ids)
 		out = slices.DeleteFunc(out, func(t *Task) bool { return !f.match(t) })
 	})
 	return out, err
@@ -193,7 +227,7 @@ func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
 	}
 	all := make(map[string]struct{}, len(s.tasks.ents))
 	for id, e := range s.tasks.ents {
-		if e.v != nil {
+		if e.readable() {
 			all[id] = struct{}{}
 		}
 	}
@@ -213,33 +247,53 @@ type TaskPage struct {
 // cursor (a previous page's Next; "" for the first page).
 func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, error) {
 	out := &TaskPage{}
-	err := s.tasks.with(func() {
-		var ids []string
-		for id := range s.candidatesLocked(f) {
-			if t := s.tasks.get(id); t != nil && f.match(t) {
-				ids = append(ids, id)
-			}
-		}
-		sort.Strings(ids)
-		out.Total = len(ids)
-		i := sort.SearchStrings(ids, after)
-		if after != "" && i < len(ids) && ids[i] == after {
-			i++
-		}
-		for _, id := range ids[i:min(i+limit, len(ids))] {
-			out.Tasks = append(out.Tasks, cloneTask(s.tasks.get(id)))
-		}
-		if j := i + limit; j < len(ids) {
-			out.Next = ids[j-1]
-		}
-	})
+	err := s.tasks.with(func() { s.taskPageLocked(out, f, after, max(limit, 0)) })
 	return out, err
+}
+
+// taskPageLocked is TaskPage without sorting every match: it counts them and keeps the
+// limit+1 smallest ids after the cursor (a page of done tasks at 100,000 tasks would
+// otherwise sort tens of thousands of ids). A limit of 0 only counts.
+func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit int) {
+	keep := make([]string, 0, limit+1) // sorted
+	for id := range s.candidatesLocked(f) {
+		if k := s.tasks.keysOf(id); k == nil || !f.matchKeys(k) {
+			continue
+		}
+		out.Total++
+		if id <= after || len(keep) == limit+1 && id >= keep[limit] {
+			continue
+		}
+		i, _ := slices.BinarySearch(keep, id)
+		keep = slices.Insert(keep, i, id)
+		if len(keep) > limit+1 {
+			keep = keep[:limit+1]
+		}
+	}
+	page := keep[:min(limit, len(keep))]
+	for _, id := range page {
+		if t := s.tasks.get(id); t != nil {
+			out.Tasks = append(out.Tasks, cloneTask(t))
+		}
+	}
+	if len(keep) > limit && limit > 0 {
+		out.Next = page[limit-1]
+	}
 }
 
 // walkSubtreeLocked calls fn with each of the task's descendants (not the task itself),
 // breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
 // holds the tasks cache's mutex; fn must not keep the task it is given.
 func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
+	s.walkSubtreeKeysLocked(id, func(k string, _ []string) {
+		if t := s.tasks.get(k); t != nil {
+			fn(t)
+		}
+	})
+}
+
+// walkSubtreeKeysLocked is walkSubtreeLocked on the index keys (taskKeys): no file read.
+func (s *Store) walkSubtreeKeysLocked(id string, fn func(id string, keys []string)) {
 	seen := map[string]bool{id: true}
 	queue := []string{id}
 	for len(queue) > 0 {
@@ -247,14 +301,14 @@ func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
 		queue = queue[1:]
 		var level []string
 		for k := range s.tix.kids[cur] {
-			if !seen[k] && s.tasks.get(k) != nil {
+			if !seen[k] && s.tasks.keysOf(k) != nil {
 				seen[k] = true
 				level = append(level, k)
 			}
 		}
 		sort.Strings(level)
 		for _, k := range level {
-			fn(s.tasks.get(k))
+			fn(k, s.tasks.keysOf(k))
 			queue = append(queue, k)
 		}
 	}
@@ -283,7 +337,7 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
 	err := s.tasks.with(func() {
-		s.walkSubtreeLocked(id, func(t *Task) { out[t.Status]++ })
+		s.walkSubtreeKeysLocked(id, func(_ string, k []string) { out[k[tkStatus]]++ })
 	})
 	return out, err
 }
@@ -313,6 +367,11 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 		if err != nil {
 			return err
 		}
+		ids, err := s.mintTaskIDs(1, t.CreatedAt)
+		if err != nil {
+			return err
+		}
+		t.ID = ids[0]
 		return s.saveNewTask(actor, t)
 	})
 	return t, err
@@ -326,7 +385,8 @@ func (s *Store) saveNewTask(actor Actor, t *Task) error {
 		Change: "created", To: t.Status, RequesterID: t.RequesterID})
 }
 
-// newTask validates n against the known tasks and returns the task to write.
+// newTask validates n against the known tasks and returns the task to write, without its
+// id: the caller mints it under the store lock (mintTaskIDs).
 func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 	title := strings.TrimSpace(n.Title)
 	if title == "" {
@@ -376,7 +436,7 @@ func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 		return nil, err
 	}
 	now := s.Now()
-	return &Task{ID: NewID(PrefixTask, now), ProjectID: p.ID, Title: title, Description: n.Description,
+	return &Task{ProjectID: p.ID, Title: title, Description: n.Description,
 		Status: n.Status, Priority: n.Priority, AssigneeID: n.AssigneeID, CreatedBy: actor.ID, ParentID: n.ParentID,
 		Dependencies: deps, StatusChangedBy: actor.ID, StatusChangedAt: &now, RequesterID: n.RequesterID,
 		Approval: n.Approval, CreatedAt: now, UpdatedAt: now, Version: 1}, nil
@@ -640,10 +700,12 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
+	rel := "tasks/" + t.ID + ".json"
+	before := s.dirBefore(rel)
 	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
 		return err
 	}
-	s.noteWrite("tasks/" + t.ID + ".json")
+	s.noteWrite(rel, before)
 	s.tasks.put(t.ID, cloneTask(t))
 	return nil
 }

@@ -36,6 +36,7 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 	}
 	var t *Task
 	var fields []string
+	var changes []FieldChange
 	err := s.locked(func() error {
 		var err error
 		if t, err = s.Task(id); err != nil {
@@ -51,18 +52,11 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 				return err
 			}
 		}
-		if e.Title != nil && *e.Title != t.Title {
-			fields = append(fields, "title")
-		}
-		if e.Description != nil && *e.Description != t.Description {
-			fields = append(fields, "description")
-		}
-		if e.Priority != nil && *e.Priority != t.Priority {
-			fields = append(fields, "priority")
-		}
+		changes = editChanges(t, e.Title, e.Description, e.Priority)
 		if e.Dependencies != nil && !slices.Equal(deps, t.Dependencies) {
-			fields = append(fields, "dependencies")
+			changes = append(changes, FieldChange{"dependencies", strings.Join(t.Dependencies, ","), strings.Join(deps, ",")})
 		}
+		fields = changedFields(changes)
 		if len(fields) == 0 {
 			return nil
 		}
@@ -79,7 +73,7 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 		if e.Priority != nil {
 			t.Priority = *e.Priority
 		}
-		ev := Event{Change: "updated", Fields: fields}
+		ev := Event{Change: "updated", Fields: fields, Changes: changes}
 		if slices.Contains(fields, "dependencies") {
 			t.Dependencies = deps
 			ev.To = strings.Join(deps, ",") // as SetDependencies records them
@@ -90,6 +84,30 @@ func (s *Store) EditTask(actor Actor, id string, e TaskEdit) (*Task, []string, e
 		return nil, nil, err
 	}
 	return t, fields, nil
+}
+
+// editChanges lists the task's own fields that the new values (nil: not given) change, in
+// the order title, description, priority.
+func editChanges(t *Task, title, description, priority *string) []FieldChange {
+	var out []FieldChange
+	for _, f := range []struct {
+		name string
+		old  string
+		new  *string
+	}{{"title", t.Title, title}, {"description", t.Description, description}, {"priority", t.Priority, priority}} {
+		if f.new != nil && *f.new != f.old {
+			out = append(out, FieldChange{f.name, f.old, *f.new})
+		}
+	}
+	return out
+}
+
+func changedFields(changes []FieldChange) []string {
+	var out []string
+	for _, c := range changes {
+		out = append(out, c.Field)
+	}
+	return out
 }
 
 // checkEditedFields checks a new title (trimming it in place) and a new priority, either

@@ -38,21 +38,37 @@ func setDel(m map[string]map[string]struct{}, k, id string) {
 	}
 }
 
-// update moves id from what old said to what cur says.
-func (x *taskIndex) update(id string, old, cur *Task) {
+// The index keys of a task (taskKeys): parent, assignee, status, then the dependencies.
+const (
+	tkParent = iota
+	tkAssignee
+	tkStatus
+	tkDeps
+)
+
+// taskKeys is what the index files a task under; a finished task is held as these alone.
+func taskKeys(t *Task) []string {
+	return append([]string{t.ParentID, t.AssigneeID, t.Status}, t.Dependencies...)
+}
+
+// taskFinished: done and cancelled tasks are the project's history, read on demand.
+func taskFinished(t *Task) bool { return t.Status == StatusDone || t.Status == StatusCancelled }
+
+// update moves id from what old said to what cur says (taskKeys; nil: none).
+func (x *taskIndex) update(id string, old, cur []string) {
 	if old != nil {
-		setDel(x.kids, old.ParentID, id)
-		setDel(x.assigned, old.AssigneeID, id)
-		setDel(x.byStatus, old.Status, id)
-		for _, d := range old.Dependencies {
+		setDel(x.kids, old[tkParent], id)
+		setDel(x.assigned, old[tkAssignee], id)
+		setDel(x.byStatus, old[tkStatus], id)
+		for _, d := range old[tkDeps:] {
 			setDel(x.dependents, d, id)
 		}
 	}
 	if cur != nil {
-		setAdd(x.kids, cur.ParentID, id)
-		setAdd(x.assigned, cur.AssigneeID, id)
-		setAdd(x.byStatus, cur.Status, id)
-		for _, d := range cur.Dependencies {
+		setAdd(x.kids, cur[tkParent], id)
+		setAdd(x.assigned, cur[tkAssignee], id)
+		setAdd(x.byStatus, cur[tkStatus], id)
+		for _, d := range cur[tkDeps:] {
 			setAdd(x.dependents, d, id)
 		}
 	}
@@ -60,6 +76,7 @@ func (x *taskIndex) update(id string, old, cur *Task) {
 
 func newTaskCache(s *Store) *dirCache[Task] {
 	c := newDirCache(s, "tasks", PrefixTask, s.readTask)
+	c.keys, c.done, c.persist = taskKeys, taskFinished, true
 	c.reset = s.tix.reset
 	c.index = s.tix.update
 	s.tix.reset()
@@ -261,7 +278,7 @@ func newMemTasks(all map[string]*Task) *memTasks {
 	m := &memTasks{all: all}
 	m.x.reset()
 	for id, t := range all {
-		m.x.update(id, nil, t)
+		m.x.update(id, nil, taskKeys(t))
 	}
 	return m
 }
@@ -290,5 +307,12 @@ func (s *Store) TasksByID(ids []string) ([]*Task, error) {
 	}
 	var out []*Task
 	err := s.tasks.with(func() { out = s.collectLocked(set) })
+	return out, err
+}
+
+// Dependents copies the tasks that depend on id, by id.
+func (s *Store) Dependents(id string) ([]*Task, error) {
+	var out []*Task
+	err := s.tasks.with(func() { out = s.collectLocked(s.tix.dependents[id]) })
 	return out, err
 }

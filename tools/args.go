@@ -3,6 +3,9 @@ package tools
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -88,4 +91,40 @@ func jsonType(v any) string {
 		return "null"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// unknownArgs refuses an argument the tool's schema does not name: dropped silently, it
+// would leave the agent believing it had said something (a blocked_reason given to a tool
+// that takes reason). The error names the argument and the ones the tool takes.
+func unknownArgs(t *tool, args map[string]any) error {
+	var bad []string
+	for name := range args {
+		if _, ok := t.def.InputSchema.Properties[name]; !ok {
+			bad = append(bad, name)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	sort.Strings(bad)
+	known := make([]string, 0, len(t.def.InputSchema.Properties))
+	for name := range t.def.InputSchema.Properties {
+		known = append(known, name)
+	}
+	sort.Strings(known)
+	quoted := make([]string, len(bad))
+	for i, b := range bad {
+		quoted[i] = strconv.Quote(clipArg(b))
+	}
+	return &toolError{Code: "invalid_argument",
+		Message: fmt.Sprintf("%s takes no argument %s; its arguments are %s", t.def.Name, strings.Join(quoted, ", "), strings.Join(known, ", ")),
+		Hint:    "call again without it, under the names this tool takes (help with tool_name shows them)"}
+}
+
+// clipArg shortens an argument name for an error message.
+func clipArg(s string) string {
+	if utf8.RuneCountInString(s) <= 40 {
+		return s
+	}
+	return string([]rune(s)[:40]) + "…"
 }

@@ -63,12 +63,15 @@ func changedTasks(paths []string) ([]string, bool) {
 }
 
 // concerns reports whether a change of the tasks ids can matter to the session: one of
-// them is a task it saw before, or a task of its agent in its task's sub-tree.
+// them is a task it saw before, a task of its agent in its task's sub-tree, or a sub-task
+// it handed to someone else (its parent is a task the session saw).
 func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool {
 	s.mu.Lock()
 	seen := s.seen[sessionID]
 	for _, id := range ids {
-		if _, ok := seen[id]; ok {
+		_, ok := seen[id]
+		_, handed := seen[delegatedKey+id]
+		if ok || handed {
 			s.mu.Unlock()
 			return true
 		}
@@ -80,6 +83,12 @@ func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool 
 	}
 	for _, t := range tasks {
 		if t.AssigneeID != agentID {
+			s.mu.Lock()
+			_, parentSeen := s.seen[sessionID][t.ParentID]
+			s.mu.Unlock()
+			if parentSeen && t.ParentID != "" {
+				return true
+			}
 			continue
 		}
 		if in, err := s.store.InSubtree(taskID, t.ID); err != nil || in {
@@ -89,22 +98,40 @@ func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool 
 	return false
 }
 
+// delegatedKey prefixes, in a session's seen map, the sub-tasks it handed to other agents:
+// they are watched for blocks only, apart from its own tasks.
+const delegatedKey = "handed:"
+
 // watchedTasks are the tasks a task session works on: its own task and the sub-tasks of it
-// assigned to its agent.
-func (s *Server) watchedTasks(se *filestore.Session) (map[string]*filestore.Task, error) {
+// assigned to its agent; and, apart, the sub-tasks of those assigned to other agents (a
+// manager's workers), whose blocks it is told of (seed 000 UC3).
+func (s *Server) watchedTasks(se *filestore.Session) (own, handed map[string]*filestore.Task, err error) {
 	root, err := s.store.Task(se.TaskID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]*filestore.Task{root.ID: root}
-	subs, err := s.store.SubtreeWhere(root.ID, func(t *filestore.Task) bool { return t.AssigneeID == se.AgentID })
+	own = map[string]*filestore.Task{root.ID: root}
+	handed = map[string]*filestore.Task{}
+	// Breadth first, so a parent is classified before its children.
+	mine := map[string]bool{root.ID: true}
+	subs, err := s.store.SubtreeWhere(root.ID, func(t *filestore.Task) bool {
+		if t.AssigneeID == se.AgentID {
+			mine[t.ID] = true
+			return true
+		}
+		return mine[t.ParentID]
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, t := range subs {
-		out[t.ID] = t
+		if t.AssigneeID == se.AgentID {
+			own[t.ID] = t
+		} else {
+			handed[t.ID] = t
+		}
 	}
-	return out, nil
+	return own, handed, nil
 }
 
 // remember records what a new task session sees now, the baseline of later changes.
@@ -157,7 +184,7 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 	// notification another one is still writing.
 	s.deriveMu.Lock()
 	defer s.deriveMu.Unlock()
-	tasks, err := s.watchedTasks(se)
+	tasks, handed, err := s.watchedTasks(se)
 	if err != nil {
 		return err
 	}
@@ -173,6 +200,9 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 	}
 	for id, t := range tasks {
 		seen[id] = sigOf(t)
+	}
+	for id, t := range handed {
+		seen[delegatedKey+id] = sigOf(t)
 	}
 	s.mu.Unlock()
 	// While the task itself is blocked or cancelled, what happens to its sub-tasks (the
@@ -203,7 +233,57 @@ func (s *Server) deriveFor(se *filestore.Session) error {
 			}
 		}
 	}
+	if mainStopped {
+		return nil
+	}
+	for id, t := range handed {
+		old, ok := prev[delegatedKey+id]
+		n := handedBlockNotice(se, t, old, ok)
+		if n == nil {
+			continue
+		}
+		if !langRead {
+			if p, err := s.store.Project(); err == nil {
+				lang = p.Settings.Language
+			}
+			langRead = true
+		}
+		who := t.StatusChangedBy
+		if ok && old.version == t.Version {
+			who = msg.Text(lang, "change.by_hand", t.ID)
+		}
+		n.Message = msg.Text(lang, "change.handed_blocked", t.ID, t.Title, t.AssigneeID, who, orNone(lang, t.BlockedReason))
+		n.Instruction = msg.Text(lang, "change.handed_blocked_instruction")
+		if _, _, err := s.store.AddNotification(filestore.Actor{ID: "system", Via: filestore.ViaFile}, *n); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// handedBlockNotice is the notification that a sub-task the session handed to another
+// agent was blocked (seed 000 UC3: the manager is told of its worker's block), without
+// its texts; nil when there is nothing to tell. old is what the session saw of the task
+// before (ok false: nothing); a sub-task first seen already blocked counts if the block
+// came after the session started. A block by the session's own agent, or one cascaded
+// from a block above (told by its own notice), is not told.
+func handedBlockNotice(se *filestore.Session, t *filestore.Task, old taskSig, ok bool) *filestore.Notification {
+	if t.Status != filestore.StatusBlocked || t.CascadeFrom != "" || t.StatusChangedBy == se.AgentID {
+		return nil
+	}
+	if ok && old.status == filestore.StatusBlocked {
+		return nil
+	}
+	if !ok && (t.StatusChangedAt == nil || t.StatusChangedAt.Before(se.CreatedAt)) {
+		return nil
+	}
+	from := t.StatusChangedBy
+	if filestore.ValidateAgentID(from) != nil {
+		from = ""
+	}
+	return &filestore.Notification{TargetAgentID: se.AgentID, TargetPurpose: filestore.PurposeTask, TargetSessionID: se.ID,
+		TaskID: t.ID, FromAgentID: from, Type: filestore.NotifyStatusChange, Action: filestore.ActionBlocked,
+		Key: fmt.Sprintf("handed:%s:blocked:v%d:%s", t.ID, t.Version, se.ID)}
 }
 
 // changeEvent returns the history event of a change made through aipm when the notice

@@ -12,7 +12,9 @@ type batchResult struct {
 	Tasks           []taskView        `json:"tasks"`
 	TaskCount       int               `json:"task_count"`
 	LocalIDToRealID map[string]string `json:"local_id_to_real_id"`
-	Instruction     string            `json:"instruction"`
+	// Next is what get_next_action answers now, for a batch under the session's task.
+	Next        *nextAction `json:"next_action,omitempty"`
+	Instruction string      `json:"instruction"`
 }
 
 func createTasksBatchTool() *tool {
@@ -64,7 +66,11 @@ func createTasksBatchTool() *tool {
 			if c.agent.IsManager() {
 				instr = c.text("create_tasks_batch.manager")
 			}
-			return batchResult{Success: true, Tasks: viewTasks(tasks), TaskCount: len(tasks), LocalIDToRealID: ids, Instruction: instr}, nil
+			out := batchResult{Success: true, Tasks: viewTasks(tasks), TaskCount: len(tasks), LocalIDToRealID: ids, Instruction: instr}
+			if out.Next = c.followUp(); out.Next != nil {
+				out.Instruction = c.text("next.follow")
+			}
+			return out, nil
 		},
 	}
 }

@@ -11,7 +11,9 @@ type myTaskResult struct {
 	Task taskView `json:"task"`
 	subtaskPage
 	ExecutionID string `json:"execution_id"`
-	Instruction string `json:"instruction"`
+	// Next is what get_next_action answers now: the agent goes on without asking.
+	Next        *nextAction `json:"next_action,omitempty"`
+	Instruction string      `json:"instruction"`
 }
 
 func getMyTaskTool() *tool {
@@ -39,8 +41,11 @@ func getMyTaskTool() *tool {
 					return nil, err
 				}
 			}
-			return myTaskResult{Task: viewTask(t), subtaskPage: page, ExecutionID: ex.ID,
-				Instruction: c.text("get_my_task.done")}, nil
+			out := myTaskResult{Task: viewTask(t), subtaskPage: page, ExecutionID: ex.ID, Instruction: c.text("get_my_task.done")}
+			if out.Next = c.followUp(); out.Next != nil {
+				out.Instruction = c.text("next.follow")
+			}
+			return out, nil
 		},
 	}
 }

@@ -34,7 +34,6 @@ func getNextActionTool() *tool {
 // answer is "wait". It wakes on any task change, a new member, a project change, or the
 // end of this session.
 func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, error) {
-	st := c.srv.store
 	prefixes := []string{"tasks/", "delegations/", "project.json", "runtime/sessions/" + c.session.ID + ".json"}
 	if c.agent.Hierarchy == filestore.HierarchyManager {
 		// A new or reactivated subordinate changes a manager's options. (agents/ also holds
@@ -42,34 +41,71 @@ func (c *call) taskNextAction(ctx context.Context, timeout time.Duration) (any, 
 		prefixes = append(prefixes, "agents/")
 	}
 	return c.longPoll(ctx, timeout, prefixes, func(*time.Time) (any, bool, error) {
-		se, err := st.Session(c.tok)
+		d, err := c.evaluate(true)
 		if err != nil {
 			return nil, true, err
-		}
-		sit, err := loadSituation(st, se, c.agent, c.lang())
-		if err != nil {
-			return nil, true, err
-		}
-		d := sit.decide()
-		if d.phase != se.Workflow || d.selected != se.Selected || d.baseline != se.Baseline {
-			if err := st.SetWorkflow(se.ID, d.phase, d.selected, d.baseline); err != nil {
-				return nil, true, err
-			}
-		}
-		if offered := strings.Join(d.next.Options, ","); offered != se.Offered {
-			if err := st.SetOffered(se.ID, offered); err != nil {
-				return nil, true, err
-			}
-		}
-		waiting := ""
-		if d.wait {
-			waiting = d.next.Action
-		}
-		if waiting != se.Waiting {
-			if err := st.SetWaiting(se.ID, waiting); err != nil {
-				return nil, true, err
-			}
 		}
 		return d.next, !d.wait, nil
 	})
+}
+
+// evaluate decides the task session's next step once and records the session's workflow
+// state. A manager's sub-tasks queued by dispatch_subtasks start here first, once their
+// dependencies are done: the one sensible choice, made without a call. waiting says
+// whether the answer is get_next_action's own (a wait it answers is recorded for the
+// coordinator); the answer folded into another tool's result records no wait.
+func (c *call) evaluate(waiting bool) (decision, error) {
+	st := c.srv.store
+	se, err := st.Session(c.tok)
+	if err != nil {
+		return decision{}, err
+	}
+	if c.agent.Hierarchy == filestore.HierarchyManager && se.Queued != "" {
+		if se, err = c.startQueued(se); err != nil {
+			return decision{}, err
+		}
+	}
+	sit, err := loadSituation(st, se, c.agent, c.lang())
+	if err != nil {
+		return decision{}, err
+	}
+	d := sit.decide()
+	if d.phase != se.Workflow || d.selected != se.Selected || d.baseline != se.Baseline {
+		if err := st.SetWorkflow(se.ID, d.phase, d.selected, d.baseline); err != nil {
+			return decision{}, err
+		}
+	}
+	if offered := strings.Join(d.next.Options, ","); offered != se.Offered {
+		if err := st.SetOffered(se.ID, offered); err != nil {
+			return decision{}, err
+		}
+	}
+	if !waiting {
+		return d, nil
+	}
+	w := ""
+	if d.wait {
+		w = d.next.Action
+	}
+	if w != se.Waiting {
+		if err := st.SetWaiting(se.ID, w); err != nil {
+			return decision{}, err
+		}
+	}
+	return d, nil
+}
+
+// followUp is what get_next_action would answer now, for the result of a step in a task
+// session: the agent goes on without a call to ask. A failure to decide costs nothing but
+// that shortcut (the agent calls get_next_action as before).
+func (c *call) followUp() *nextAction {
+	if c.session == nil || c.session.Purpose != filestore.PurposeTask {
+		return nil
+	}
+	d, err := c.evaluate(false)
+	if err != nil {
+		c.srv.log("next step of %s: %v", c.session.ID, err)
+		return nil
+	}
+	return d.next
 }

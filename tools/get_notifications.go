@@ -17,7 +17,7 @@ func getNotificationsTool() *tool {
 	return &tool{
 		perm: Authenticated,
 		def: mcp.NewTool("get_notifications", opts(writes(),
-			mcp.WithDescription("Your session's unread notifications, newest first, each with what to do. Reading marks them read (mark_as_read, default true)."),
+			mcp.WithDescription("Your session's unread notifications, interrupts first, then newest first, each with what to do. Reading marks them read (mark_as_read, default true)."),
 			mcp.WithBoolean("mark_as_read", mcp.Description("Mark them read (default true)")),
 			sessionParam(),
 		)...),

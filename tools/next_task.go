@@ -43,6 +43,15 @@ type nextAction struct {
 	// Delegations are the session task's delegations to the agent's chat session, with
 	// their results once finished.
 	Delegations []delegationView `json:"delegations,omitempty"`
+	// Call is the one call the instruction asks for next, with its literal arguments,
+	// when they are known: the agent may make it as it stands.
+	Call *nextCall `json:"call,omitempty"`
+}
+
+// nextCall is a tool call spelled out: its name and arguments.
+type nextCall struct {
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
 }
 
 type taskBrief struct {
@@ -64,7 +73,7 @@ type subtaskLine struct {
 	ID         string `json:"id"`
 	Title      string `json:"title"`
 	Status     string `json:"status"`
-	AssigneeID string `json:"assignee_id"` // "unassigned" when nobody has it
+	AssigneeID string `json:"assignee_id,omitempty"` // absent when nobody has it
 	DepsMet    bool   `json:"deps_met"`
 }
 
@@ -86,7 +95,7 @@ type blockedLine struct {
 	ID            string `json:"id"`
 	Title         string `json:"title"`
 	BlockedReason string `json:"blocked_reason,omitempty"`
-	BlockedBy     string `json:"blocked_by"`
+	BlockedBy     string `json:"blocked_by,omitempty"` // absent when nobody is recorded
 }
 
 type workerLine struct {
@@ -447,12 +456,18 @@ func (s *situation) workerFlow() decision {
 	if len(running) > 0 {
 		t := running[0]
 		return s.keep(&nextAction{Action: "execute_subtask", State: "executing_subtask", Task: brief(m), CurrentSubtask: brief(t), Progress: prog,
-			Instruction: s.text("next.worker.execute_subtask", t.ID, t.Title, t.ID, t.ID)})
+			Instruction: s.text("next.worker.execute_subtask", t.ID, t.Title, t.ID, t.ID),
+			Call:        &nextCall{Tool: "update_task_status", Arguments: map[string]any{"task_id": t.ID, "status": filestore.StatusDone}}})
 	}
 	for _, t := range mine {
 		if s.startable(t) {
+			first := filestore.StatusInProgress
+			if t.Status == filestore.StatusBacklog {
+				first = filestore.StatusTodo
+			}
 			return s.keep(&nextAction{Action: "start_subtask", State: "start_next_subtask", Task: brief(m), NextSubtask: brief(t), Progress: prog,
-				Instruction: s.text("next.worker.start_subtask", t.ID, t.Title, s.startSteps(t))})
+				Instruction: s.text("next.worker.start_subtask", t.ID, t.Title, s.startSteps(t)),
+				Call:        &nextCall{Tool: "update_task_status", Arguments: map[string]any{"task_id": t.ID, "status": first}}})
 		}
 	}
 	if len(blocked) > 0 && !s.othersCanProgress(mine, others) {
@@ -633,8 +648,8 @@ func (s *situation) lines(ts []*filestore.Task) []subtaskLine {
 	out := []subtaskLine{}
 	for _, t := range ts {
 		a := t.AssigneeID
-		if a == "" {
-			a = "unassigned"
+		if a == s.agent.ID {
+			a = "" // the manager's own sub-task: nobody runs it until it is dispatched
 		}
 		out = append(out, subtaskLine{ID: t.ID, Title: t.Title, Status: t.Status, AssigneeID: a, DepsMet: s.depsMet(t)})
 	}
@@ -658,6 +673,12 @@ func (s *situation) manager() decision {
 	if sel == selectWait {
 		if s.fingerprint() != s.session.Baseline || len(b.finished) == len(s.children) {
 			d := s.withSelection("", "").manager()
+			if d.wait && d.next.State != "waiting_for_unblock" {
+				// A wait the manager chose ends at any change, and says what it was. (A
+				// wait for a block someone else holds is said as such.)
+				d = s.keep(s.awareness(b, prog))
+				d.selected, d.baseline = "", ""
+			}
 			d.next.Changes = s.changes()
 			// The wait ended: say what changed at once, even when the answer is to wait
 			// again (for a block someone else holds); the next call waits.
@@ -685,8 +706,9 @@ func (s *situation) manager() decision {
 			return clear(s.adjust(b, prog))
 		default:
 			n.Action, n.State = "completion_check", "completion_check"
-			n.Instruction = s.text("next.manager.completion_check")
+			n.Instruction = s.text("next.manager.completion_check", m.ID)
 			n.Options = []string{selectComplete, selectAdjust}
+			n.Changes = s.sinceWait()
 		}
 		return clear(n)
 	}
@@ -740,8 +762,34 @@ func (s *situation) manager() decision {
 		return clear(s.adjust(b, prog))
 	}
 	opts := b.options(len(s.children))
-	n := &nextAction{Action: "situational_awareness", State: "situational_awareness", Task: brief(m), SubtaskProgress: prog,
-		Subtasks: s.lines(s.children), AvailableWorkers: b.workers, Options: opts}
+	// A decision with one sensible choice is made (or offered, call and all) in the answer
+	// itself: what can be dispatched is offered as one dispatch_subtasks call; with nothing
+	// to dispatch and work running, the answer is to wait. select_action still takes every
+	// choice in opts.
+	if b.dispatchable() > 0 {
+		n := s.dispatch(b, prog)
+		n.Options = opts
+		n.Changes = s.sinceWait()
+		return clear(n)
+	}
+	if b.subtreeRunning > 0 && len(b.blocked) == 0 {
+		baseline := s.session.Baseline
+		if baseline == "" {
+			baseline = s.fingerprint()
+		}
+		d := s.keep(&nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
+			Options: opts, Instruction: s.text("next.manager.wait_for_work")})
+		d.selected, d.baseline, d.wait = "", baseline, true
+		return d
+	}
+	return clear(s.awareness(b, prog))
+}
+
+// awareness is the manager's situation with the select_action choices valid now.
+func (s *situation) awareness(b *board, prog *progress) *nextAction {
+	opts := b.options(len(s.children))
+	n := &nextAction{Action: "situational_awareness", State: "situational_awareness", Task: brief(s.main), SubtaskProgress: prog,
+		Subtasks: s.lines(s.children), AvailableWorkers: b.workers, Options: opts, Changes: s.sinceWait()}
 	var ins strings.Builder
 	ins.WriteString(s.text("next.manager.choose"))
 	for i, o := range opts {
@@ -759,7 +807,16 @@ func (s *situation) manager() decision {
 	}
 	ins.WriteString(s.text("next.manager.choose.then"))
 	n.Instruction = ins.String()
-	return clear(n)
+	return n
+}
+
+// sinceWait is what changed while the manager waited without a selection (the wait the
+// answer itself chose), for the answer that ends it.
+func (s *situation) sinceWait() []string {
+	if s.session.Selected != "" || s.session.Baseline == "" {
+		return nil
+	}
+	return s.changes()
 }
 
 // deadDependencies lists the unfinished direct sub-tasks' dependencies on a cancelled or
@@ -855,13 +912,48 @@ func (s *situation) changes() []string {
 func (s *situation) dispatch(b *board, prog *progress) *nextAction {
 	n := &nextAction{Action: "dispatch_task", State: "dispatch_task", Task: brief(s.main), SubtaskProgress: prog, AvailableWorkers: b.workers}
 	n.DispatchableSubtasks = s.lines(append(append([]*filestore.Task{}, b.unassigned...), b.ready...))
-	for i := range n.DispatchableSubtasks {
-		if n.DispatchableSubtasks[i].AssigneeID != "unassigned" {
-			n.DispatchableSubtasks[i].Status = "ready"
-		}
-	}
-	n.Instruction = s.text("next.manager.dispatch")
+	n.Call = s.proposal(b)
+	n.Instruction = s.text("next.manager.dispatch", callText(n.Call))
 	return n
+}
+
+// proposal is a dispatch of every dispatchable sub-task: an unassigned one to the least
+// loaded worker (ties by id, each assignment counted), an assigned one as it is.
+func (s *situation) proposal(b *board) *nextCall {
+	load := map[string]int{}
+	for _, w := range b.workers {
+		load[w.ID] = w.ActiveTasks
+	}
+	var items []any
+	for _, t := range append(append([]*filestore.Task{}, b.unassigned...), b.ready...) {
+		who := t.AssigneeID
+		if who == "" || who == s.agent.ID {
+			who = ""
+			for _, w := range b.workers {
+				if who == "" || load[w.ID] < load[who] {
+					who = w.ID
+				}
+			}
+			load[who]++
+		}
+		items = append(items, map[string]any{"task_id": t.ID, "assignee_id": who})
+	}
+	return &nextCall{Tool: "dispatch_subtasks", Arguments: map[string]any{"assignments": items}}
+}
+
+// callText spells a call out as the instructions do: tool(arg=<JSON>, ...).
+func callText(c *nextCall) string {
+	keys := make([]string, 0, len(c.Arguments))
+	for k := range c.Arguments {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		v, _ := marshal(c.Arguments[k])
+		parts = append(parts, k+"="+string(v))
+	}
+	return c.Tool + "(" + strings.Join(parts, ", ") + ")"
 }
 
 func (s *situation) adjust(b *board, prog *progress) *nextAction {

@@ -258,14 +258,36 @@ func TestManagerNextAction(t *testing.T) {
 	cases := []decideCase{
 		{name: "decompose first", agent: "mgr", phase: fetched, tasks: []*filestore.Task{main()},
 			action: "create_subtasks", nextPhase: filestore.WorkflowCreatingSubtasks},
-		{name: "situational awareness offers dispatch, not wait, when nothing runs", agent: "mgr", phase: fetched,
+		{name: "dispatch is offered as one call when nothing runs, and never wait", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), gen(td, ""), calc(td, "")},
-			action: "situational_awareness", contains: []string{`select_action(action="dispatch_task")`}, check: func(t *testing.T, d decision) {
+			action: "dispatch_task", contains: []string{`dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}])`},
+			check: func(t *testing.T, d decision) {
 				if !slices.Equal(d.next.Options, []string{selectDispatch, selectAdjust}) {
 					t.Errorf("options = %v", d.next.Options)
 				}
 				if len(d.next.AvailableWorkers) != 2 {
 					t.Errorf("workers = %v", d.next.AvailableWorkers)
+				}
+				// The call spelled out, each unassigned sub-task to the least loaded worker in turn.
+				c := d.next.Call
+				if c == nil || c.Tool != "dispatch_subtasks" {
+					t.Fatalf("call = %+v", c)
+				}
+				if got := callText(c); got != `dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}])` {
+					t.Errorf("call = %s", got)
+				}
+				// Rows carry real statuses and no sentinel in an id field.
+				for _, l := range d.next.DispatchableSubtasks {
+					if l.Status != td || l.AssigneeID != "" {
+						t.Errorf("row %+v: want status todo and no assignee", l)
+					}
+				}
+			}},
+		{name: "an assigned sub-task whose dependencies are done is offered with its real status and assignee", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(td, "w2")},
+			action: "dispatch_task", check: func(t *testing.T, d decision) {
+				if len(d.next.DispatchableSubtasks) != 1 || d.next.DispatchableSubtasks[0] != (subtaskLine{ID: "tsk_c", Title: "title of tsk_c", Status: td, AssigneeID: "w2", DepsMet: true}) {
+					t.Errorf("rows = %+v", d.next.DispatchableSubtasks)
 				}
 			}},
 		{name: "dispatch lists unassigned sub-tasks and consumes the selection", agent: "mgr", phase: fetched, selected: selectDispatch,
@@ -280,11 +302,28 @@ func TestManagerNextAction(t *testing.T) {
 					}
 				}
 			}},
-		{name: "running work offers wait", agent: "mgr", phase: fetched,
+		{name: "running work with nothing to dispatch: the answer waits", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), gen(ip, "w1"), calc(td, "w2")},
-			action: "situational_awareness", check: func(t *testing.T, d decision) {
+			action: "wait", state: "waiting_for_workers", wait: true, check: func(t *testing.T, d decision) {
 				if !slices.Equal(d.next.Options, []string{selectAdjust, selectWait}) {
 					t.Errorf("options = %v", d.next.Options)
+				}
+				if d.selected != "" || d.baseline != "tsk_c=todo/w2,tsk_g=in_progress/w1" {
+					t.Errorf("selected %q, baseline %q: want none and the board now", d.selected, d.baseline)
+				}
+			}},
+		{name: "the answer's wait goes on through changes that ask nothing of the manager", agent: "mgr", phase: fetched, baseline: "tsk_g=todo/w1,tsk_c=todo/w2",
+			tasks:  []*filestore.Task{main(), gen(ip, "w1"), calc(td, "w2")},
+			action: "wait", wait: true, check: func(t *testing.T, d decision) {
+				if d.baseline != "tsk_g=todo/w1,tsk_c=todo/w2" {
+					t.Errorf("baseline %q: the wait's start is kept", d.baseline)
+				}
+			}},
+		{name: "the answer's wait ends when there is something to do, with what changed", agent: "mgr", phase: fetched, baseline: "tsk_g=in_progress/w1,tsk_c=todo/w2",
+			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(dn, "w2")},
+			action: "completion_check", check: func(t *testing.T, d decision) {
+				if len(d.next.Changes) != 2 || d.baseline != "" {
+					t.Errorf("changes = %v, baseline %q", d.next.Changes, d.baseline)
 				}
 			}},
 		{name: "wait holds while nothing changed", agent: "mgr", phase: fetched, selected: selectWait, baseline: "now",
@@ -296,7 +335,7 @@ func TestManagerNextAction(t *testing.T) {
 			}},
 		{name: "wait ends when a sub-task changed", agent: "mgr", phase: fetched, selected: selectWait, baseline: "tsk_g=in_progress/w1,tsk_c=todo/w2",
 			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(td, "w2")},
-			action: "situational_awareness", check: func(t *testing.T, d decision) {
+			action: "dispatch_task", check: func(t *testing.T, d decision) {
 				if len(d.next.Changes) != 1 || !strings.Contains(d.next.Changes[0], "in_progress → done") {
 					t.Errorf("changes = %v", d.next.Changes)
 				}
@@ -307,9 +346,17 @@ func TestManagerNextAction(t *testing.T) {
 					t.Errorf("calc is ready to start, options = %v", d.next.Options)
 				}
 			}},
+		{name: "a wait chosen with select_action ends at any change, even one that asks nothing", agent: "mgr", phase: fetched, selected: selectWait,
+			baseline: "tsk_c=todo/w2,tsk_g=todo/w1",
+			tasks:    []*filestore.Task{main(), gen(ip, "w1"), calc(td, "w2")},
+			action:   "situational_awareness", check: func(t *testing.T, d decision) {
+				if d.wait || d.selected != "" || len(d.next.Changes) != 1 {
+					t.Errorf("wait=%v selected=%q changes=%v", d.wait, d.selected, d.next.Changes)
+				}
+			}},
 		{name: "grandchildren count", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), gen(ip, "w1"), tk("tsk_g1", ip, "w1", "tsk_g", "w1"), tk("tsk_g2", dn, "w1", "tsk_g", "w1")},
-			action: "situational_awareness", check: func(t *testing.T, d decision) {
+			action: "wait", wait: true, check: func(t *testing.T, d decision) {
 				p := d.next.SubtaskProgress
 				if p.Total != 3 || p.InProgress != 2 || p.Done != 1 {
 					t.Errorf("progress = %+v", p)
@@ -317,7 +364,19 @@ func TestManagerNextAction(t *testing.T) {
 			}},
 		{name: "all finished: completion check", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(dn, "w2")},
-			action: "completion_check", contains: []string{`select_action(action="complete")`}},
+			action: "completion_check", contains: []string{`report_completed(result="success"`, `select_action(action="adjust")`}, check: func(t *testing.T, d decision) {
+				if !slices.Equal(d.next.Options, []string{selectComplete, selectAdjust}) {
+					t.Errorf("options = %v: select_action still takes complete", d.next.Options)
+				}
+			}},
+		{name: "only held and nothing running: situational awareness, without an invitation to explore", agent: "mgr", phase: fetched,
+			// (what tsk_c waits for is outside the manager's tree: a missing one is dead)
+			tasks:  []*filestore.Task{main(), calc(td, "w2"), tk("tsk_g", td, "w1", "", "owner")},
+			action: "situational_awareness", check: func(t *testing.T, d decision) {
+				if strings.Contains(d.next.Instruction, "list_tasks") {
+					t.Errorf("instruction invites exploration: %s", d.next.Instruction)
+				}
+			}},
 		{name: "complete selected: report", agent: "mgr", phase: fetched, selected: selectComplete,
 			tasks:  []*filestore.Task{main(), gen(dn, "w1"), calc(cn, "w2")},
 			action: "report_completion", contains: []string{`report_completed(result="success"`}},

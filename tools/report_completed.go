@@ -14,8 +14,11 @@ type reportResult struct {
 	PreviousStatus string `json:"previous_status"`
 	NewStatus      string `json:"new_status"`
 	Result         string `json:"result"`
-	Action         string `json:"action"`
-	Instruction    string `json:"instruction"`
+	// TaskUnchanged says the report ended the session but left the task alone: it was
+	// cancelled or assigned to someone else meanwhile.
+	TaskUnchanged bool   `json:"task_unchanged,omitempty"`
+	Action        string `json:"action"`
+	Instruction   string `json:"instruction"`
 }
 
 func reportCompletedTool(s *Server) *tool {
@@ -48,6 +51,15 @@ func reportCompletedTool(s *Server) *tool {
 			s.mu.Lock()
 			s.owned = slices.DeleteFunc(s.owned, func(id string) bool { return id == c.session.ID })
 			s.mu.Unlock()
+			if done.Released {
+				t := done.Task
+				why := c.text("report_completed.released_cancelled", t.ID, t.StatusChangedBy)
+				if t.AssigneeID != c.session.AgentID {
+					why = c.text("report_completed.released_reassigned", t.ID, orAssignee(c.lang(), t.AssigneeID))
+				}
+				return reportResult{Success: true, TaskID: t.ID, PreviousStatus: done.Previous, NewStatus: t.Status,
+					Result: result, TaskUnchanged: true, Action: "exit", Instruction: why + c.text("report_completed.released")}, nil
+			}
 			return reportResult{Success: true, TaskID: done.Task.ID, PreviousStatus: done.Previous, NewStatus: done.Task.Status,
 				Result: result, Action: "exit",
 				Instruction: c.text("report_completed.done")}, nil

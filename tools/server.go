@@ -74,7 +74,8 @@ type Server struct {
 	// polls holds a slot per long-poll in progress: a wait beyond MaxWaits answers at once,
 	// so waits never occupy the transport's whole worker pool.
 	polls   chan struct{}
-	msgSeen map[string]string // per owned chat session: the newest message it was told of
+	msgSeen map[string]string          // per owned chat session: the newest message it was told of
+	usage   map[string]filestore.Usage // per owned session: its calls so far (usage.go)
 
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
@@ -105,7 +106,7 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
-		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, polls: make(chan struct{}, MaxWaits)}
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits)}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
@@ -124,7 +125,7 @@ func New(store *filestore.Store, o Options) *Server {
 	)
 	for _, t := range catalog(s) {
 		s.tools[t.def.Name] = t
-		s.mcp.AddTool(t.def, s.envelope(t))
+		s.mcp.AddTool(t.def, s.counted(t.def.Name, s.envelope(t)))
 	}
 	return s
 }
@@ -259,6 +260,8 @@ type call struct {
 	project *filestore.Project
 	tok     string // the session's bearer token
 	sum     *filestore.NotificationSummary
+	// failure marks errors with "success": false, the shape seed 000 gives its tools.
+	failure bool
 }
 
 func (c *call) actor() filestore.Actor {
@@ -289,7 +292,7 @@ func (c *call) text(key string, args ...any) string {
 // agent, errors as isError results, never JSON-RPC errors.
 func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, _ error) {
-		c := &call{srv: s, args: req.GetArguments()}
+		c := &call{srv: s, args: req.GetArguments(), failure: successOnError[t.def.Name]}
 		defer func() {
 			if p := recover(); p != nil {
 				s.log("panic in %s: %v\n%s", t.def.Name, p, debug.Stack())
@@ -308,6 +311,16 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 			if err := s.resolve(c); err != nil {
 				return c.errorResult(err), nil
 			}
+		}
+		// An unread interrupt for this session replaces the tool's result (seed 004: every
+		// tool's, so also a refusal the call would have met): the tool does not run, so
+		// nothing happens that the agent would not learn of.
+		if c.session != nil && !interruptExempt[t.def.Name] {
+			if res := c.interrupted(); res != nil {
+				return res, nil
+			}
+		}
+		if c.session != nil {
 			if err := permits(t.perm, c.session, c.agent); err != nil {
 				return c.errorResult(err), nil
 			}
@@ -317,12 +330,8 @@ func (s *Server) envelope(t *tool) server.ToolHandlerFunc {
 				return c.errorResult(err), nil
 			}
 		}
-		// An unread interrupt for this session replaces the tool's result (seed 004): the
-		// tool does not run, so nothing happens that the agent would not learn of.
-		if c.session != nil && !interruptExempt[t.def.Name] {
-			if res := c.interrupted(); res != nil {
-				return res, nil
-			}
+		if err := unknownArgs(t, c.args); err != nil {
+			return c.errorResult(err), nil
 		}
 		// A busy chat session hears of new messages in this response, whatever the timing of
 		// the watcher; the tools that read messages need no notice of them.
@@ -366,10 +375,15 @@ func (s *Server) resolve(c *call) error {
 	if err != nil {
 		return err
 	}
-	// A token is bound to its holder: the process that opened the session (for a spawned
+	// A token is bound to its holder: the server that opened the session (for a spawned
 	// agent, the server the spawn ticket was given to). A token copied to another process
-	// is refused there.
-	if se.PID != s.pid {
+	// is refused there. The pid in the session file alone is no proof (it can be edited,
+	// and two servers in separate pid namespaces share one): the session must also be one
+	// this server opened, which only its memory knows.
+	s.mu.Lock()
+	_, mine := s.ownedAs[se.ID]
+	s.mu.Unlock()
+	if se.PID != s.pid || !mine {
 		return &toolError{Code: "invalid_session", Message: "this session_token belongs to another process's session",
 			Hint: "omit session_token to use this process's session, or call authenticate here"}
 	}
@@ -449,10 +463,18 @@ func (c *call) errorResult(err error) *mcp.CallToolResult {
 	for k, v := range te.Extra {
 		obj[k] = v
 	}
+	if c.failure {
+		obj["success"] = false
+	}
 	keys := []string{"error", "message", "hint"}
+	if _, ok := obj["success"]; ok {
+		keys = append([]string{"success"}, keys...) // seed 000: {"success": false, "error", "message"}
+	}
 	var rest []string
 	for k := range te.Extra {
-		rest = append(rest, k)
+		if k != "success" {
+			rest = append(rest, k)
+		}
 	}
 	sort.Strings(rest)
 	body := orderedJSON(obj, append(keys, rest...))
@@ -525,10 +547,11 @@ func (c *call) notificationSentence(unread int) string {
 }
 
 // changesTask are the tools by which a task session changes tasks or starts work for its
-// task. A session whose task is no longer its agent's may call none of them.
+// task. A session whose task is no longer its agent's may call none of them; it may end
+// with report_completed, which then leaves the task alone (seed 004's interrupt flow).
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
-	"update_task_status": true, "update_task_dependencies": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true,
-	"report_completed": true, "approve_task_request": true, "reject_task_request": true}
+	"update_task_status": true, "update_task_dependencies": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true, "dispatch_subtasks": true,
+	"approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or
 // cancelled while it ran: whatever it would change now belongs to another session, or to
@@ -550,6 +573,11 @@ func (c *call) taskStillMine() error {
 	}
 	return nil
 }
+
+// successOnError are the tools of seed 000's chat → task operations, whose errors carry
+// "success": false beside the error code, as their successes carry "success": true
+// (authenticate's errors carry it too).
+var successOnError = map[string]bool{"start_task_from_chat": true, "update_task_from_chat": true, "notify_task_session": true}
 
 // interruptExempt are the tools an interrupted agent still needs: reading the
 // notifications, and leaving.

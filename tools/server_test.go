@@ -109,3 +109,37 @@ func toJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// An argument a tool does not take is refused by name, for every tool, before anything
+// runs: dropped silently, it would leave the agent believing it had said something.
+func TestUnknownArgumentsAreRefused(t *testing.T) {
+	s, st := newTestServer(t)
+	if _, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey"}); isErr {
+		t.Fatal("authenticate failed")
+	}
+	se, agent := s.currentSession()
+	for name, tl := range s.tools {
+		if tl.perm != Unauthenticated && permits(tl.perm, se, agent) != nil {
+			// Refused for the session first; the check itself still names the argument.
+			if err := unknownArgs(tl, map[string]any{"zz_not_a_param": "x"}); err == nil || !strings.Contains(err.Error(), `"zz_not_a_param"`) {
+				t.Errorf("%s: unknownArgs = %v", name, err)
+			}
+			continue
+		}
+		out, isErr := invoke(t, s, tl, map[string]any{"zz_not_a_param": "x"})
+		if !isErr || out["error"] != "invalid_argument" || !strings.Contains(out["message"].(string), `"zz_not_a_param"`) {
+			t.Errorf("%s with an unknown argument: %v (isError %v)", name, out, isErr)
+		}
+	}
+	if live, _ := st.LiveSessions("w1"); len(live) != 1 {
+		t.Errorf("refused calls changed the sessions: %d live", len(live))
+	}
+	// Every parameter a schema names is accepted by name (refusals, if any, are others).
+	for name, tl := range s.tools {
+		for p := range tl.def.InputSchema.Properties {
+			if err := unknownArgs(tl, map[string]any{p: nil}); err != nil {
+				t.Errorf("%s refuses its own parameter %s: %v", name, p, err)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ func catalog(s *Server) []*tool {
 		createTaskTool(),
 		createTasksBatchTool(),
 		delegateToChatSessionTool(),
+		dispatchSubtasksTool(),
 		endConversationTool(),
 		getConversationMessagesTool(),
 		getExecutionLogTool(),

@@ -13,7 +13,9 @@ type updateStatusResult struct {
 	PreviousStatus string   `json:"previous_status"`
 	NewStatus      string   `json:"new_status"`
 	Cascaded       []string `json:"cascaded,omitempty"`
-	Instruction    string   `json:"instruction"`
+	// Next is what get_next_action answers now, for a task of the session's own tree.
+	Next        *nextAction `json:"next_action,omitempty"`
+	Instruction string      `json:"instruction"`
 }
 
 func updateTaskStatusTool() *tool {
@@ -24,6 +26,7 @@ func updateTaskStatusTool() *tool {
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task")),
 			mcp.WithString("status", mcp.Required(), mcp.Enum(filestore.Statuses...), mcp.Description("The new status")),
 			mcp.WithString("reason", mcp.Description("Why; recorded (and kept as blocked_reason when blocking)")),
+			mcp.WithString("blocked_reason", mcp.Description("Why the task is blocked (with status blocked; the same as reason)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -38,6 +41,20 @@ func updateTaskStatusTool() *tool {
 			reason, err := c.optString("reason")
 			if err != nil {
 				return nil, err
+			}
+			// blocked_reason is seed 000's name for the reason of a block.
+			blocked, err := c.optString("blocked_reason")
+			if err != nil {
+				return nil, err
+			}
+			if blocked != "" {
+				if status != filestore.StatusBlocked {
+					return nil, badArg("blocked_reason", "applies only with status blocked, not %s; say why with reason instead", status)
+				}
+				if reason != "" && reason != blocked {
+					return nil, badArg("blocked_reason", "differs from reason; give the reason once")
+				}
+				reason = blocked
 			}
 			if err := c.requireInSessionTree(id); err != nil {
 				return nil, err
@@ -60,6 +77,9 @@ func updateTaskStatusTool() *tool {
 				if counts.Total() == counts[filestore.StatusDone]+counts[filestore.StatusCancelled] {
 					out.Instruction = c.text("update_task_status.all_finished")
 				}
+			}
+			if out.Next = c.followUp(); out.Next != nil {
+				out.Instruction = c.text("next.follow")
 			}
 			return out, nil
 		},

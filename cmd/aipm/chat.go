@@ -22,14 +22,19 @@ import (
 
 func (a *app) chatSend(args []string) error {
 	fs := newFlags(a, "chat send")
-	to := fs.String("to", "", "the agent `ID` to send to (required)")
+	to := fs.String("to", "", "the agent `ID` to send to (or give it first: aipm chat send AGENT \"TEXT\")")
 	task := fs.String("task", "", "the `TASK` the message is about (recorded as relatedTaskId)")
-	pos, err := fs.parse(args, 1, 1, `--to AGENT "TEXT" (TEXT - reads it from stdin) [--task TASK]`)
+	pos, err := fs.parse(args, 1, 2, `AGENT "TEXT" (or --to AGENT "TEXT"; TEXT - reads it from stdin) [--task TASK]`)
 	if err != nil {
 		return err
 	}
-	if *to == "" {
-		return fmt.Errorf(`usage: aipm chat send --to AGENT "TEXT": --to is required`)
+	switch {
+	case len(pos) == 2 && *to != "":
+		return &usageError{msg: fmt.Sprintf("name the agent once: either aipm chat send %s \"TEXT\" or --to %s", pos[0], *to), path: "chat send"}
+	case len(pos) == 2:
+		*to, pos = pos[0], pos[1:]
+	case *to == "":
+		return &usageError{msg: `usage: aipm chat send AGENT "TEXT" (or --to AGENT "TEXT"): say who the message is for`, path: "chat send"}
 	}
 	text := pos[0]
 	if text == "-" {
@@ -238,7 +243,7 @@ func (t *transcript) complete(m filestore.Message) filestore.Message {
 // conversation and task it belongs to. Continuation lines of a multi-line message are
 // indented under the first.
 func (t *transcript) line(m filestore.Message) string {
-	head := fmt.Sprintf("%s  %s: ", m.CreatedAt.Format("2006-01-02 15:04:05"), t.name(m.SenderID))
+	head := fmt.Sprintf("%s  %s: ", localTime(m.CreatedAt), t.name(m.SenderID))
 	body := strings.ReplaceAll(m.Content, "\n", "\n"+strings.Repeat(" ", 22))
 	var refs []string
 	if m.ConversationID != "" {

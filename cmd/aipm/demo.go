@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -50,8 +51,12 @@ func (a *app) cmdDemo(args []string) error {
 	if os.Getenv("CHAT_IDLE_TIMEOUT_SECONDS") == "" {
 		os.Setenv("CHAT_IDLE_TIMEOUT_SECONDS", "2")
 	}
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
-		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands()}, filestore.Options{Now: a.now})
+		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe}, filestore.Options{Now: a.now})
 	if err != nil {
 		return err
 	}
@@ -101,7 +106,12 @@ func (a *app) cmdDemo(args []string) error {
 	if ownerNote != "" {
 		a.printf("Owner: %s\n", ownerNote)
 	}
-	a.printf("\nInspect it: cd %s && aipm status && aipm task show %s && aipm chat log worker-calc\n", s.Root(), top.ID)
+	short := top.ID
+	if sh, err := newShortener(s); err == nil {
+		short = sh.id(top.ID)
+	}
+	_, pathErr := exec.LookPath("aipm")
+	a.printf("\n%s", inspectHint(s.Root(), short, pathErr == nil))
 	a.printf("Files: %s (tasks/, agents/*/chat.jsonl, conversations/, delegations/, executions/, events.jsonl)\n", s.Dir())
 	if runErr != nil {
 		return runErr
@@ -175,6 +185,19 @@ func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, s
 		return "resume: " + err.Error()
 	}
 	return ""
+}
+
+// inspectHint is the demo's last word: commands to look at what it did, which work as
+// printed only if aipm is on PATH; if it is not (the demo ran from `go run` or a build
+// elsewhere), it first says how to put it there.
+func inspectHint(root, task string, onPath bool) string {
+	out := ""
+	if !onPath {
+		out = "aipm is not on your PATH, so the commands below need it first: from the aipm checkout run\n" +
+			"`go install ./cmd/aipm` (it installs into $(go env GOPATH)/bin: put that directory on PATH),\n" +
+			"or `make build` and use ./bin/aipm in place of aipm.\n"
+	}
+	return out + fmt.Sprintf("Inspect it: cd %s && aipm status && aipm task show %s && aipm chat log worker-calc\n", root, task)
 }
 
 // demoSummary prints what the run produced: the task tree, the files, the messages and

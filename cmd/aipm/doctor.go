@@ -13,12 +13,24 @@ import (
 
 func (a *app) cmdDoctor(args []string) error {
 	fs := newFlags(a, "doctor")
+	repair := fs.Bool("repair", false, "first apply the repairs of the rules a merge broke (as `aipm run` does), then check")
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
 	s, err := a.open()
 	if err != nil {
 		return err
+	}
+	if *repair {
+		found, err := s.RepairMerged(filestore.SystemSender)
+		if err != nil {
+			return err
+		}
+		for _, b := range found {
+			if b.Repaired && !fs.json {
+				a.printf("repaired %s\n", b)
+			}
+		}
 	}
 	probs, err := s.Check()
 	if err != nil {

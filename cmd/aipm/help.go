@@ -108,7 +108,7 @@ func (a *app) usage(w io.Writer, path []string, cmds []*command) {
 		fmt.Fprintln(w, "  --as ID    the acting human (default $AIPM_USER, else the project owner)")
 		fmt.Fprintln(w, "  --version  print aipm's version")
 		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Ids: a task or agent id may be shortened to any unique prefix (tsk_01m8, or 01m8).")
+		fmt.Fprintln(w, "Ids: a task or agent id may be shortened to any unique prefix (tsk_8001, or 8001).")
 		fmt.Fprintln(w)
 	}
 	if g := lookup(path); g != nil && len(g.examples) > 0 {

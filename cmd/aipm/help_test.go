@@ -46,11 +46,16 @@ func TestShortTaskIDs(t *testing.T) {
 		"tsk_01m884ty04zyx8jyw77z3tv6m2", // same millisecond: differs only at the end
 		"tsk_01m885aaaaaaaaaaaaaaaaaaaa",
 		"tsk_01m9zzzzzzzzzzzzzzzzzzzzzz",
+		"tsk_8001k3m9x4aaaaaaaaaaaaaaaa",
+		"tsk_8002aaaaaaaaaaaaaaaaaaaaaa", // two clones minted 8002 at once
+		"tsk_8002baaaaaaaaaaaaaaaaaaaaa",
+		"tsk_8003aaaaaaaaaaaaaaaaaaaaaa",
 	}
 	got := shortTaskIDs(ids)
 	want := map[string]string{
 		ids[0]: ids[0], ids[1]: ids[1],
-		ids[2]: "tsk_01m885aaaaaa", ids[3]: "tsk_01m9zzzzzzzz",
+		ids[2]: "tsk_01m885", ids[3]: "tsk_01m9",
+		ids[4]: "tsk_8001", ids[5]: "tsk_8002a", ids[6]: "tsk_8002b", ids[7]: "tsk_8003",
 	}
 	for id, w := range want {
 		if got[id] != w {

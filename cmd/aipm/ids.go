@@ -13,18 +13,15 @@ import (
 // shortened to what is unique, and an id that names nothing gets the ids it was likely
 // meant to be.
 
-// minShortTask is the fewest characters after "tsk_" a listing shows: the ten of the
-// creation time and two more, so a short id stays unique as the project grows.
-const minShortTask = 12
-
 // ambiguousError is an abbreviated id that names several entities.
 type ambiguousError struct {
 	kind, prefix string
-	matches      []string // ids, with a label each
+	count        int      // how many ids it starts
+	matches      []string // ids, with a label each; perhaps the first few and "… and N more"
 }
 
 func (e *ambiguousError) Error() string {
-	return fmt.Sprintf("%s id %q is ambiguous: it is the start of %d ids:\n  %s", e.kind, e.prefix, len(e.matches),
+	return fmt.Sprintf("%s id %q is ambiguous: it is the start of %d ids:\n  %s", e.kind, e.prefix, max(e.count, len(e.matches)),
 		strings.Join(e.matches, "\n  "))
 }
 
@@ -69,9 +66,10 @@ func taskID(s *filestore.Store, arg string) (string, error) {
 	}
 	short := shortTaskIDs(ids)
 	labels := make([]string, 0, len(matches))
+	const shown = 8
 	for i, id := range matches {
-		if i == 8 {
-			labels = append(labels, fmt.Sprintf("… and %d more", len(matches)-i))
+		if i == shown && len(matches) > shown+1 {
+			labels = append(labels, fmt.Sprintf("… and %d more", len(matches)-shown))
 			break
 		}
 		label := short[id]
@@ -80,7 +78,7 @@ func taskID(s *filestore.Store, arg string) (string, error) {
 		}
 		labels = append(labels, label)
 	}
-	return "", &ambiguousError{kind: "task", prefix: arg, matches: labels}
+	return "", &ambiguousError{kind: "task", prefix: arg, count: len(matches), matches: labels}
 }
 
 // taskIDs expands each of ids (see taskID).
@@ -159,30 +157,8 @@ func nearIDs(want string, ids []string) []string {
 	return out
 }
 
-// shortTaskIDs abbreviates each id to its shortest prefix that no other id shares, with
-// at least minShortTask characters after "tsk_".
-func shortTaskIDs(ids []string) map[string]string {
-	out := make(map[string]string, len(ids))
-	// ids are sorted: an id's longest common prefix with any other is with a neighbour.
-	for i, id := range ids {
-		n := len(filestore.PrefixTask) + 1 + minShortTask
-		for _, j := range []int{i - 1, i + 1} {
-			if j >= 0 && j < len(ids) {
-				n = max(n, commonPrefix(id, ids[j])+1)
-			}
-		}
-		out[id] = id[:min(n, len(id))]
-	}
-	return out
-}
-
-func commonPrefix(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
+// shortTaskIDs abbreviates each of the sorted ids to what is unique (filestore.ShortTaskIDs).
+func shortTaskIDs(ids []string) map[string]string { return filestore.ShortTaskIDs(ids) }
 
 // shortener abbreviates task ids for a listing; ids it does not know stay whole.
 type shortener map[string]string

@@ -33,8 +33,12 @@ func (a *app) cmdInit(args []string) error {
 		// A clone (or a re-run): the project is there, this machine's side of it may not be.
 		return a.prepareClone(dir, fs.json)
 	}
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName,
-		AgentCommands: coordinator.DefaultAgentCommands()},
+		AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe},
 		filestore.Options{Now: a.now})
 	if errors.Is(err, filestore.ErrExists) { // made meanwhile
 		return a.prepareClone(dir, fs.json)
@@ -55,6 +59,9 @@ func (a *app) cmdInit(args []string) error {
 	}
 	a.printf("Initialized project %q in %s\n", p.Name, s.Dir())
 	a.printf("Owner: %s (human). Add agents with `aipm agent add ID --hierarchy manager|worker --parent ID`.\n", p.OwnerID)
+	if md, err := s.MachineDir(); err == nil {
+		a.printf("This machine's approvals and passkeys for it: %s (outside the repository)\n", md)
+	}
 	if driver != "" {
 		a.printf("%s\n", driver)
 	}
@@ -72,6 +79,9 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 	}
 	shared, linked, err := clone.SharedRoot(root)
 	if err != nil {
+		return err
+	}
+	if err := clone.CheckOwner(shared); err != nil {
 		return err
 	}
 	s, prep, err := filestore.Prepare(shared, filestore.Options{Now: a.now})
@@ -103,6 +113,9 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 		a.printf("  created the runtime area (%s, ignored by Git)\n", s.Rel(filepath.Join(s.Dir(), "runtime")))
 	} else {
 		a.printf("  runtime area present\n")
+	}
+	if md, err := s.MachineDir(); err == nil {
+		a.printf("  this machine's approvals and passkeys for it: %s (outside the repository: nothing committed is trusted)\n", md)
 	}
 	for _, f := range prep.WroteGitFiles {
 		a.printf("  wrote %s: commit it, so every clone merges the same way\n", f)

@@ -54,7 +54,7 @@ func commands() []*command {
 	return []*command{
 		{name: "init", summary: "create .ai-pm/ in the current directory, or prepare a clone of a project", run: (*app).cmdInit,
 			examples: []string{"aipm init", "aipm init --name shop --owner alice", "git clone URL shop && cd shop && aipm init"}},
-		{name: "agent", summary: "add, list, show agents; rotate a passkey", subs: []*command{
+		{name: "agent", summary: "add, list, show agents; rotate a passkey; see or move the machine that runs one", subs: []*command{
 			{name: "add", summary: "add a human or AI agent to the project", run: (*app).agentAdd,
 				examples: []string{"aipm agent add lead --hierarchy manager --parent owner --role planning",
 					"aipm agent add w1 --parent lead --role backend --ai-type claude"}},
@@ -62,32 +62,39 @@ func commands() []*command {
 			{name: "show", summary: "show one agent and its live sessions", run: (*app).agentShow, examples: []string{"aipm agent show w1"}},
 			{name: "passkey", summary: "issue a new passkey for an AI agent (the old one stops working)", run: (*app).agentPasskey,
 				examples: []string{"aipm agent passkey w1"}},
+			{name: "leases", summary: "show which machine runs each agent, and this machine's id", run: (*app).agentLeases,
+				examples: []string{"aipm agent leases"}},
+			{name: "move", summary: "run an agent on another machine from now on", run: (*app).agentMove,
+				examples: []string{"aipm agent move w1 --to laptop-2-x7k3pq"}},
+			{name: "release", summary: "free an agent's lease now (its machine stopped), for any machine to take", run: (*app).agentRelease,
+				examples: []string{"aipm agent release w1"}},
 		}},
 		{name: "task", summary: "add, list, show, edit tasks; change status or assignee; approve or reject requests", subs: []*command{
 			{name: "add", summary: "create a task (or a sub-task with --parent)", run: (*app).taskAdd,
 				examples: []string{`aipm task add "Write the parser" --assign w1 --priority high --status todo`,
-					`aipm task add "Parse headers" --parent tsk_01m8 --dep tsk_01m9`}},
-			{name: "list", summary: "list tasks, filtered by status, assignee or parent", run: (*app).taskList,
-				examples: []string{"aipm task list", "aipm task list --status blocked", "aipm task list --assignee w1"}},
-			{name: "show", summary: "show a task: details, sub-tasks, history and runs", run: (*app).taskShow,
-				examples: []string{"aipm task show tsk_01m8"}},
+					`aipm task add "Parse headers" --parent tsk_8001 --dep tsk_8002`}},
+			{name: "list", summary: "list tasks, filtered by status, assignee, parent or text", run: (*app).taskList,
+				examples: []string{"aipm task list", "aipm task list --status todo,in_progress --assignee w1",
+					"aipm task list --search parser --limit 20"}},
+			{name: "show", summary: "show a task: details, links, sub-tasks, history and runs", run: (*app).taskShow,
+				examples: []string{"aipm task show tsk_8001"}},
 			{name: "tree", summary: "draw the task hierarchy (all top-level tasks, or one task's subtree)", run: (*app).taskTree,
-				examples: []string{"aipm task tree", "aipm task tree tsk_01m8"}},
+				examples: []string{"aipm task tree", "aipm task tree tsk_8001"}},
 			{name: "edit", summary: "change a task's title, description, priority or dependencies", run: (*app).taskEdit,
-				examples: []string{`aipm task edit tsk_01m8 --title "Parse HTTP headers" --priority urgent`,
-					"aipm task edit tsk_01m8 --add-dep tsk_01m9 --remove-dep tsk_01ma", "aipm task edit tsk_01m8 --description - < notes.md"}},
+				examples: []string{`aipm task edit tsk_8001 --title "Parse HTTP headers" --priority urgent`,
+					"aipm task edit tsk_8001 --add-dep tsk_8002 --remove-dep tsk_8003", "aipm task edit tsk_8001 --description - < notes.md"}},
 			{name: "status", summary: "change a task's status (the transition rules apply)", run: (*app).taskStatus,
-				examples: []string{"aipm task status tsk_01m8 in_progress", `aipm task status tsk_01m8 blocked --reason "waiting for the API key"`}},
+				examples: []string{"aipm task status tsk_8001 in_progress", `aipm task status tsk_8001 blocked --reason "waiting for the API key"`}},
 			{name: "assign", summary: "assign a task to an agent, or unassign it with -", run: (*app).taskAssign,
-				examples: []string{"aipm task assign tsk_01m8 w2", "aipm task assign tsk_01m8 -"}},
+				examples: []string{"aipm task assign tsk_8001 w2", "aipm task assign tsk_8001 -"}},
 			{name: "approve", summary: "approve a task an agent requested", run: (*app).taskApprove,
-				examples: []string{"aipm task approve tsk_01m8"}},
+				examples: []string{"aipm task approve tsk_8001"}},
 			{name: "reject", summary: "reject a task an agent requested", run: (*app).taskReject,
-				examples: []string{`aipm task reject tsk_01m8 --reason "out of scope"`}},
+				examples: []string{`aipm task reject tsk_8001 --reason "out of scope"`}},
 		}},
 		{name: "chat", summary: "send messages to an agent, read or follow a chat, open or close a chat", subs: []*command{
 			{name: "send", summary: "send a message to an agent", run: (*app).chatSend,
-				examples: []string{`aipm chat send --to lead "How far is the parser?"`, "echo done | aipm chat send --to w1 -"}},
+				examples: []string{`aipm chat send lead "How far is the parser?"`, "echo done | aipm chat send w1 -"}},
 			{name: "log", summary: "show your chat with an agent (or, alone, your unread messages)", run: (*app).chatLog,
 				examples: []string{"aipm chat log", "aipm chat log lead --limit 50", "aipm chat log lead --follow"}},
 			{name: "open", summary: "open a chat with an AI agent: aipm run starts a chat session for it", run: (*app).chatOpen,
@@ -105,7 +112,7 @@ func commands() []*command {
 		{name: "ui", summary: "serve a live web view of the project on 127.0.0.1: board, agents, chat, approvals", run: (*app).cmdUI,
 			examples: []string{"aipm ui", "aipm ui --addr 127.0.0.1:8080"}},
 		{name: "doctor", summary: "check every file under .ai-pm/ and the agent commands", run: (*app).cmdDoctor,
-			examples: []string{"aipm doctor"}},
+			examples: []string{"aipm doctor", "aipm doctor --repair"}},
 		{name: "mcp", summary: "serve MCP on stdin/stdout for one agent process", run: (*app).cmdMCP,
 			examples: []string{"claude mcp add aipm -- aipm mcp"}},
 		{name: "mcp-config", summary: "print or write the block that declares aipm's MCP server to claude, codex or gemini", run: (*app).cmdMCPConfig,
@@ -113,7 +120,7 @@ func commands() []*command {
 		{name: "trust", summary: "show the agent commands (and what changed) and approve them to run on this machine", run: (*app).cmdTrust,
 			examples: []string{"aipm trust", "aipm trust --check"}},
 		{name: "resolve", summary: "settle a merge conflict in an .ai-pm entity file by taking one side of each conflicting field", run: (*app).cmdResolve,
-			examples: []string{"aipm resolve .ai-pm/tasks/tsk_01m8….json --theirs && git add .ai-pm/tasks/tsk_01m8….json"}},
+			examples: []string{"aipm resolve .ai-pm/tasks/tsk_8001….json --theirs && git add .ai-pm/tasks/tsk_8001….json"}},
 		{name: "merge-driver", summary: "Git's merge driver for .ai-pm entity files (registered by `aipm init`)", run: (*app).cmdMergeDriver,
 			examples: []string{"git config merge.aipm.driver 'aipm merge-driver %O %A %B %P'"}},
 		{name: "run", summary: "the coordinator: start each AI agent's command when it has work", run: (*app).cmdRun,
@@ -241,6 +248,9 @@ func (a *app) open() (*filestore.Store, error) {
 			if rel, rerr := filepath.Rel(w.Top, cwd); rerr == nil {
 				if r, ferr := filestore.Find(filepath.Join(w.Main, rel)); ferr == nil {
 					a.worktreeCopy = filepath.Join(w.Top, rel)
+					if err := clone.CheckOwner(r); err != nil {
+						return nil, err
+					}
 					return filestore.Open(r, filestore.Options{Now: a.now})
 				}
 			}
@@ -257,6 +267,11 @@ func (a *app) open() (*filestore.Store, error) {
 	}
 	if linked {
 		a.worktreeCopy = root
+	}
+	// Another user's store (a world-writable parent, a shared mount) names what runs and
+	// what is trusted: refused unless allowed, as git does.
+	if err := clone.CheckOwner(shared); err != nil {
+		return nil, err
 	}
 	return filestore.Open(shared, filestore.Options{Now: a.now})
 }

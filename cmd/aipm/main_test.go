@@ -15,8 +15,31 @@ var update = flag.Bool("update", false, "rewrite golden sections of testdata/scr
 
 // TestMain makes the test binary a multi-call binary: scripts `exec aipm ...` run the real
 // command in a subprocess, and the `mcp` command drives real `aipm mcp` servers.
+//
+// The test run gets its own user configuration directory (where aipm keeps approvals and
+// passkeys), which the processes it starts inherit; each script gets another.
 func TestMain(m *testing.M) {
+	if !strings.Contains(os.Getenv("XDG_CONFIG_HOME"), "aipm-test-config") {
+		dir, err := os.MkdirTemp("", "aipm-test-config-")
+		if err != nil {
+			panic(err)
+		}
+		os.Setenv("XDG_CONFIG_HOME", dir)
+		testscript.Main(cleanupM{m, dir}, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain})
+		return
+	}
 	testscript.Main(m, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain})
+}
+
+// cleanupM removes a directory once the tests ran (testscript.Main exits right after).
+type cleanupM struct {
+	m   *testing.M
+	dir string
+}
+
+func (c cleanupM) Run() int {
+	defer os.RemoveAll(c.dir)
+	return c.m.Run()
 }
 
 // aipmTestMain is main with the test clock: AIPM_TEST_CLOCK=<RFC 3339 time> freezes the
@@ -53,13 +76,25 @@ func scriptParams(dir string) testscript.Params {
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
 			env.Setenv("AIPM_USER", "")
+			// This machine's approvals and passkeys, outside the scripts' work tree.
+			cfg, err := os.MkdirTemp("", "aipm-test-config-")
+			if err != nil {
+				return err
+			}
+			env.Defer(func() { os.RemoveAll(cfg) })
+			env.Setenv("XDG_CONFIG_HOME", cfg)
 			// Where the real agent CLIs are (make agentclis); the testdata/e2e scripts put
 			// it on their PATH.
 			env.Setenv("AGENTCLIS", agentCLIDir())
 			setupModel(env)
 			return setupMCP(env)
 		},
-		Condition: agentCLICondition,
+		Condition: func(cond string) (bool, error) {
+			if cond == "root" { // can make files that belong to another user
+				return os.Getuid() == 0, nil
+			}
+			return agentCLICondition(cond)
+		},
 		Cmds: map[string]func(*testscript.TestScript, bool, []string){
 			"mcp":       cmdMCP,
 			"model":     cmdModel,

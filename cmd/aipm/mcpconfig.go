@@ -62,6 +62,9 @@ func (a *app) cmdMCPConfig(args []string) error {
 			Hint:    "run `aipm mcp-config " + cli + "` and add the block it prints yourself"}
 	}
 	path := filepath.Join(root, target.file)
+	if err := refuseLinks(root, path); err != nil {
+		return err
+	}
 	if err := mergeMCPServer(path, exe); err != nil {
 		return err
 	}
@@ -109,7 +112,7 @@ func mcpConfigAdvice(cli, root string) string {
 // mergeMCPServer sets mcpServers.aipm in a JSON config file, keeping everything else in it.
 func mergeMCPServer(path, exe string) error {
 	cfg := map[string]any{}
-	data, err := os.ReadFile(path)
+	data, err := filestore.ReadFile(path, 4<<20)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
@@ -135,7 +138,36 @@ func mergeMCPServer(path, exe string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(out, '\n'), 0o644)
+	// Replaced, never written through: a link put there after the check is replaced, not
+	// followed.
+	return filestore.WriteFile(path, append(out, '\n'), 0o644)
+}
+
+// refuseLinks refuses a path of the repository that is, or passes through, a symbolic link
+// or a non-regular file: the repository's files are committed by anyone, and a committed
+// link would make aipm rewrite whatever it points to.
+func refuseLinks(root, path string) error {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s is outside the repository %s", path, root)
+	}
+	p := root
+	parts := strings.Split(rel, string(filepath.Separator))
+	for i, part := range parts {
+		p = filepath.Join(p, part)
+		fi, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		last := i == len(parts)-1
+		if fi.Mode()&os.ModeSymlink != 0 || (!last && !fi.IsDir()) || (last && !fi.Mode().IsRegular()) {
+			return fmt.Errorf("%s is a symbolic link or not a regular file: aipm does not write through it; remove it (git rm it if it is committed), then run the command again", p)
+		}
+	}
+	return nil
 }
 
 // declaresAipm reports whether a JSON MCP config file declares the aipm server.
@@ -148,6 +180,20 @@ func declaresAipm(path string) bool {
 		MCPServers map[string]json.RawMessage `json:"mcpServers"`
 	}
 	return json.Unmarshal(data, &cfg) == nil && cfg.MCPServers["aipm"] != nil
+}
+
+// commandApproved reports whether this machine approved the agent command called name, its
+// program resolved as `aipm trust` resolves it.
+func commandApproved(s *filestore.Store, name string, ac filestore.AgentCommand) (bool, error) {
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return false, err
+	}
+	prog, err := s.CommandProgram(ac, exe, s.Root())
+	if err != nil {
+		return false, err
+	}
+	return s.CommandApproved(name, ac, prog)
 }
 
 // agentCommandProblems are the doctor's findings about the agent commands: every ai_type
@@ -200,7 +246,7 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) has an empty command; give it a program and its arguments", t, who)})
 			continue
 		}
-		if ok, err := s.CommandApproved(t, ac); err == nil && !ok {
+		if ok, err := commandApproved(s, t, ac); err == nil && !ok {
 			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) is not approved on this machine (new, or changed since it was approved), so aipm run starts nothing with it; review it and approve it with `aipm trust`", t, who)})
 		}

@@ -28,18 +28,23 @@ func (a *app) cmdMergeDriver(args []string) error {
 	if len(args) == 4 {
 		name = args[3]
 	}
-	base, err := os.ReadFile(basePath)
-	if err != nil {
-		return err
+	// The store's limit on each side: an entity the store would refuse is not merged (a
+	// pull of three 200 MiB sides cost gigabytes and left a file nobody could use). Git
+	// keeps our side and reports the conflict.
+	var sides [3][]byte
+	for i, p := range []string{basePath, oursPath, theirsPath} {
+		data, err := filestore.ReadFile(p, filestore.MaxEntityFile)
+		var tl *filestore.TooLargeError
+		if errors.As(err, &tl) {
+			return fmt.Errorf("%s: %s side is %d bytes, over the %d bytes an entity file may hold: not merged; keep one side "+
+				"(git checkout --ours or --theirs %s), check it with `aipm doctor`, then git add it", name, [3]string{"the common ancestor's", "our", "their"}[i], tl.Size, tl.Limit, name)
+		}
+		if err != nil {
+			return err
+		}
+		sides[i] = data
 	}
-	ours, err := os.ReadFile(oursPath)
-	if err != nil {
-		return err
-	}
-	theirs, err := os.ReadFile(theirsPath)
-	if err != nil {
-		return err
-	}
+	base, ours, theirs := sides[0], sides[1], sides[2]
 	kind := filestore.EntityKind(name)
 	var r *filestore.MergeResult
 	if kind != "" {
@@ -52,6 +57,10 @@ func (a *app) cmdMergeDriver(args []string) error {
 		// whose markers `aipm doctor` explains.
 		fmt.Fprintf(a.stderr, "aipm merge-driver: %s: %v; merging lines instead\n", name, err)
 		return lineMerge(basePath, oursPath, theirsPath)
+	}
+	if len(r.Data) > filestore.MaxEntityFile {
+		return fmt.Errorf("%s: the merged file would be %d bytes, over the %d bytes an entity file may hold: not merged; keep one side (git checkout --ours or --theirs %s)",
+			name, len(r.Data), filestore.MaxEntityFile, name)
 	}
 	if err := os.WriteFile(oursPath, r.Data, 0o644); err != nil {
 		return err

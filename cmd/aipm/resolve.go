@@ -36,7 +36,17 @@ func (a *app) cmdResolve(args []string) error {
 	if kind == "" {
 		return fmt.Errorf("%s is not an aipm entity file (tasks/, conversations/, delegations/, executions/, agents/<id>/agent.json, project.json): edit it by hand", path)
 	}
-	data, err := os.ReadFile(path)
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	return s.Locked(func() error { return a.resolveLocked(path, kind, *ours) })
+}
+
+// resolveLocked is resolve under the store lock: read with the store's limits (no link
+// followed, nothing over the entity limit), written back by atomic replace.
+func (a *app) resolveLocked(path, kind string, ours bool) error {
+	data, err := filestore.ReadFile(path, filestore.MaxEntityFile)
 	if err != nil {
 		return err
 	}
@@ -51,19 +61,15 @@ func (a *app) cmdResolve(args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v: edit the file by hand", path, err)
 	}
-	out, err := filestore.ResolveConflict(kind, data, *ours)
+	out, err := filestore.ResolveConflict(kind, data, ours)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, out, fi.Mode().Perm()); err != nil {
+	if err := filestore.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
 	side := "theirs"
-	if *ours {
+	if ours {
 		side = "ours"
 	}
 	a.printf("%s: took %s for %s\n", path, side, strings.Join(fields, ", "))

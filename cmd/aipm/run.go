@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -33,6 +34,13 @@ func (a *app) cmdRun(args []string) error {
 		return err
 	}
 	defer unlock()
+	// Say before starting anything what cannot start: an agent CLI that is not installed,
+	// an ai_type with no command (the checks of aipm doctor).
+	if probs, err := agentCommandProblems(s); err == nil {
+		for _, p := range probs {
+			fmt.Fprintf(a.stderr, "aipm run: warning: %s\n", p)
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

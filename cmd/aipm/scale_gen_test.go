@@ -184,6 +184,49 @@ func buildScaleStore(tb testing.TB, exe, dir string, sz scaleSize) *scaleStore {
 	return out
 }
 
+// scaleMeta is what cachedScaleStore keeps beside a generated store.
+type scaleMeta struct {
+	Tasks, Messages, Conversations, Events int
+	W1Task, M1Task, BigTask                string
+	CPUTasks                               map[string]string
+	GenTime                                time.Duration
+}
+
+// cachedScaleStore returns a store of size sz in a directory of its own. With
+// AIPM_BENCH_STORE_CACHE=DIR the store is generated once into DIR (a store of
+// 100,000 tasks and a million messages takes a while) and copied from there on
+// each run; without it, it is generated each time.
+func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
+	cache := os.Getenv("AIPM_BENCH_STORE_CACHE")
+	if cache == "" {
+		return buildScaleStore(b, exe, b.TempDir(), sz)
+	}
+	src := filepath.Join(cache, fmt.Sprintf("%s-%d-%d-%d-%d-%d", sz.Name, sz.Background, sz.BigSubtasks, sz.Messages, sz.Conversations, sz.Events))
+	metaPath := src + ".json"
+	var m scaleMeta
+	if data, err := os.ReadFile(metaPath); err != nil || json.Unmarshal(data, &m) != nil {
+		os.RemoveAll(src)
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		st := buildScaleStore(b, exe, src, sz)
+		m = scaleMeta{Tasks: st.tasks, Messages: st.messages, Conversations: st.conversations, Events: st.events,
+			W1Task: st.w1Task, M1Task: st.m1Task, BigTask: st.bigTask, CPUTasks: st.cpuTasks, GenTime: st.genTime}
+		data, _ := json.Marshal(m)
+		if err := os.WriteFile(metaPath, data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dst := filepath.Join(b.TempDir(), "store")
+	t0 := time.Now()
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		b.Fatalf("copy the cached store: %v\n%s", err, out)
+	}
+	scaleProgress("%s store: copied from %s in %v", sz.Name, src, time.Since(t0).Round(time.Millisecond))
+	return &scaleStore{dir: dst, size: sz, tasks: m.Tasks, messages: m.Messages, conversations: m.Conversations, events: m.Events,
+		w1Task: m.W1Task, m1Task: m.M1Task, bigTask: m.BigTask, cpuTasks: m.CPUTasks, genTime: m.GenTime}
+}
+
 // scaleGen accumulates the generated entities, then writes them.
 type scaleGen struct {
 	rng       *rand.Rand

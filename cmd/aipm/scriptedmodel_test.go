@@ -26,13 +26,15 @@
 //		Stop the server.
 //
 // A request without tools (a client's side request: a title, Gemini CLI's model router)
-// is answered with "OK", or with an object of the schema it asks for. The worker's steps:
+// is answered with "OK", or with an object of the schema it asks for. The agent's steps:
 // authenticate → get_next_action, then by its action: get_task → get_my_task,
-// create_subtasks → create_tasks_batch (one sub-task), start_subtask → update_task_status
-// in_progress, execute_subtask or work → the file (Claude Code's Write, Gemini CLI's
-// write_file, Codex's apply_patch or exec_command) and update_task_status done or
-// report_completed, report_completion → report_completed; get_next_action again after each
-// aipm step. A tool error, an unknown action or a stuck flow (60 requests) ends the turn
+// create_subtasks → create_tasks_batch (one sub-task; a manager's, two), start_subtask →
+// update_task_status in_progress, execute_subtask or work → the file (Claude Code's Write,
+// Gemini CLI's write_file, Codex's apply_patch or exec_command) and update_task_status done
+// or report_completed, dispatch_task → the call it spells out (dispatch_subtasks),
+// report_completion or completion_check → report_completed, wait → get_next_action. After
+// an aipm step whose result carries next_action, that is the next action; otherwise
+// get_next_action again. A tool error, an unknown action or a stuck flow (60 requests) ends the turn
 // with text saying so. Claude Code's deferred tools are loaded first with its ToolSearch.
 //
 // The server answers only on the loopback interface and stops with the script.
@@ -381,12 +383,20 @@ func (m *scriptedModel) policy(c smConv) smStep {
 	if e, ok := res["error"].(string); ok && base != "" {
 		return smStep{Text: "stopping: " + base + " failed with " + e + ": " + fmt.Sprint(res["message"])}
 	}
-	// the last instruction get_next_action gave
+	// the last instruction: get_next_action's answer, or the next_action a step's result
+	// carried (what get_next_action would answer then)
 	var next map[string]any
+	followed := false
 	for i := len(c.Calls) - 1; i >= 0; i-- {
 		if smBase(c.Calls[i].Name) == "get_next_action" {
 			next = smFind(c.Calls[i].Result, "action")
 			break
+		}
+		if o := smFind(c.Calls[i].Result, "next_action"); o != nil {
+			if n, ok := o["next_action"].(map[string]any); ok {
+				next, followed = n, i == len(c.Calls)-1
+				break
+			}
 		}
 	}
 	id := func(key string) string {
@@ -396,19 +406,36 @@ func (m *scriptedModel) policy(c smConv) smStep {
 		}
 		return ""
 	}
+	if followed {
+		base = "get_next_action" // the step's result said what comes next: no call to ask
+	}
 	switch base {
 	case "get_next_action":
 		switch action, _ := next["action"].(string); action {
 		case "get_task":
 			return tool("get_my_task", map[string]any{})
 		case "create_subtasks":
-			return tool("create_tasks_batch", map[string]any{"tasks": []any{
-				map[string]any{"local_id": "a", "title": "Write " + filepath.Base(m.file)}}})
+			tasks := []any{map[string]any{"local_id": "a", "title": "Write " + filepath.Base(m.file)}}
+			if ins, _ := next["instruction"].(string); strings.HasPrefix(ins, "You manage this task") {
+				// a manager: a piece for each of two workers
+				tasks = []any{map[string]any{"local_id": "a", "title": "Write " + filepath.Base(m.file) + " (first)"},
+					map[string]any{"local_id": "b", "title": "Write " + filepath.Base(m.file) + " (second)"}}
+			}
+			return tool("create_tasks_batch", map[string]any{"tasks": tasks})
 		case "start_subtask":
 			return tool("update_task_status", map[string]any{"task_id": id("next_subtask"), "status": "in_progress"})
 		case "execute_subtask", "work":
 			return m.writeFile(c)
-		case "report_completion":
+		case "dispatch_task":
+			// the call the answer spells out, as it stands
+			call, _ := next["call"].(map[string]any)
+			name, _ := call["tool"].(string)
+			args, _ := call["arguments"].(map[string]any)
+			if name == "" {
+				return smStep{Text: "stopping: dispatch_task without a call"}
+			}
+			return tool(name, args)
+		case "report_completion", "completion_check":
 			return tool("report_completed", map[string]any{"result": "success", "summary": "wrote " + filepath.Base(m.file)})
 		case "wait", "wait_for_delegation":
 			return tool("get_next_action", map[string]any{})

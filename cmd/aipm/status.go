@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -33,6 +34,8 @@ type statusView struct {
 	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
 	Blocked []taskNote `json:"blocked_tasks"`
 	Invalid []taskNote `json:"invalid_tasks"`
+	// Approvals are the tasks an agent asked for that wait for a human's yes or no.
+	Approvals []taskNote `json:"pending_approvals"`
 }
 
 // taskNote is a task that needs a human's eye, and why.
@@ -107,6 +110,57 @@ type agentStatus struct {
 	Unread    int    `json:"unread_messages"`
 	Notices   int    `json:"pending_notifications"`
 	Sessions  string `json:"live_sessions"`
+	// Doing is what the agent works on: its task in progress and, when that task has
+	// sub-tasks, the step it is at.
+	Doing *agentDoing `json:"doing,omitempty"`
+}
+
+// agentDoing is an agent's task in progress and its current step.
+type agentDoing struct {
+	TaskID     string `json:"task_id"`
+	Title      string `json:"title"`
+	StepID     string `json:"step_id,omitempty"`
+	StepTitle  string `json:"step_title,omitempty"`
+	StepsDone  int    `json:"steps_done"`
+	StepsTotal int    `json:"steps_total"`
+	// More counts its other tasks in progress.
+	More int `json:"more_in_progress,omitempty"`
+}
+
+// doingOf finds what agent works on among tasks: its in-progress task nearest the top (a
+// task whose parent it does not also have in progress), and that task's sub-task in
+// progress, with how many of the sub-tasks are finished.
+func doingOf(agent string, tasks []*filestore.Task) *agentDoing {
+	byID := map[string]*filestore.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	var mine []*filestore.Task
+	for _, t := range tasks {
+		if t.AssigneeID == agent && t.Status == filestore.StatusInProgress {
+			if p := byID[t.ParentID]; p != nil && p.AssigneeID == agent && p.Status == filestore.StatusInProgress {
+				continue // a step of a task listed already
+			}
+			mine = append(mine, t)
+		}
+	}
+	if len(mine) == 0 {
+		return nil
+	}
+	top := mine[0]
+	d := &agentDoing{TaskID: top.ID, Title: top.Title, More: len(mine) - 1}
+	for _, t := range tasks { // in creation order: the first step in progress
+		if t.ParentID != top.ID {
+			continue
+		}
+		d.StepsTotal++
+		if filestore.Finished(t.Status) {
+			d.StepsDone++
+		} else if t.Status == filestore.StatusInProgress && d.StepID == "" {
+			d.StepID, d.StepTitle = t.ID, t.Title
+		}
+	}
+	return d
 }
 
 func (a *app) cmdStatus(args []string) error {
@@ -160,7 +214,11 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	v := statusView{Project: p, Store: s.Dir(), TaskCounts: map[string]int{}, LiveSessions: live,
 		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}, Failing: failingStarts(spawns, s.Now())}
 	v.Conversations = append(v.Conversations, convs...)
-	if v.Unapproved, err = s.UnapprovedCommands(); err != nil {
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
+	if v.Unapproved, err = s.UnapprovedCommands(exe); err != nil {
 		return err
 	}
 	if v.Unapproved == nil {
@@ -174,7 +232,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
-	v.Blocked, v.Invalid = []taskNote{}, []taskNote{}
+	v.Blocked, v.Invalid, v.Approvals = []taskNote{}, []taskNote{}, []taskNote{}
 	// A task blocked under a blocked ancestor counts once, at the topmost such ancestor.
 	byID := map[string]*filestore.Task{}
 	for _, t := range tasks {
@@ -194,6 +252,13 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			continue
 		}
 		v.TaskCounts[t.Status]++
+		if t.Approval == filestore.ApprovalPending && !filestore.Finished(t.Status) {
+			why := "requested by " + orDash(t.RequesterID)
+			if t.CreatedBy != t.RequesterID {
+				why += " through " + orDash(t.CreatedBy)
+			}
+			v.Approvals = append(v.Approvals, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why})
+		}
 		if t.Status == filestore.StatusBlocked && !cascaded(t) {
 			why := t.BlockedReason
 			if why == "" {
@@ -203,7 +268,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 	}
 	for _, ag := range agents {
-		as := agentStatus{ID: ag.ID, Type: ag.Type, Hierarchy: ag.Hierarchy, Status: ag.Status}
+		as := agentStatus{ID: ag.ID, Type: ag.Type, Hierarchy: ag.Hierarchy, Status: ag.Status, Doing: doingOf(ag.ID, tasks)}
 		for _, t := range tasks {
 			if t.AssigneeID == ag.ID && t.Status == filestore.StatusInProgress {
 				as.InProg++
@@ -251,6 +316,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			return err
 		}
 	}
+	if len(v.Approvals) > 0 {
+		a.printf("\nWaiting for approval (aipm task approve ID, or aipm task reject ID --reason R):\n")
+		for _, n := range v.Approvals {
+			a.printf("  %s  %s: %s\n", sh.id(n.ID), n.Title, n.Why)
+		}
+	}
 	if len(v.Blocked) > 0 {
 		a.printf("\nBlocked tasks:\n")
 		for _, n := range v.Blocked {
@@ -275,6 +346,29 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	doing := false
+	for _, as := range v.Agents {
+		d := as.Doing
+		if d == nil {
+			continue
+		}
+		if !doing {
+			a.printf("\nDoing:\n")
+			doing = true
+		}
+		line := fmt.Sprintf("  %s  %s  %s", as.ID, sh.id(d.TaskID), oneLine(d.Title))
+		if d.StepsTotal > 0 {
+			line += fmt.Sprintf("  (%d of %d steps done", d.StepsDone, d.StepsTotal)
+			if d.StepID != "" {
+				line += fmt.Sprintf("; now %s %s", sh.id(d.StepID), oneLine(d.StepTitle))
+			}
+			line += ")"
+		}
+		if d.More > 0 {
+			line += fmt.Sprintf("  and %d more in progress", d.More)
+		}
+		a.printf("%s\n", line)
 	}
 	if len(v.Conversations) > 0 {
 		a.printf("\nOpen conversations:\n")

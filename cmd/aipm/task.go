@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -44,19 +46,50 @@ func (a *app) taskAdd(args []string) error {
 	if fs.json {
 		return a.printJSON(t)
 	}
-	a.printf("%s\n", t.ID)
+	if !isTerminal(a.term) {
+		// For scripts: T=$(aipm task add "…") names the task whatever the project grows to.
+		a.printf("%s\n", t.ID)
+		return nil
+	}
+	sh, err := newShortener(s)
+	if err != nil {
+		return err
+	}
+	a.printf("created %s  %s  %s\n", sh.id(t.ID), t.Status, t.Title)
 	return nil
 }
 
 func (a *app) taskList(args []string) error {
 	fs := newFlags(a, "task list")
 	var f filestore.TaskFilter
-	fs.StringVar(&f.Status, "status", "", "only tasks with this `STATUS`")
+	var statuses stringList
+	fs.Var(&statuses, "status", "only tasks with this `STATUS` (repeatable, or comma-separated: --status todo,in_progress)")
 	fs.StringVar(&f.AssigneeID, "assignee", "", "only tasks assigned to this agent `ID`")
 	fs.StringVar(&f.ParentID, "parent", "", "only the sub-tasks of this `TASK`")
+	search := fs.String("search", "", "only tasks whose title, description or id contains `TEXT` (any case)")
+	limit := fs.Int("limit", 0, "show at most `N` tasks (the first, in creation order)")
 	full := fs.Bool("no-abbrev", false, "show whole task ids")
-	if _, err := fs.parse(args, 0, 0, "[--status S] [--assignee A] [--parent T]"); err != nil {
+	if _, err := fs.parse(args, 0, 0, "[--status S[,S]...] [--assignee A] [--parent T] [--search TEXT] [--limit N]"); err != nil {
 		return err
+	}
+	if *limit < 0 {
+		return &usageError{msg: fmt.Sprintf("--limit %d: give a positive number of tasks, or leave it out for all", *limit), path: "task list"}
+	}
+	want := map[string]bool{}
+	for _, v := range statuses {
+		for st := range strings.SplitSeq(v, ",") {
+			st = strings.TrimSpace(st)
+			if !slices.Contains(filestore.Statuses, st) {
+				return &filestore.Error{Code: "invalid_status", Kind: filestore.ErrInvalid,
+					Message: fmt.Sprintf("invalid status %q", st), Hint: "use one or more of " + strings.Join(filestore.Statuses, ", ")}
+			}
+			want[st] = true
+		}
+	}
+	if len(want) == 1 {
+		for st := range want {
+			f.Status = st // the store narrows a single status by its index
+		}
 	}
 	s, err := a.open()
 	if err != nil {
@@ -68,13 +101,22 @@ func (a *app) taskList(args []string) error {
 	if f.AssigneeID, err = agentID(s, f.AssigneeID); err != nil {
 		return err
 	}
-	if f.Status != "" && !slices.Contains(filestore.Statuses, f.Status) {
-		return &filestore.Error{Code: "invalid_status", Kind: filestore.ErrInvalid,
-			Message: fmt.Sprintf("invalid status %q", f.Status), Hint: "use one of " + strings.Join(filestore.Statuses, ", ")}
-	}
 	tasks, err := s.Tasks(f)
 	if err != nil {
 		return err
+	}
+	needle := strings.ToLower(strings.TrimSpace(*search))
+	tasks = slices.DeleteFunc(tasks, func(t *filestore.Task) bool {
+		if len(want) > 1 && !want[t.Status] {
+			return true
+		}
+		return needle != "" && !strings.Contains(strings.ToLower(t.Title), needle) &&
+			!strings.Contains(strings.ToLower(t.Description), needle) && !strings.Contains(t.ID, strings.TrimPrefix(needle, "tsk_"))
+	})
+	more := 0
+	if *limit > 0 && len(tasks) > *limit {
+		more = len(tasks) - *limit
+		tasks = tasks[:*limit]
 	}
 	if fs.json {
 		if tasks == nil {
@@ -96,6 +138,9 @@ func (a *app) taskList(args []string) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if more > 0 {
+		a.printf("… and %d more (--limit %d)\n", more, *limit)
 	}
 	// A task broken by hand is named with the doctor's words wherever it is listed.
 	for _, t := range tasks {
@@ -154,8 +199,14 @@ func (a *app) taskShow(args []string) error {
 			Runs     []*filestore.Execution `json:"runs"`
 		}{t, sub, hist, runs})
 	}
+	sh := shortener{}
+	if !*full {
+		if sh, err = newShortener(s); err != nil {
+			return err
+		}
+	}
 	a.printf("%s  %s\n", t.ID, t.Title)
-	a.printf("  status: %s  priority: %s  assignee: %s  parent: %s\n", statusLabel(t), t.Priority, orDash(t.AssigneeID), orDash(t.ParentID))
+	a.printf("  status: %s  priority: %s  assignee: %s  parent: %s\n", statusLabel(t), t.Priority, orDash(t.AssigneeID), orDash(sh.id(t.ParentID)))
 	if p := t.Problem(); p != "" {
 		a.printf("  problem: %s (fix %s by hand; `aipm doctor` checks every file)\n", p, s.Rel(s.TaskFile(t.ID)))
 	}
@@ -165,33 +216,20 @@ func (a *app) taskShow(args []string) error {
 	if t.BlockedReason != "" {
 		a.printf("  blocked: %s\n", t.BlockedReason)
 	}
-	if len(t.Dependencies) > 0 {
-		a.printf("  depends on: %s\n", strings.Join(t.Dependencies, ", "))
-	}
 	if t.Description != "" {
 		a.printf("  %s\n", strings.ReplaceAll(t.Description, "\n", "\n  "))
 	}
+	if err := a.printLinks(s, t, sh, "  "); err != nil {
+		return err
+	}
 	if len(sub) > 0 {
 		a.printf("sub-tasks:\n")
-		sh := shortener{}
-		if !*full {
-			if sh, err = newShortener(s); err != nil {
-				return err
-			}
-		}
 		drawTree(a.stdout, t.ID, sub, sh, statusOf(s, sub), "  ")
 	}
 	if len(hist) > 0 {
 		a.printf("history:\n")
 		for _, e := range hist {
-			line := fmt.Sprintf("  %s  %s via %s: %s", e.At.Format("2006-01-02 15:04:05"), e.Actor, e.Via, e.Change)
-			if e.From != "" || e.To != "" {
-				line += fmt.Sprintf(" %s → %s", orDash(e.From), orDash(e.To))
-			}
-			if e.Reason != "" {
-				line += " (" + e.Reason + ")"
-			}
-			a.printf("%s\n", line)
+			a.printf("  %s\n", historyLine(e, sh))
 		}
 	}
 	if len(runs) > 0 {
@@ -201,7 +239,10 @@ func (a *app) taskShow(args []string) error {
 			if r.CompletedAt != nil {
 				took = fmt.Sprintf("%.1fs", r.DurationSeconds)
 			}
-			line := fmt.Sprintf("  %s  %s  %-9s %s  %s  %s", r.ID, r.TaskID, r.Status, r.AgentID, r.StartedAt.Format("2006-01-02 15:04:05"), took)
+			line := fmt.Sprintf("  %s  %s  %-9s %s  %s  %s", r.ID, r.TaskID, r.Status, r.AgentID, localTime(r.StartedAt), took)
+			if r.Calls > 0 {
+				line += "  " + r.Usage.String()
+			}
 			if r.LogPath != "" {
 				line += "  log: " + r.LogPath
 			}
@@ -209,6 +250,88 @@ func (a *app) taskShow(args []string) error {
 		}
 	}
 	return nil
+}
+
+// printLinks prints what the task depends on and what depends on it, each task with its
+// short id, status and title.
+func (a *app) printLinks(s *filestore.Store, t *filestore.Task, sh shortener, indent string) error {
+	deps, err := s.TasksByID(t.Dependencies)
+	if err != nil {
+		return err
+	}
+	by, err := s.Dependents(t.ID)
+	if err != nil {
+		return err
+	}
+	for _, part := range []struct {
+		head  string
+		tasks []*filestore.Task
+	}{{"depends on", deps}, {"needed by", by}} {
+		if len(part.tasks) == 0 {
+			continue
+		}
+		a.printf("%s%s:\n", indent, part.head)
+		for _, d := range part.tasks {
+			a.printf("%s  %s  %s  %s\n", indent, sh.id(d.ID), statusLabel(d), oneLine(d.Title))
+		}
+	}
+	// A dependency whose file is gone is still named.
+	for _, d := range t.Dependencies {
+		if !slices.ContainsFunc(deps, func(x *filestore.Task) bool { return x.ID == d }) {
+			a.printf("%s  %s  (missing)\n", indent, d)
+		}
+	}
+	return nil
+}
+
+// historyLine is one history event for a person: local time with its offset, who, how,
+// what changed from what to what.
+func historyLine(e filestore.Event, sh shortener) string {
+	line := fmt.Sprintf("%s  %s via %s: %s", localTime(e.At), e.Actor, e.Via, e.Change)
+	if len(e.Changes) > 0 {
+		var parts []string
+		for _, c := range e.Changes {
+			parts = append(parts, fmt.Sprintf("%s %s → %s", c.Field, shownValue(c.Field, c.From, sh), shownValue(c.Field, c.To, sh)))
+		}
+		line += " " + strings.Join(parts, "; ")
+	} else if len(e.Fields) > 0 {
+		line += " " + strings.Join(e.Fields, ", ")
+	}
+	if len(e.Changes) == 0 && (e.From != "" || e.To != "") {
+		line += fmt.Sprintf(" %s → %s", orDash(e.From), orDash(e.To))
+	}
+	if e.Reason != "" {
+		line += " (" + e.Reason + ")"
+	}
+	return line
+}
+
+// shownValue is a field's value in a history line: quoted text, cut to a line; ids short.
+func shownValue(field, v string, sh shortener) string {
+	switch field {
+	case "priority":
+		return orDash(v)
+	case "dependencies":
+		if v == "" {
+			return "none"
+		}
+		ids := strings.Split(v, ",")
+		for i, id := range ids {
+			ids[i] = sh.id(id)
+		}
+		return strings.Join(ids, ",")
+	}
+	r := []rune(oneLine(v))
+	if len(r) > 60 {
+		return strconv.Quote(string(r[:59]) + "…")
+	}
+	return strconv.Quote(string(r))
+}
+
+// localTime is a time as people read it on this machine: local, with its offset, as git
+// shows it. --json output keeps UTC.
+func localTime(t time.Time) string {
+	return t.Local().Format("2006-01-02 15:04:05 -0700")
 }
 
 // taskRuns lists the execution records of a task and its sub-tasks, oldest first.

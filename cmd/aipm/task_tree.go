@@ -62,6 +62,11 @@ func (a *app) taskTree(args []string) error {
 		a.printf("%s\n", treeLine(r, sh, status))
 		drawTree(a.stdout, r.ID, tasks, sh, status, "")
 	}
+	if len(pos) == 1 {
+		if err := a.printLinks(s, roots[0], sh, ""); err != nil {
+			return err
+		}
+	}
 	if len(roots) == 0 {
 		a.printf("no tasks yet: add one with `aipm task add \"TITLE\"`\n")
 	}
@@ -108,13 +113,13 @@ func statusOf(s *filestore.Store, tasks []*filestore.Task) map[string]string {
 }
 
 // treeLine is one task in a tree: short id, status, assignee, title, and what it still
-// waits for (dependencies not finished).
+// waits for (dependencies not finished, with their status).
 func treeLine(t *filestore.Task, sh shortener, status map[string]string) string {
 	line := fmt.Sprintf("%s  %s  %s  %s", sh.id(t.ID), statusLabel(t), orDash(t.AssigneeID), t.Title)
 	var waits []string
 	for _, d := range t.Dependencies {
 		if !filestore.Finished(status[d]) {
-			waits = append(waits, sh.id(d))
+			waits = append(waits, sh.id(d)+" "+orDash(status[d]))
 		}
 	}
 	if len(waits) > 0 && !filestore.Finished(t.Status) {

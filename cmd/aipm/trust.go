@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 )
 
 // cmdTrust shows settings.agent_commands, each with what changed since this machine last
@@ -29,10 +31,18 @@ func (a *app) cmdTrust(args []string) error {
 		a.printf("settings.agent_commands is empty: nothing to approve\n")
 		return nil
 	}
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
 	unapproved := 0
 	for _, name := range slices.Sorted(maps.Keys(cmds)) {
 		ac := cmds[name]
-		ok, err := s.CommandApproved(name, ac)
+		prog, err := s.CommandProgram(ac, exe, s.Root())
+		if err != nil {
+			return fmt.Errorf("settings.agent_commands.%s: %w", name, err)
+		}
+		ok, err := s.CommandApproved(name, ac, prog)
 		if err != nil {
 			return err
 		}
@@ -43,6 +53,7 @@ func (a *app) cmdTrust(args []string) error {
 		}
 		a.printf("%s: %s\n", name, state)
 		a.printf("  command: %s\n", quoteArgs(ac.Command))
+		a.printf("  program: %s\n", prog)
 		for _, k := range slices.Sorted(maps.Keys(ac.Env)) {
 			a.printf("  env: %s=%s\n", k, ac.Env[k])
 		}
@@ -60,6 +71,9 @@ func (a *app) cmdTrust(args []string) error {
 		a.printf("  changed since approved %s:\n", last.ApprovedAt.Format("2006-01-02 15:04:05"))
 		if old, cur := quoteArgs(last.Command), quoteArgs(ac.Command); old != cur {
 			a.printf("    - command: %s\n    + command: %s\n", old, cur)
+		}
+		if !last.Program.Same(prog) {
+			a.printf("    - program: %s\n    + program: %s\n", last.Program, prog)
 		}
 		for _, k := range slices.Sorted(maps.Keys(unionKeys(last.Env, ac.Env))) {
 			old, had := last.Env[k]
@@ -81,7 +95,7 @@ func (a *app) cmdTrust(args []string) error {
 		}
 		return nil
 	}
-	added, err := s.ApproveCommands(cmds)
+	added, err := s.ApproveCommands(cmds, exe)
 	if err != nil {
 		return err
 	}

@@ -7,13 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/cmd/aipm/internal/ui"
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -21,7 +22,7 @@ import (
 
 // cmdUI is `aipm ui`: it serves the web view of the project (package ui) on a local
 // address until interrupted, acting as the acting human (--as, AIPM_USER, the owner). Its
-// first line of output is the URL to open, with this run's token.
+// first line of output is the URL to open, with the machine's token (uiToken).
 func (a *app) cmdUI(args []string) error {
 	fs := newFlags(a, "ui")
 	addr := fs.String("addr", "127.0.0.1:0", "the address to serve, host:port (port 0: a free one)")
@@ -50,11 +51,16 @@ func (a *app) cmdUI(args []string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		hosts = append(hosts, net.JoinHostPort("localhost", port))
 	}
-	secret := make([]byte, 16)
-	if _, err := rand.Read(secret); err != nil {
+	// The token lives with what this machine trusts, outside the repository: a
+	// runtime/ui-token that came with a clone must not be the key to this page.
+	mdir, err := s.MachineDir()
+	if err != nil {
 		return err
 	}
-	token := hex.EncodeToString(secret)
+	token, err := uiToken(filepath.Join(mdir, "ui-token"))
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -65,15 +71,15 @@ func (a *app) cmdUI(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
-	srv := &http.Server{
-		Handler:           ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
 	}
+	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts, Aipm: exe}), 0)
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(ui.LimitListener(ln, ui.MaxConns)) }()
 	select {
 	case err := <-errc:
 		return err
@@ -86,4 +92,49 @@ func (a *app) cmdUI(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// uiToken is this machine's token for the web view, kept in the store's git-ignored runtime
+// area (mode 0600) so that a tab, reloaded or bookmarked, keeps working when `aipm ui` is
+// started again on the same address. The first `aipm ui` makes it; removing the file
+// revokes it (the next start makes a new one).
+func uiToken(path string) (string, error) {
+	valid := func(b []byte) bool {
+		_, err := hex.DecodeString(string(b))
+		return len(b) == 32 && err == nil
+	}
+	damaged := false
+	if b, err := os.ReadFile(path); err == nil {
+		if tok := strings.TrimSpace(string(b)); valid([]byte(tok)) {
+			return tok, nil
+		}
+		damaged = true // replaced below
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	secret := make([]byte, 16)
+	if _, err := rand.Read(secret); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(secret)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	// Two servers starting at once: the file is written whole under a temporary name and
+	// linked in place; the one that loses reads the winner's.
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp)
+	if damaged {
+		os.Remove(path)
+	}
+	if err := os.Link(tmp, path); err != nil {
+		if b, rerr := os.ReadFile(path); rerr == nil && valid([]byte(strings.TrimSpace(string(b)))) {
+			return strings.TrimSpace(string(b)), nil
+		}
+		return "", err
+	}
+	return tok, nil
 }

@@ -6,15 +6,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -42,7 +47,8 @@ func chromiumPath() string {
 // the agent's answer appears; approving a request from the page approves it; a failed
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
 // refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
-// the README's screenshots there (ui-board.png, ui-chat.png).
+// the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
+// ui-phone-board.png, ui-phone-details.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -102,6 +108,11 @@ func TestUIBrowser(t *testing.T) {
 	hosting := aipm("task", "add", "Set up hosting", "--parent", launch, "--assign", "fe1", "--status", "todo")
 	aipm("task", "status", hosting, "blocked", "--reason", "waiting for the cloud account")
 	aipm("task", "add", "Product search", "--parent", checkout, "--assign", "fe1")
+	// A backlog long enough to scroll.
+	var items []string
+	for i := range 30 {
+		items = append(items, aipm("task", "add", fmt.Sprintf("Backlog item %d", i), "--priority", "low"))
+	}
 	// bob asks be1 for a task outside bob's chain: be1's request of it waits for approval.
 	aipm("chat", "send", "--to", "be1", "Please add search to the user list", "--as", "bob")
 	git(repo, "add", "-A")
@@ -171,7 +182,9 @@ func TestUIBrowser(t *testing.T) {
 		t.Helper()
 		start := time.Now()
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(limit))); err != nil {
-			t.Fatalf("%s: not on the page within %v: %v\nboard: %s", what, limit, err, eval(`document.getElementById('board').innerText`))
+			t.Fatalf("%s: not on the page within %v: %v\nfilters: %s\nboard: %s", what, limit, err,
+				eval(`['search', 'f-assignee', 'f-status', 'f-priority', 'f-mine'].map(id => id + '=' + (document.getElementById(id).value || document.getElementById(id).getAttribute('aria-pressed'))).join(' ')`),
+				eval(`document.getElementById('board').innerText`))
 		}
 		return time.Since(start)
 	}
@@ -182,9 +195,20 @@ func TestUIBrowser(t *testing.T) {
 	// The board renders the project.
 	do("opening the page", chromedp.EmulateViewport(1440, 900), chromedp.Navigate(url))
 	waitFor("the board", card("in_progress", api), 30*time.Second)
-	for _, c := range []struct{ status, id string }{{"in_progress", launch}, {"todo", checkout}, {"done", pay},
+	for _, c := range []struct{ status, id string }{{"in_progress", launch}, {"todo", checkout},
 		{"backlog", notes}, {"blocked", hosting}} {
 		waitFor("task "+c.id+" in column "+c.status, card(c.status, c.id), 5*time.Second)
+	}
+	// Done and cancelled are folded, with their counts; a click unfolds one.
+	if got := eval(`document.querySelector('#col-done .n').textContent + ' ' + document.querySelectorAll('#col-done .card').length`); got != "1 0" {
+		t.Errorf("the folded done column shows count and cards %q, want \"1 0\"", got)
+	}
+	click("unfolding done", `#col-done button.fold`)
+	waitFor("the done task after unfolding", card("done", pay), 5*time.Second)
+	click("folding done again", `#col-done button.fold`)
+	// Ids on cards: the short id, at most 7 characters after tsk_.
+	if got := eval(`document.querySelector('[data-task-id="` + api + `"] .tid').textContent`); !strings.HasPrefix(api, got) || len(got) > len("tsk_")+7 || len(got) < len("tsk_")+4 {
+		t.Errorf("the card of %s shows the id %q, want its short id", api, got)
 	}
 	board := eval(`document.getElementById('board').innerText`)
 	for _, want := range []string{"Launch the online shop", "waits for: Build the orders API (in progress)", "waiting for the cloud account", "Product search"} {
@@ -193,7 +217,7 @@ func TestUIBrowser(t *testing.T) {
 		}
 	}
 	// Sub-tasks are indented under their parent.
-	if indent := eval(`document.querySelector('[data-task-id="` + api + `"]').style.marginLeft`); indent != "14px" {
+	if indent := eval(`getComputedStyle(document.querySelector('[data-task-id="` + api + `"]')).marginLeft`); indent != "14px" {
 		t.Errorf("sub-task indentation %q, want 14px", indent)
 	}
 	if got := eval(`document.getElementById('project-name').textContent`); got != "online-shop" {
@@ -202,6 +226,16 @@ func TestUIBrowser(t *testing.T) {
 	waitFor("be1's live task session", `document.querySelector('[data-agent-id="be1"]').innerText.includes('task session')`, 5*time.Second)
 	waitFor("the blocked task in the attention list", `!!document.querySelector('#attention [data-kind="blocked"][data-task-id="`+hosting+`"]')`, 5*time.Second)
 	eval(`window.aipmMark = "not reloaded"; ""`)
+	// The README's first screenshot: the board as it opens, nothing else asked for.
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot ui-board.png: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ui-board.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// Changes by other processes appear without a reload.
 	var took []string
@@ -253,6 +287,145 @@ func TestUIBrowser(t *testing.T) {
 	if last := shown.History[len(shown.History)-1]; last.Actor != "alice" || last.Via != "ui" {
 		t.Errorf("last history event of %s: %+v, want alice via ui", req, last)
 	}
+
+	// A column scrolled down keeps its place across a live change, and so do an open
+	// task's details and the text typed in them; the page takes the change, not the state.
+	eval(`window.aipmCol = document.getElementById('col-backlog'); ""`)
+	scrolled := eval(`(() => { const c = document.querySelector('#col-backlog .cards'); c.scrollTop = 400; return String(c.scrollTop); })()`)
+	if scrolled == "0" {
+		t.Fatalf("the backlog column does not scroll")
+	}
+	click("opening a task's details", `[data-task-id="`+checkout+`"]`)
+	waitFor("the details", `!!document.querySelector('#details input[name=reason]')`, 5*time.Second)
+	// The status menu offers only the moves the status table allows from todo.
+	if got := eval(`[...document.querySelectorAll('#details select[name=status] option')].map(o => o.value).join(',')`); got != ",backlog,in_progress,blocked,cancelled" {
+		t.Errorf("status menu of a todo task offers %q", got)
+	}
+	do("typing a reason", chromedp.SendKeys(`#details input[name=reason]`, "half-typed reason"))
+	loads := eval(`document.body.dataset.loaded`)
+	bytesBefore := eval(`String(window.aipmStats.bytes)`)
+	live("a CLI edit beside a scrolled column and open details", `document.querySelector('[data-task-id="`+items[5]+`"]').innerText.includes('renamed')`, func() {
+		aipm("task", "edit", items[5], "--title", "Backlog item 5 renamed")
+	})
+	aipm("task", "edit", checkout, "--priority", "urgent")
+	waitFor("the details after an edit of their task", `document.querySelector('#details dl').innerText.includes('urgent')`, 5*time.Second)
+	got := eval(`[document.querySelector('#col-backlog .cards').scrollTop, window.aipmCol === document.getElementById('col-backlog'), document.querySelector('#details input[name=reason]').value, document.body.dataset.loaded].join('|')`)
+	if want := scrolled + "|true|half-typed reason|" + loads; got != want {
+		t.Errorf("after live changes: scroll|same column|typed reason|state loads = %q, want %q", got, want)
+	}
+	t.Logf("two task edits reached the page in %s bytes (before: %s)", eval(`String(window.aipmStats.bytes - `+bytesBefore+`)`), bytesBefore)
+	do("closing the details with Escape", chromedp.KeyEvent("\x1b"))
+	waitFor("the details closed", `document.getElementById('drawer').hidden`, 5*time.Second)
+
+	// Filters and search narrow the board.
+	visible := func() []string {
+		t.Helper()
+		v := eval(`[...document.querySelectorAll('#board .card')].map(c => c.dataset.taskId).sort().join(' ')`)
+		return strings.Fields(v)
+	}
+	setFilter := func(id, value string) {
+		t.Helper()
+		eval(`(() => { const e = document.getElementById('` + id + `'); e.value = ` + jsString(value) + `; e.dispatchEvent(new Event(e.tagName === 'INPUT' ? 'input' : 'change')); return ''; })()`)
+	}
+	all := len(visible())
+	do("searching", chromedp.SendKeys(`#search`, "ORDERS api"))
+	waitFor("the search narrowing the board", `document.querySelectorAll('#board .card').length === 1`, 5*time.Second)
+	if v := visible(); len(v) != 1 || v[0] != api {
+		t.Errorf("search for \"ORDERS api\" shows %v, want %s", v, api)
+	}
+	shortHosting := eval(`document.querySelector('[data-task-id="` + hosting + `"] .tid').textContent`)
+	setFilter("search", strings.TrimPrefix(shortHosting, "tsk_"))
+	waitFor("a search by id", `document.querySelectorAll('#board .card').length === 1 && !!document.querySelector('[data-task-id="`+hosting+`"]')`, 5*time.Second)
+	setFilter("search", "")
+	setFilter("f-assignee", "fe1")
+	waitFor("the assignee filter", `[...document.querySelectorAll('#board .card')].every(c => c.innerText.includes('@fe1'))`, 5*time.Second)
+	if n := len(visible()); n == 0 || n >= all {
+		t.Errorf("assignee fe1 shows %d of %d cards (search %q)", n, all, eval(`document.getElementById('search').value`))
+	}
+	setFilter("f-assignee", "")
+	setFilter("f-priority", "high")
+	waitFor("the priority filter", `document.querySelectorAll('#board .card').length === 2`, 5*time.Second)
+	setFilter("f-priority", "")
+	setFilter("f-status", "blocked")
+	waitFor("the status filter", `document.querySelectorAll('#board .column').length === 1 && !!document.getElementById('col-blocked')`, 5*time.Second)
+	setFilter("f-status", "")
+	click("needs me", `#f-mine`)
+	waitFor("the needs-me filter", `document.querySelectorAll('#board .card').length > 0 && document.querySelectorAll('#board .card').length < `+fmt.Sprint(all), 5*time.Second)
+	if v, want := visible(), eval(`[...new Set([...document.querySelectorAll('#attention [data-task-id]')].map(li => li.dataset.taskId).filter(Boolean))].join(' ')`); !slices.Contains(v, hosting) || len(v) > len(strings.Fields(want)) {
+		t.Errorf("needs me shows %v, want the tasks of the attention list %s", v, want)
+	}
+	click("needs me off", `#f-mine`)
+	waitFor("the whole board again", `document.querySelectorAll('#board .card').length === `+fmt.Sprint(all), 5*time.Second)
+
+	// Keyboard: "/" goes to the search, Tab reaches the cards, the arrows move between them,
+	// Enter opens one, Escape closes it and gives the focus back.
+	do("pressing /", chromedp.KeyEvent("/"))
+	waitFor("the focus on the search, empty", `document.activeElement.id === 'search' && document.activeElement.value === ''`, 5*time.Second)
+	for i := 0; i < 15 && eval(`document.activeElement.classList.contains('card') ? 'card' : ''`) == ""; i++ {
+		do("pressing Tab", chromedp.KeyEvent("\t"))
+	}
+	first := eval(`document.activeElement.classList.contains('card') ? document.activeElement.dataset.taskId : ''`)
+	if first == "" {
+		t.Fatalf("15 Tabs from the search never reached a card (focus on %s)", eval(`document.activeElement.outerHTML.slice(0, 80)`))
+	}
+	do("pressing the down arrow", chromedp.KeyEvent(kb.ArrowDown))
+	second := eval(`document.activeElement.dataset.taskId || ''`)
+	if second == "" || second == first {
+		t.Errorf("the down arrow moved the focus from %s to %q", first, second)
+	}
+	do("pressing Enter", chromedp.KeyEvent("\r"))
+	waitFor("the details of the focused card", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(second), 5*time.Second)
+	do("pressing Escape", chromedp.KeyEvent("\x1b"))
+	waitFor("the focus back on the card", `document.getElementById('drawer').hidden && document.activeElement.dataset.taskId === `+jsString(second), 5*time.Second)
+
+	// A phone, 390×844: every box that holds text (a block: a column, a card and its
+	// lines, a pane, a list item, a heading, a form field) is at least 300 px wide — the
+	// words inside them (spans, links, button labels) are not boxes of their own — and
+	// nothing makes the page scroll sideways; the details cover the screen.
+	narrow := `(() => {
+		const boxes = new Set(['DIV', 'SECTION', 'ASIDE', 'NAV', 'HEADER', 'MAIN', 'UL', 'LI', 'P', 'H2', 'H3', 'DL', 'DT', 'DD', 'PRE', 'FORM', 'INPUT', 'SELECT', 'TEXTAREA']);
+		const bad = [];
+		for (const e of document.querySelectorAll('body *')) {
+			if (!boxes.has(e.tagName) || e.closest('[hidden]')) continue;
+			if (!e.innerText.trim() && !/INPUT|SELECT|TEXTAREA/.test(e.tagName)) continue;
+			const w = e.getBoundingClientRect().width;
+			if (w > 0 && w < 300) bad.push((e.id ? '#' + e.id : e.tagName.toLowerCase() + '.' + e.className) + ' "' + e.innerText.trim().slice(0, 20) + '" ' + Math.round(w) + 'px');
+		}
+		if (document.documentElement.scrollWidth > innerWidth) bad.push('page ' + document.documentElement.scrollWidth + 'px wide');
+		return bad.join('; ');
+	})()`
+	do("a phone's screen", chromedp.EmulateViewport(390, 844))
+	waitFor("the phone layout", `innerWidth === 390 && document.getElementById('board').getBoundingClientRect().width > 300`, 5*time.Second)
+	if bad := eval(narrow); bad != "" {
+		t.Errorf("at 390×844, boxes narrower than 300 px hold text: %s", bad)
+	}
+	shots := os.Getenv("AIPM_UI_SHOTS")
+	phoneShot := func(name string) {
+		if shots == "" {
+			return
+		}
+		eval(`document.getElementById('toast').hidden = true; ""`)
+		b, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(shots, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	phoneShot("ui-phone-board.png")
+	click("a card on the phone", `[data-task-id="`+checkout+`"]`)
+	waitFor("the details on the phone", `!document.getElementById('details').hidden && !!document.querySelector('#details h3')`, 5*time.Second)
+	if bad := eval(narrow); bad != "" {
+		t.Errorf("at 390×844 with details open, boxes narrower than 300 px hold text: %s", bad)
+	}
+	if w := eval(`String(Math.round(document.getElementById('details').getBoundingClientRect().width))`); w != "390" {
+		t.Errorf("the details on a phone are %s px wide, want the screen's 390", w)
+	}
+	phoneShot("ui-phone-details.png")
+	do("closing the details", chromedp.KeyEvent("\x1b"))
+	do("back to a desktop screen", chromedp.EmulateViewport(1440, 900))
+	waitFor("the desktop layout", `innerWidth === 1440`, 5*time.Second)
 
 	// Chat: alice writes to be1 from the page; the message lands in both mailboxes; be1's
 	// chat session answers and the answer appears in the pane.
@@ -314,7 +487,8 @@ func TestUIBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	click("the failed run in the attention list", `#attention [data-kind="failed_run"]`)
-	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed'))`, 5*time.Second)
+	// The run counts its session's calls: authenticate and get_my_task at least.
+	waitFor("the task's runs", `[...document.querySelectorAll('#details .runs li')].some(li => li.innerText.includes('failed') && /[2-9] tool calls \(\d+\.\d KB requests, \d+\.\d KB results\)/.test(li.innerText))`, 5*time.Second)
 	click("showing the run's log", `#details .runs a.ref`)
 	waitFor("the run's log", `!!document.querySelector('#details pre.log') && document.querySelector('#details pre.log').innerText.includes('the payments service is unreachable')`, 5*time.Second)
 
@@ -333,7 +507,7 @@ func TestUIBrowser(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		shot("ui-board.png", chromedp.FullScreenshot(100))
+		shot("ui-details.png", chromedp.FullScreenshot(100))
 		shot("ui-chat.png", chromedp.Screenshot(`#chat`))
 	}
 
@@ -372,6 +546,47 @@ func TestUIBrowser(t *testing.T) {
 	if !strings.HasPrefix(stateBody, "403") {
 		t.Errorf("GET /api/state under evil.test: %s, want 403", stateBody)
 	}
+
+	// A tab survives a restart of aipm ui on a fixed address: the token is this machine's,
+	// kept in the runtime area. A tab whose server is gone, or does not take its token,
+	// says what to do.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	fixed, stopFixed := startUIProc(ctx, t, repo, env, "--addr", addr)
+	if tokenOf := func(u string) string { return u[strings.Index(u, "token=")+len("token="):] }; tokenOf(fixed) != tokenOf(url) {
+		t.Errorf("a second aipm ui on this machine printed token %s, want the machine's %s", tokenOf(fixed), tokenOf(url))
+	}
+	do("opening the page on the fixed address", chromedp.Navigate(fixed))
+	waitFor("the board on the fixed address", card("in_progress", api), 30*time.Second)
+	stopFixed()
+	waitFor("the tab saying aipm ui is gone", `!document.getElementById('banner').hidden && document.getElementById('banner').innerText.includes('not running')`, 10*time.Second)
+	again, stopAgain := startUIProc(ctx, t, repo, env, "--addr", addr)
+	if again != fixed {
+		t.Errorf("aipm ui restarted on %s printed %s, want the same URL %s", addr, again, fixed)
+	}
+	waitFor("the tab reconnecting by itself", `document.getElementById('banner').hidden && document.getElementById('live').className === 'live on'`, 10*time.Second)
+	do("reloading the tab", chromedp.Reload())
+	waitFor("the board in the reloaded tab", card("in_progress", api), 30*time.Second)
+	stopAgain()
+	st, err := filestore.Open(repo, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mdir, err := st.MachineDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(mdir, "ui-token")); err != nil {
+		t.Fatal(err)
+	}
+	if other, _ := startUIProc(ctx, t, repo, env, "--addr", addr); other == fixed {
+		t.Errorf("with the token file removed, aipm ui kept the token: %s", other)
+	}
+	waitFor("the stale tab saying what to do", `!document.getElementById('banner').hidden && document.getElementById('banner').innerText.includes('no longer valid')`, 10*time.Second)
 }
 
 // jsString quotes s as a JavaScript string literal.
@@ -432,9 +647,16 @@ func (p *agentProc) call(t *testing.T, tool string, args map[string]any) string 
 
 // startUI starts `aipm ui` in repo and returns the URL its first line prints; the process
 // is interrupted when the test ends.
-func startUI(ctx context.Context, t *testing.T, repo string, env []string) string {
+func startUI(ctx context.Context, t testing.TB, repo string, env []string, args ...string) string {
+	url, _ := startUIProc(ctx, t, repo, env, args...)
+	return url
+}
+
+// startUIProc is startUI that also returns a function stopping the process (as Ctrl-C does)
+// and waiting for it.
+func startUIProc(ctx context.Context, t testing.TB, repo string, env []string, args ...string) (string, func()) {
 	t.Helper()
-	ui := exec.CommandContext(ctx, "aipm", "ui")
+	ui := exec.CommandContext(ctx, "aipm", append([]string{"ui"}, args...)...)
 	ui.Dir, ui.Env = repo, env
 	out, err := ui.StdoutPipe()
 	if err != nil {
@@ -445,9 +667,15 @@ func startUI(ctx context.Context, t *testing.T, repo string, env []string) strin
 	if err := ui.Start(); err != nil {
 		t.Fatal(err)
 	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ui.Process.Signal(os.Interrupt)
+			ui.Wait()
+		})
+	}
 	t.Cleanup(func() {
-		ui.Process.Signal(os.Interrupt)
-		ui.Wait()
+		stop()
 		if t.Failed() {
 			t.Logf("aipm ui stderr:\n%s", stderr.String())
 		}
@@ -460,5 +688,5 @@ func startUI(ctx context.Context, t *testing.T, repo string, env []string) strin
 	if !strings.HasPrefix(url, "http://127.0.0.1:") || !strings.Contains(url, "/?token=") {
 		t.Fatalf("aipm ui's first line %q, want http://127.0.0.1:PORT/?token=…", url)
 	}
-	return url
+	return url, stop
 }

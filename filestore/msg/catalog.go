@@ -81,8 +81,8 @@ var texts = map[string]text{
 	"next.waiting.assignee":  {"an assignee", "担当者"},
 	"next.worker.delegation": {"Your chat session is still carrying out what you delegated. Call get_next_action again right away: it waits until the delegation is reported and then shows the result. Do not sleep.", "委譲した件はまだチャットセッションが進めています。すぐに get_next_action をもう一度呼び出してください。委譲の報告があるまで待ち、その結果を示します。sleep はしないでください。"},
 	"next.worker.create_subtasks": {
-		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — then call get_next_action. If it is simple, create nothing and call get_next_action: you will be told to do it directly.",
-		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その後 get_next_action を呼び出してください。単純なタスクなら何も作らずに get_next_action を呼び出してください。直接作業するよう指示されます。"},
+		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — and follow the next_action of its result. If it is simple, do it yourself now, in the working directory, and call report_completed(result=\"success\", summary=\"<what you did>\") (or result=\"blocked\", summary=\"<why>\" if you cannot finish it).",
+		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その結果の next_action に従ってください。単純なタスクなら今すぐ自分で作業ディレクトリ内で実行し、report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください（完了できない場合は result=\"blocked\", summary=\"<理由>\"）。"},
 	"next.worker.work": {
 		"Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").",
 		"タスク %[1]s を今すぐ自分で、作業ディレクトリ内で実行してください。完了したら report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。完了できない場合は report_completed(result=\"blocked\", summary=\"<理由>\") を呼び出してください。"},
@@ -90,11 +90,11 @@ var texts = map[string]text{
 		"Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").",
 		"%[1]s のサブタスクはすべて終了しました。結果を確認してから report_completed(result=\"success\", summary=\"<行われたこと>\") を呼び出してください。"},
 	"next.worker.execute_subtask": {
-		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"), then get_next_action. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
-		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出し、続けて get_next_action を呼び出してください。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"): its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出してください。その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
 	"next.worker.start_subtask": {
-		"Start sub-task %s (%q): call %s, do the work, then call get_next_action.",
-		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出して作業を行い、その後 get_next_action を呼び出してください。"},
+		"Start sub-task %s (%q): call %s. Its result says how to go on.",
+		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出してください。その結果が続け方を示します。"},
 	"next.worker.blocks": {"Nothing can move until blocked sub-tasks are resolved. ", "ブロックされたサブタスクが解決するまで、何も進められません。"},
 	"next.worker.blocks.self": {
 		"You blocked %s yourself: if the cause is gone, call update_task_status(task_id=\"<id>\", status=\"in_progress\") for it and continue; ",
@@ -121,14 +121,17 @@ var texts = map[string]text{
 	"next.manager.wait": {
 		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
 		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
+	"next.manager.wait_for_work": {
+		"Your workers are on it and nothing needs you now. Call get_next_action again right away: it waits until something does (a sub-task to dispatch, a block, or the end of the work) and tells you what changed. Do not sleep or exit.",
+		"ワーカーが作業中で、今あなたがすべきことはありません。すぐに get_next_action をもう一度呼び出してください。すべきこと（ディスパッチするサブタスク、ブロック、作業の完了）が生じるまで待ち、何が変わったかを伝えます。sleep や終了はしないでください。"},
 	"next.manager.report_completion": {
 		"Call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s.",
 		"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。"},
 	"next.manager.completion_check": {
-		"Every sub-task is finished. Review the results (completion summaries below; get_task for details; check the deliverables in the working directory). " +
-			"Then call select_action(action=\"complete\") to finish, or select_action(action=\"adjust\") to add or change work, and call get_next_action.",
-		"すべてのサブタスクが終了しました。結果を確認してください（完了サマリーは下記、詳細は get_task、成果物は作業ディレクトリで確認）。" +
-			"その後、終えるなら select_action(action=\"complete\")、作業を追加・変更するなら select_action(action=\"adjust\") を呼び出し、get_next_action を呼び出してください。"},
+		"Every sub-task is finished. Review the results (completion summaries below; check the deliverables in the working directory), " +
+			"then call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s. Only if work is missing, call select_action(action=\"adjust\") instead.",
+		"すべてのサブタスクが終了しました。結果を確認し（完了サマリーは下記、成果物は作業ディレクトリで確認）、" +
+			"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。作業が足りない場合に限り、代わりに select_action(action=\"adjust\") を呼び出してください。"},
 	"next.manager.blocks": {"Only blocked sub-tasks, and sub-tasks that wait for them, are left: %s. ", "残っているのはブロックされたサブタスクと、それを待つサブタスクだけです: %[1]s。"},
 	"next.manager.wait_unblock": {
 		"Only sub-tasks someone else holds are left: %s. Their blocks are a human's or another agent's to lift: do not unblock them, and do not report your task blocked. " +
@@ -160,8 +163,8 @@ var texts = map[string]text{
 		"No active AI subordinate can take %s. Ask the owner to add one under you (aipm agent add <id> --parent %s), then call report_completed(result=\"blocked\", summary=\"no available workers\").",
 		"%[1]s を担当できる有効な AI の部下がいません。オーナーにあなたの配下へ追加するよう依頼し（aipm agent add <id> --parent %[2]s）、その後 report_completed(result=\"blocked\", summary=\"no available workers\") を呼び出してください。"},
 	"next.manager.choose": {
-		"Review the situation (list_tasks, get_task, list_subordinates as needed), then choose: ",
-		"状況を確認し（必要に応じて list_tasks、get_task、list_subordinates）、次のいずれかを選んでください: "},
+		"The sub-tasks and your workers are below. Choose: ",
+		"サブタスクとワーカーは下記のとおりです。次のいずれかを選んでください: "},
 	"next.manager.choose.sep": {", ", "、"},
 	"next.manager.choose.dispatch": {
 		"select_action(action=\"dispatch_task\") to assign and start %d sub-task(s)",
@@ -172,17 +175,16 @@ var texts = map[string]text{
 		"%[1]d 件のサブタスクの実行中に待つなら select_action(action=\"wait\")"},
 	"next.manager.choose.then": {". Then call get_next_action.", "。その後 get_next_action を呼び出してください。"},
 	"next.manager.dispatch": {
-		"Choose which sub-tasks to run and who runs them (role, current load). For a sub-task without an assignee: assign_task(task_id, assignee_id). " +
-			"Then, for each sub-task whose dependencies are done (deps_met true), update_task_status(task_id, status=\"in_progress\") to start it (a backlog one goes to todo first); " +
-			"leave the others todo — they can start once their dependencies are done. Then call get_next_action.",
-		"実行するサブタスクと担当者（役割、現在の負荷）を決めてください。担当者のいないサブタスクには assign_task(task_id, assignee_id) を使います。" +
-			"次に、依存先が完了しているサブタスク（deps_met が true）ごとに update_task_status(task_id, status=\"in_progress\") で開始してください（backlog のものは先に todo にします）。" +
-			"それ以外は todo のままにしておけば、依存先が完了したときに開始できます。その後 get_next_action を呼び出してください。"},
+		"Dispatch: call %s (the call below). It gives each sub-task without an assignee to the least loaded worker; change an assignee_id where another worker's role fits better. " +
+			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are. Its result says how to go on.",
+		"ディスパッチしてください: %s を呼び出します（下記の call）。担当者のいないサブタスクは最も負荷の少ないワーカーに割り当ててあります。役割がより合うワーカーがいれば assignee_id を変更してください。" +
+			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。その結果が続け方を示します。"},
 	"next.manager.adjust": {
 		"Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
 			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action.",
 		"次のツールで計画を変更してください: assign_task（実行中でないサブタスクの割り当て直し）、update_task_status（不要になったもののキャンセルなど）、" +
 			"create_tasks_batch（新しいサブタスク）、split_task（todo または backlog のサブタスクをより小さなものに置き換え）。状況は list_tasks、get_task、list_subordinates、get_subordinate_profile で確認できます。その後 get_next_action を呼び出してください。"},
+	"next.follow":        {"Follow next_action: it is what get_next_action answers now.", "next_action に従ってください（現在の get_next_action の応答です）。"},
 	"next.change.new":    {"%s (%s) is new: %s", "%[1]s（%[2]s）が新たに追加されました: %[3]s"},
 	"next.change.moved":  {"%s (%s): %s → %s", "%[1]s（%[2]s）: %[3]s → %[4]s"},
 	"next.change.by":     {" by %s", "（%s による）"},
@@ -239,11 +241,15 @@ var texts = map[string]text{
 	"change.cancelled":        {"%s %s (%s) was cancelled by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によってキャンセルされました。"},
 	"change.status":           {"%s %s (%s) went from %s to %s, changed by %s.", "%[1]s %[2]s（%[3]s）は %[6]s によって %[4]s から %[5]s に変更されました。"},
 	"change.edited":           {"%s %s (%s) was edited by %s.", "%[1]s %[2]s（%[3]s）は %[4]s によって編集されました。"},
-	"change.go_on":            {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
-	"change.reread":           {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
-	"change.stop_blocked":     {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
-	"change.stop_logout":      {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
-	"change.stop_subtask":     {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.handed_blocked":   {"Sub-task %s (%s), assigned to %s, was blocked by %s: %s", "%[3]s に割り当てたサブタスク %[1]s（%[2]s）は %[4]s によってブロックされました: %[5]s"},
+	"change.handed_blocked_instruction": {
+		"Deal with the block once your current step is done: call get_next_action, which shows the blocked sub-tasks and what you may do about them.",
+		"今の作業の区切りでブロックに対処してください。get_next_action を呼び出すと、ブロックされたサブタスクと取れる対応を示します。"},
+	"change.go_on":        {"Call get_next_action: it tells you how to go on.", "get_next_action を呼び出してください。どう続けるかを指示します。"},
+	"change.reread":       {"Read it again with get_task and take the change into account.", "get_task でもう一度読み、変更を踏まえて作業してください。"},
+	"change.stop_blocked": {"Stop working on it now and call get_next_action: while the task stays blocked, it asks you for report_completed(result=\"blocked\", summary=\"<what you did so far>\"); if the task was unblocked meanwhile, it says how to go on.", "直ちに作業を中止し、get_next_action を呼び出してください。タスクがブロックされたままなら report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を求めます。その間にブロックが解除されていれば、どう続けるかを指示します。"},
+	"change.stop_logout":  {"Stop working on it now: call logout and exit. Change nothing more (do not call report_completed): the task is no longer yours.", "直ちに作業を中止し、logout を呼び出して終了してください。これ以上何も変更しないでください（report_completed は呼び出さないでください）。このタスクはもうあなたのものではありません。"},
+	"change.stop_subtask": {"Stop working on that sub-task now and call get_next_action: it tells you how to go on.", "そのサブタスクの作業を直ちに中止し、get_next_action を呼び出してください。どう続けるかを指示します。"},
 
 	// A chat session's word to its own task session (filestore NotifyTaskSession, seed 000).
 	"self_notice.message": {"Your chat session asks you to check the chat.", "チャットセッションからチャット確認の依頼があります。"},
@@ -294,7 +300,7 @@ var texts = map[string]text{
 	"get_conversation_messages.done": {"Read the messages above and act on them as needed.", "上記のメッセージを確認し、必要に応じて対応してください。"}, // seed 000
 	"get_my_task.done":               {"Call get_next_action: it tells you how to proceed with this task.", "get_next_action を呼び出してください。このタスクの進め方を指示します。"},
 	"get_notifications.none":         {"Nothing to do about notifications.", "通知について対応することはありません。"},
-	"get_notifications.some":         {"Follow each notification's instruction, the newest first; interrupts before anything else.", "それぞれの通知の instruction に、新しいものから順に従ってください。中断通知（interrupt）には何よりも先に対応してください。"},
+	"get_notifications.some":         {"Follow each notification's instruction in the order listed: interrupts first, then the rest, each the newest first.", "それぞれの通知の instruction に、並んでいる順に従ってください。中断通知（interrupt）が先、その後に残りが、それぞれ新しいものから並んでいます。"},
 	"get_pending_messages.some": {
 		"Answer each sender with send_message (or respond_chat). A chat session talks and never does task work: " +
 			"for a work request use request_task; to pass something to your task session use notify_task_session. Then call get_next_action.",
@@ -307,14 +313,19 @@ var texts = map[string]text{
 	"logout.done":                 {"Terminate the process now.", "今すぐプロセスを終了してください。"},
 	"notify_task_session.done":    {"Sent: your task session gets it with its next tool call.", "タスクセッションに通知を送信しました。次回のツール呼び出し時に通知が届きます。"}, // seed 000
 	"notify_task_session.no_session": {
-		"Recorded, but you have no live task session now, so nobody reads it: tell the requester, or use request_task / start_task_from_chat so that task work starts.",
-		"記録しましたが、現在稼働中のタスクセッションがないため、誰も読みません。依頼者に伝えるか、request_task / start_task_from_chat でタスクの作業が始まるようにしてください。"},
+		"Sent. You have no live task session now: your next task session gets it with its first tool call. If no task work is under way, start it with start_task_from_chat, or ask for it with request_task.",
+		"タスクセッションに通知を送信しました。現在稼働中のタスクセッションはないため、次に始まるタスクセッションの最初のツール呼び出し時に通知が届きます。タスクの作業が始まっていなければ、start_task_from_chat で開始するか、request_task で依頼してください。"},
 	"reject_task_request.done": {
 		"Task %s is rejected and will not be worked on. Let %s know if they are waiting for it.",
 		"タスク %[1]s を却下しました。このタスクの作業は行われません。%[2]s が待っている場合は知らせてください。"},
 	"report_completed.done": {
 		"Reported. Your task session has ended: exit now, without calling get_next_action or logout.",
 		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
+	"report_completed.released_cancelled":  {"Task %s was cancelled by %s, so your report did not change it. ", "タスク %[1]s は %[2]s によってキャンセルされたため、報告でタスクは変更していません。"},
+	"report_completed.released_reassigned": {"Task %s is now assigned to %s, so your report did not change it. ", "タスク %[1]s は現在 %[2]s に割り当てられているため、報告でタスクは変更していません。"},
+	"report_completed.released": {
+		"Your summary is kept in your execution record. Your task session has ended: exit now, without calling get_next_action or logout.",
+		"サマリーは実行記録に残しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
 	"report_delegation_completed.notice": {
 		"Your chat session finished delegation %s (%s) with %s: %s",
 		"チャットセッションが %[3]s との委譲 %[1]s を終えました（%[2]s）: %[4]s"},
@@ -345,9 +356,9 @@ var texts = map[string]text{
 	"start_conversation.done": { // seed 002, then what aipm adds
 		"Conversation requested. You may send_message to %s now; it reads them once its chat session accepts. Call get_next_action to wait for the answer.",
 		"会話リクエストを送信しました。send_messageでメッセージを送信できます。相手がオンラインになると会話が開始されます。（相手: %[1]s。メッセージは相手のチャットセッションが承諾した後に読まれます。）get_next_action を呼び出して返答を待ってください。"},
-	"start_task_from_chat.done": { // seed 000's first sentence; the task session is started for the agent
-		"Started. Tell %s it is under way. Do not do the work here: your task session does it (it is started for you).",
-		"タスクを開始しました。%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションが行います（タスクセッションは自動的に起動されます）。"},
+	"start_task_from_chat.done": { // seed 000 word for word, then what aipm adds
+		"Task started. End the chat session and start the work in the task session. (Before you end it with logout, tell %s the task is under way; do not do the work here. The task session is started for you.)",
+		"タスクを開始しました。チャットセッションを終了し、タスクセッションで作業を開始してください。（logout で終了する前に、%[1]s に着手したことを伝えてください。作業はここでは行わないでください。タスクセッションは自動的に起動されます。）"},
 	"update_task_from_chat.done":      {"Updated. Tell %s what changed.", "タスクを更新しました。%[1]s に変更内容を伝えてください。"}, // seed 000, then what aipm adds
 	"update_task_from_chat.unchanged": {"Nothing changed: the task already had these values.", "変更はありません。タスクはすでにこれらの値でした。"},
 	"update_task_status.done":         {"Call get_next_action for the next step.", "get_next_action を呼び出して次の段階を確認してください。"},

@@ -25,7 +25,11 @@ var hints = []translation{
 	{"invalid_argument", "omit purpose: the spawn ticket already names it", "purpose は省略してください。spawn チケットがすでに指定しています"},
 	{"invalid_argument", "pass your passkey, or let `aipm run` start you (it passes a one-time spawn ticket to aipm mcp)", "passkey を渡すか、`aipm run` から起動されるようにしてください（aipm mcp に1回限りの spawn チケットを渡します）"},
 
+	{"not_a_subtask", "dispatch the sub-tasks get_next_action lists; assign deeper ones with assign_task", "get_next_action が示すサブタスクをディスパッチしてください。より深い階層のものは assign_task で割り当ててください"},
+	{"not_dispatchable", "leave it out; get_next_action lists what can be dispatched", "それは除いてください。ディスパッチできるものは get_next_action が示します"},
+
 	// Arguments and the envelope.
+	{"invalid_argument", "call again without it, under the names this tool takes (help with tool_name shows them)", "その引数を外し、このツールが受け付ける名前で呼び出し直してください（tool_name を指定して help を呼び出すと確認できます）"},
 	{"invalid_argument", "call help with tool_name to see this tool's parameters", "tool_name を指定して help を呼び出し、このツールのパラメーターを確認してください"},
 	{"invalid_argument", `pass named arguments, e.g. {"session_token": "..."}`, `名前付きの引数を渡してください（例: {"session_token": "..."}）`},
 	{"tool_not_found", "call help without tool_name to list the tools", "tool_name を指定せずに help を呼び出すとツールの一覧が表示されます"},
@@ -36,6 +40,11 @@ var hints = []translation{
 	{"invalid_id", "identifiers look like %s_01jd2x0k8m3q7v5w9z1b4c6e8f", "ID は %s_01jd2x0k8m3q7v5w9z1b4c6e8f のような形式です"},
 	{"invalid_id", "use lower-case letters, digits, '.', '_' or '-', starting with a letter or digit, at most 63 characters (e.g. worker-frontend-01)", "英小文字・数字・'.'・'_'・'-' を使い、英小文字か数字で始まる63文字以内にしてください（例: worker-frontend-01）"},
 	{"", "use one of %s", "%s のいずれかを指定してください"},
+
+	// Machines and agent leases.
+	{"invalid_machine_id", "use lower-case letters, digits, '.', '_' or '-', at most 63 characters; `aipm agent leases` shows this machine's id", "英小文字・数字・'.'・'_'・'-' を使い、63文字以内にしてください。このマシンの ID は `aipm agent leases` で確認できます"},
+	{"invalid_machine_id", "set %s to a name like laptop-1, or unset it", "%s には laptop-1 のような名前を設定するか、設定を外してください"},
+	{"no_lease", "nothing to release: any machine's `aipm run` may start it", "解放するものはありません。どのマシンの `aipm run` でも起動できます"},
 
 	// Agents.
 	{"agent_not_found", "list agents with `aipm agent list`", "`aipm agent list` でエージェントの一覧を確認してください"},
@@ -166,6 +175,7 @@ var hints = []translation{
 	{"not_delegation_owner", "name one of your own delegations, or omit delegation_id", "自分の委譲を指定するか、delegation_id を省略してください"},
 	{"delegation_already_finished", "nothing to do; call get_next_action for what is next", "何もする必要はありません。get_next_action を呼び出して次にすることを確認してください"},
 	{"delegation_already_finished", "start the conversation without delegation_id", "delegation_id なしで会話を始めてください"},
+	{"delegation_not_processing", "take it up first: get_next_action hands you your oldest pending delegation (process_delegation), start_conversation with delegation_id starts it; then report its outcome", "先に委譲に着手してください。get_next_action が最も古い保留中の委譲を渡します（process_delegation）。start_conversation に delegation_id を指定しても着手できます。その後で結果を報告してください"},
 	{"invalid_argument", "pass the conversation_id to read, or a message summing up what the task session should know", "読むべき conversation_id か、タスクセッションが知っておくべきことをまとめた message を渡してください"},
 	{"invalid_argument", "use normal or high", "normal か high を指定してください"},
 	{"invalid_argument", "send it with target_purpose task (or leave it empty)", "target_purpose を task にして（または空のままで）送ってください"},

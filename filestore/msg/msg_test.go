@@ -124,7 +124,7 @@ func TestSeedTexts(t *testing.T) {
 		{Text("ja", "self_notice.conversation", "cnv_abc"), "あなたのチャットセッションからの通知です。get_conversation_messages(conversation_id: \"cnv_abc\") で内容を確認してください。", false},
 		{Text("ja", "self_notice.plain"), "【重要】この通知は、あなた自身が別のセッション（チャットセッション）から送信したものです。", false},
 		{Text("ja", "update_task_from_chat.done", "manager-dev"), "タスクを更新しました。", false},
-		{Text("ja", "start_task_from_chat.done", "manager-dev"), "タスクを開始しました。", false},
+		{Text("ja", "start_task_from_chat.done", "manager-dev"), "タスクを開始しました。チャットセッションを終了し、タスクセッションで作業を開始してください。", false},
 		{Text("ja", "get_my_execution_history.done"), "ログ内容を確認するには get_execution_log(execution_id) を呼び出してください。", true},
 		{Text("ja", "get_execution_log.truncated"), "ログが切り詰められています。offset を指定して続きを取得できます。", true},
 		{Message("ja", "unauthorized", "this operation needs a request from a superior: requester worker-qa-01 is not an ancestor of w1"),

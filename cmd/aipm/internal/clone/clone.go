@@ -62,6 +62,21 @@ func mainOf(top string) string {
 	if !filepath.IsAbs(gitdir) {
 		gitdir = filepath.Join(top, gitdir)
 	}
+	// Trusted only as git's own worktree bookkeeping: the administrative directory names
+	// this very .git file back (<gitdir>/gitdir). A .git file copied from an archive, or
+	// edited by an agent in its worktree, to point at another repository's worktree entry
+	// does not, and would otherwise send this directory's writes to that repository's store.
+	back, err := os.ReadFile(filepath.Join(gitdir, "gitdir"))
+	if err != nil {
+		return ""
+	}
+	bp := strings.TrimSpace(string(back))
+	if !filepath.IsAbs(bp) { // worktree.useRelativePaths
+		bp = filepath.Join(gitdir, bp)
+	}
+	if !samePath(bp, filepath.Join(top, ".git")) {
+		return ""
+	}
 	cd, err := os.ReadFile(filepath.Join(gitdir, "commondir"))
 	if err != nil {
 		return ""
@@ -75,6 +90,16 @@ func mainOf(top string) string {
 		return ""
 	}
 	return filepath.Dir(common)
+}
+
+// samePath reports whether two paths name the same file.
+func samePath(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }
 
 // SharedRoot maps a store root found in a linked worktree to the same directory in the

@@ -25,7 +25,19 @@ func TestSharedRootFromGitFiles(t *testing.T) {
 	}
 	write(filepath.Join(wt, ".git"), "gitdir: "+admin+"\n")
 	write(filepath.Join(admin, "commondir"), "../..\n")
+	write(filepath.Join(admin, "gitdir"), filepath.Join(wt, ".git")+"\n")
 	write(filepath.Join(main, "sub", ".ai-pm", "project.json"), "{}\n")
+
+	// The same .git file elsewhere (an archive, an edit): git's bookkeeping names another
+	// worktree, so it leads nowhere.
+	other := filepath.Join(dir, "other")
+	if err := os.MkdirAll(filepath.Join(other, "sub", ".ai-pm"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(filepath.Join(other, ".git"), "gitdir: "+admin+"\n")
+	if got, linked, err := SharedRoot(filepath.Join(other, "sub")); err != nil || linked || got != filepath.Join(other, "sub") {
+		t.Fatalf("SharedRoot(other/sub) = %q, %v, %v; want itself: a copied .git file is not git's worktree", got, linked, err)
+	}
 
 	got, linked, err := SharedRoot(filepath.Join(wt, "sub"))
 	if err != nil || !linked || got != filepath.Join(main, "sub") {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -72,9 +73,40 @@ type spawnVars struct {
 }
 
 func (v spawnVars) expand(s string) string {
-	return strings.NewReplacer("{aipm}", v.AIPM, "{prompt}", v.Prompt, "{workdir}", v.Workdir, "{agent_id}", v.AgentID,
-		"{purpose}", v.Purpose, "{task_id}", v.TaskID, "{model}", v.Model, "{mcp_config}", v.MCPConfig).Replace(s)
+	return v.replacer(func(s string) string { return s }).Replace(s)
 }
+
+// expandShell fills the placeholders of a shell script argument (sh -c '…'), each value
+// quoted for the shell: the prompt and the model come from committed files, and must stay
+// words, never become commands.
+func (v spawnVars) expandShell(s string) string {
+	return v.replacer(shellQuote).Replace(s)
+}
+
+func (v spawnVars) replacer(q func(string) string) *strings.Replacer {
+	return strings.NewReplacer("{aipm}", q(v.AIPM), "{prompt}", q(v.Prompt), "{workdir}", q(v.Workdir), "{agent_id}", q(v.AgentID),
+		"{purpose}", q(v.Purpose), "{task_id}", q(v.TaskID), "{model}", q(v.Model), "{mcp_config}", q(v.MCPConfig))
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// shells are the programs whose -c argument is a script.
+var shells = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true, "ash": true, "busybox": true}
+
+// isShellScript reports whether argument i of a command is the script of a shell: the
+// word after -c (or a flag group holding c, as in -ec) when the program is a shell.
+func isShellScript(argv []string, i int) bool {
+	if i < 2 || !shells[filepath.Base(argv[0])] {
+		return false
+	}
+	f := argv[i-1]
+	return strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "--") && strings.ContainsRune(f, 'c')
+}
+
+// modelRe is what an agent's model may hold: the model names of the agent CLIs
+// (claude-sonnet-4-5, gpt-5.1-codex, openai/gpt-4o, …), nothing a command line could read
+// as syntax.
+var modelRe = regexp.MustCompile(`^[A-Za-z0-9._:/@+=-]*$`)
 
 // renderSpawn turns an agent command into a start: placeholders replaced, the environment
 // the process needs (store location, agent, purpose, the one-time ticket), and, when the
@@ -89,6 +121,10 @@ func renderSpawn(ac filestore.AgentCommand, v spawnVars, ticket, spawnID, config
 	}
 	for _, s := range ac.Env {
 		needsConfig = needsConfig || strings.Contains(s, "{mcp_config}")
+	}
+	if !modelRe.MatchString(v.Model) {
+		return nil, fmt.Errorf("the agent's model %q (agents/%s/agent.json) holds characters a command line could misread; "+
+			"set its \"model\" field to letters, digits and . _ : / @ + = - only", v.Model, v.AgentID)
 	}
 	plan := &spawnPlan{}
 	if needsConfig {
@@ -116,7 +152,11 @@ func renderSpawn(ac filestore.AgentCommand, v spawnVars, ticket, spawnID, config
 			return nil, err
 		}
 	}
-	for _, s := range ac.Command {
+	for i, s := range ac.Command {
+		if isShellScript(ac.Command, i) {
+			plan.Argv = append(plan.Argv, v.expandShell(s))
+			continue
+		}
 		plan.Argv = append(plan.Argv, v.expand(s))
 	}
 	plan.Env = []string{

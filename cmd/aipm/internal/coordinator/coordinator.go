@@ -38,10 +38,15 @@ type Options struct {
 	AgentWorktree func(agentID string) (dir string, created bool, err error)
 }
 
-// Lock takes the project's coordinator lock, so two coordinators never start the same
-// agent; it fails with coordinator_running when another holds it. unlock releases it.
+// Lock takes this machine's coordinator lock of the project, so two coordinators of one
+// machine never start the same agent (those of two machines are kept apart by the agent
+// leases); it fails with coordinator_running when another holds it. unlock releases it.
 func Lock(s *filestore.Store) (unlock func(), err error) {
-	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator.lock"))
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	lk := flock.New(filepath.Join(s.Dir(), "runtime", "locks", "coordinator."+machine+".lock"))
 	if err := filestore.EnsureDir(filepath.Dir(lk.Path())); err != nil {
 		return nil, err
 	}
@@ -54,7 +59,7 @@ func Lock(s *filestore.Store) (unlock func(), err error) {
 	}
 	if !ok {
 		return nil, &filestore.Error{Code: "coordinator_running", Kind: filestore.ErrConflict,
-			Message: "another aipm run already coordinates this project", Hint: "stop it first, or let it do the work"}
+			Message: "another aipm run already coordinates this project on this machine (" + machine + ")", Hint: "stop it first, or let it do the work"}
 	}
 	return func() { lk.Unlock() }, nil
 }
@@ -80,6 +85,9 @@ type proc struct {
 	authenticated bool
 	stopReason    string
 	done          chan struct{}
+	// moved: stopped because the agent's lease went to another machine; its exit is no
+	// failure.
+	moved bool
 }
 
 type exitEvent struct {
@@ -105,12 +113,18 @@ type Coordinator struct {
 	// idleSince is when only idle chat sessions were left running (--exit-when-idle).
 	idleSince time.Time
 	starts    int
-	wasted    int // starts that backed off: failed, never authenticated, or changed nothing
-	peak      int // the most agent processes alive at once
+	wasted    int      // starts that backed off: failed, never authenticated, or changed nothing
+	peak      int      // the most agent processes alive at once
+	spawned   []string // the spawn records of this run, for its usage
 	// unapproved maps each agent with work that an unapproved command keeps from starting
 	// to that command's name, as of the last evaluation.
 	unapproved map[string]string
 	tl         *timeline
+	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
+	// the agents whose lease this machine held at the last look.
+	machine  string
+	leaseTTL time.Duration
+	ours     map[string]bool
 }
 
 // New makes a coordinator of s; Run starts it.
@@ -128,8 +142,17 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	if opt.Err == nil {
 		opt.Err = io.Discard
 	}
+	machine, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := filestore.LeaseDuration()
+	if err != nil {
+		return nil, err
+	}
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
-		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16)}
+		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
+		machine: machine, leaseTTL: ttl, ours: map[string]bool{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -163,9 +186,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	go tools.KeepConversations(ctx, c.s, hub, func(format string, args ...any) { fmt.Fprintf(c.opt.Err, "aipm run: "+format+"\n", args...) })
 	// The files that can create or end work; not runtime/spawns/, where the agents' output
 	// is captured line by line.
-	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
+	sub := hub.Subscribe("tasks/", "agents/", "conversations/", "delegations/", "leases/", "project.json", "runtime/sessions/", "runtime/chat/", "events.jsonl")
 	defer sub.Close()
-	c.Say("coordinating %s (at most %d agent processes)", c.s.Root(), c.maxProcs())
+	// A coordinator that stops says so in its leases: its agents' chat sessions ended
+	// now. The leases themselves lapse when they expire, or are released by a human.
+	defer func() {
+		if err := c.s.LeavePresence(c.machine); err != nil {
+			c.Say("recording the end of this machine's chat sessions in its leases: %v", err)
+		}
+	}()
+	c.Say("coordinating %s on machine %s (at most %d agent processes)", c.s.Root(), c.machine, c.maxProcs())
 	c.reclaim(ctx)
 	if c.tl != nil {
 		c.tl.poll()
@@ -191,8 +221,8 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			if c.tl != nil {
 				c.tl.poll()
 			}
-			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once",
-				c.starts, c.wasted, c.peak)
+			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once; %s",
+				c.starts, c.wasted, c.peak, c.usage())
 			if len(c.unapproved) > 0 {
 				// Said last: work is left that only an approval can start.
 				var who []string
@@ -207,7 +237,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
 		// least every few seconds, and exactly when a backoff ends.
-		wait := 2 * time.Second
+		wait := min(2*time.Second, c.leaseTTL/3)
 		if !next.IsZero() {
 			wait = min(wait, max(time.Until(next), 10*time.Millisecond))
 		}
@@ -292,7 +322,18 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
-	if started, err := c.s.StartQueued(tasks); err != nil {
+	// A pull, a sync or a hand edit can leave states no writer allows (two clones each
+	// starting a task for one agent, say): the rules' own repairs apply before anything
+	// starts on top of them.
+	if found, err := c.s.RepairMerged(filestore.SystemSender); err != nil {
+		c.Say("repairing what a merge broke: %v", err)
+	} else if n := c.sayRepairs(found); n > 0 {
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
+	if started, err := c.s.StartQueued(c.notElsewhere(tasks, now)); err != nil {
 		c.Say("starting queued tasks: %v", err)
 	} else if len(started) > 0 {
 		for _, t := range started {
@@ -318,6 +359,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		ais = append(ais, ag)
 		works[ag.ID] = w
 	}
+	mine := c.claimLeases(p, ais, works)
 	idle = true
 	busy := 0
 	open := c.openDelegations()
@@ -358,10 +400,10 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				}
 				continue
 			}
-			if ok, err := c.s.CommandApproved(AIType(ag), ac); !ok {
+			if ok, prog, err := c.approved(AIType(ag), ac, c.s.Root()); !ok {
 				// A command from a clone or a pull runs only once this machine approved it.
 				c.unapproved[ag.ID] = AIType(ag)
-				key := "trust:" + filestore.CommandHash(AIType(ag), ac)
+				key := "trust:" + filestore.CommandHash(AIType(ag), ac, prog)
 				if !c.warned[key] {
 					c.warned[key] = true
 					if err != nil {
@@ -370,6 +412,11 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", AIType(ag), ag.ID)
 					}
 				}
+				continue
+			}
+			if !mine[ag.ID] {
+				// Another machine's agent: its work is that machine's to start.
+				c.hold(k, c.leaseHolder(ag.ID))
 				continue
 			}
 			idle = false
@@ -399,6 +446,116 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	return idle, next
+}
+
+// claimLeases takes or renews the leases of the AI agents this machine may run — those
+// with work or a process here that it can start (their command is set and approved here),
+// and those whose lease it already holds — and stops the processes of an agent whose
+// lease has gone to another machine (a move, or a merge that kept the other machine's
+// claim): an agent runs on one machine at a time. It returns the agents this machine
+// holds.
+func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, works map[string]filestore.Work) map[string]bool {
+	held := map[string]bool{}
+	if leases, err := c.s.Leases(); err != nil {
+		c.Say("cannot read the agent leases: %v", err)
+	} else {
+		for _, l := range leases {
+			held[l.AgentID] = l.MachineID == c.machine
+		}
+	}
+	var ids []string
+	for _, ag := range ais {
+		w := works[ag.ID]
+		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
+		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
+		// Its own leases it keeps renewing (a move made them its own before any work),
+		// so that its agents' presence stays known to their partners elsewhere. A free
+		// one it takes only for an agent it can start: another machine may.
+		ac, ok := p.Settings.AgentCommands[AIType(ag)]
+		startable := ok
+		if ok {
+			startable, _, _ = c.approved(AIType(ag), ac, c.s.Root())
+		}
+		if task || chat || c.ours[ag.ID] || held[ag.ID] || startable && (w.TaskID != "" || w.Chat) {
+			ids = append(ids, ag.ID)
+		}
+	}
+	got, err := c.s.ClaimLeases(c.machine, ids)
+	if err != nil {
+		c.Say("cannot claim agent leases: %v", err)
+		got = nil // start nothing: without the leases, another machine may run them
+	}
+	mine := map[string]bool{}
+	for id, l := range got {
+		if l != nil && l.MachineID == c.machine && l.Held(c.s.Now()) {
+			mine[id] = true
+			if !c.ours[id] {
+				c.Say("lease %s: held by this machine (%s) until %s", id, c.machine, l.ExpiresAt.Format(time.RFC3339))
+			}
+		} else if c.ours[id] {
+			c.Say("lease %s: %s", id, c.leaseHolder(id))
+		}
+	}
+	c.ours = mine
+	for k, pr := range c.running {
+		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
+			c.Say("stop %s: its lease is no longer this machine's", k)
+			pr.moved = true
+			syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+		}
+	}
+	return mine
+}
+
+// notElsewhere are the tasks not assigned to an agent whose lease another machine holds
+// now: the queue starts only what this machine may run, so two machines never start two
+// tasks of one agent.
+func (c *Coordinator) notElsewhere(tasks []*filestore.Task, now time.Time) []*filestore.Task {
+	leases, err := c.s.Leases()
+	if err != nil {
+		c.Say("cannot read the agent leases: %v", err)
+		return nil
+	}
+	elsewhere := map[string]bool{}
+	for _, l := range leases {
+		if l.MachineID != c.machine && l.Held(now) {
+			elsewhere[l.AgentID] = true
+		}
+	}
+	if len(elsewhere) == 0 {
+		return tasks
+	}
+	return slices.DeleteFunc(slices.Clone(tasks), func(t *filestore.Task) bool { return elsewhere[t.AssigneeID] })
+}
+
+// leaseHolder says where an agent runs instead of here.
+func (c *Coordinator) leaseHolder(agentID string) string {
+	l, err := c.s.Lease(agentID)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("its lease cannot be read: %v", err)
+	case l == nil:
+		return "no lease could be taken"
+	case l.MachineID == c.machine:
+		return "this machine's lease lapsed"
+	}
+	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
+}
+
+// sayRepairs prints the repairs RepairMerged applied, and once each breach it could not
+// repair (`aipm doctor` names its fix); it returns how many it applied.
+func (c *Coordinator) sayRepairs(found []filestore.Breach) int {
+	n := 0
+	for _, b := range found {
+		if b.Repaired {
+			n++
+			c.Say("repaired %s", b)
+		} else if key := "breach:" + b.Rule + ":" + b.ID; !c.warned[key] {
+			c.warned[key] = true
+			c.Say("cannot repair %s", b)
+		}
+	}
+	return n
 }
 
 // What a running process waits for (see waiting); "" means it works.
@@ -590,7 +747,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		}
 		c.backoff(k, sp, "the start failed")
 	}
-	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag),
+	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag), Machine: c.machine,
 		TicketTTL: p.Settings.StartTimeout()})
 	if err != nil {
 		fail(nil, err)
@@ -612,12 +769,26 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		}
 		workdir = dir
 	}
+	// What runs is checked where it runs: the program as it resolves in the agent's
+	// directory (a worktree may hold another version of a repository script), and that
+	// very file is executed.
+	ok, prog, err := c.approved(AIType(ag), ac, workdir)
+	if !ok {
+		if err == nil {
+			err = fmt.Errorf("its program %s, as it resolves in %s, is not the one approved on this machine; review it and approve it with `aipm trust`", prog, workdir)
+		}
+		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
+		return false
+	}
 	vars := spawnVars{AIPM: c.aipm, Workdir: workdir, AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
 		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, workdir)}
 	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
 	if err != nil {
-		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
+		fail(sp, fmt.Errorf("settings.agent_commands.%s (agent %s): %w", AIType(ag), ag.ID, err))
 		return false
+	}
+	if prog.Exec != "" {
+		plan.Argv[0] = prog.Exec
 	}
 	log, err := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID))
 	if err != nil {
@@ -626,7 +797,9 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	}
 	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
 	cmd.Dir = workdir
-	cmd.Env = append(childEnv(os.Environ()), plan.Env...)
+	// The agent's processes belong to this machine: its presence is judged by this
+	// machine's sessions, its partners' by their leases.
+	cmd.Env = append(append(childEnv(os.Environ()), filestore.EnvMachineID+"="+c.machine), plan.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -642,6 +815,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks),
 		done: make(chan struct{})}
 	c.running[k] = pr
+	c.spawned = append(c.spawned, sp.ID)
 	c.starts++
 	c.peak = max(c.peak, len(c.running))
 	what := "chat"
@@ -658,6 +832,17 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		c.exits <- exitEvent{p: pr, err: err}
 	}()
 	return true
+}
+
+// approved resolves an agent command's program as it would run in dir and reports
+// whether this machine approved the command with that program.
+func (c *Coordinator) approved(name string, ac filestore.AgentCommand, dir string) (bool, filestore.Program, error) {
+	prog, err := c.s.CommandProgram(ac, c.aipm, dir)
+	if err != nil {
+		return false, prog, err
+	}
+	ok, err := c.s.CommandApproved(name, ac, prog)
+	return ok, prog, err
 }
 
 func findTask(tasks []*filestore.Task, id string) *filestore.Task {
@@ -720,6 +905,8 @@ func (c *Coordinator) exited(ev exitEvent) {
 		outcome = "stopped: " + pr.stopReason
 	} else if c.stopping && outcome != "exited" {
 		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
+	} else if pr.moved && outcome != "exited" {
+		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
 	}
 	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
 	if err != nil {
@@ -734,11 +921,11 @@ func (c *Coordinator) exited(ev exitEvent) {
 		msg += "; ended its session(s) " + strings.Join(ended, ", ")
 	}
 	c.Say("%s", msg)
-	if (code != 0 || outcome != "exited") && !c.stopping {
+	if (code != 0 || outcome != "exited") && !c.stopping && !pr.moved {
 		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
 	}
 
-	if c.stopping {
+	if c.stopping || pr.moved {
 		return
 	}
 	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
@@ -782,6 +969,12 @@ func (c *Coordinator) reclaim(ctx context.Context) {
 		c.Say("cannot list the spawn records: %v", err)
 		return
 	}
+	if len(open) == 0 {
+		return
+	}
+	// Only this machine's: another machine's coordinator runs its own (its lock is not
+	// this one), and this machine's lock says no other coordinator of it runs.
+	open = slices.DeleteFunc(open, func(sp *filestore.Spawn) bool { return sp.Machine != "" && sp.Machine != c.machine })
 	if len(open) == 0 {
 		return
 	}
@@ -927,6 +1120,24 @@ func (c *Coordinator) stop(pr *proc, why string) {
 			syscall.Kill(-pid, syscall.SIGKILL)
 		}
 	}()
+}
+
+// usage is what the agents this run started spent in tool calls, every session of
+// every process summed.
+func (c *Coordinator) usage() filestore.Usage {
+	var sum filestore.Usage
+	for _, id := range c.spawned {
+		sp, err := c.s.Spawn(id)
+		if err != nil {
+			continue
+		}
+		for _, se := range sp.SessionIDs {
+			if u, err := c.s.SessionUsage(se); err == nil {
+				sum = sum.Plus(u)
+			}
+		}
+	}
+	return sum
 }
 
 // backoff delays the next start for k: the base delay, doubled per consecutive failure.

@@ -33,8 +33,10 @@
 // its own chat session (delegate_to_chat_session, purpose "ask: <question>" or the
 // shiritori line) and waits for the delegation's result. A manager turns its `plan` lines
 // into sub-tasks, dispatches each to the plan's `for` agent or else to the least loaded
-// subordinate (ties by id), starts those whose dependencies are done, waits, and
-// completes when all are finished.
+// subordinate (ties by id) — in the one dispatch_subtasks call the answer spells out, which
+// starts those whose dependencies are done and queues the rest — waits, and reports when
+// all are finished. A step's result that carries next_action is followed as it stands,
+// without a get_next_action to ask.
 //
 // Chat sessions. A delegation or a human's ask/shiritori line starts a conversation with
 // the agent (the first message is the question or the first word). The asked agent
@@ -170,6 +172,9 @@ type simAgent struct {
 	out                 io.Writer
 	c                   *client.Client
 	did                 []string // what the task session's steps did, for the report
+	// next is the next_action a step's result carried: what get_next_action would answer,
+	// followed without the call to ask.
+	next *simNext
 
 	// Chat session state.
 	jobs     map[string]*simJob     // conversations this agent started, by conversation id
@@ -342,11 +347,18 @@ func (s *simAgent) call(tool string, args map[string]any, out any) error {
 			return fmt.Errorf("%s: unreadable result %q: %w", tool, simClip(text.String(), 200), err)
 		}
 	}
+	var follow struct {
+		Next *simNext `json:"next_action"`
+	}
+	if tool != "get_next_action" && json.Unmarshal(body, &follow) == nil && follow.Next != nil && follow.Next.Action != "" {
+		s.next = follow.Next
+	}
 	return nil
 }
 
 // onInterrupt follows the interrupts read after an interrupted call, the newest first.
 func (s *simAgent) onInterrupt(ie *simInterrupt) error {
+	s.next = nil // what a result said before the interrupt no longer holds
 	for _, n := range ie.notes {
 		s.logf("interrupted (%s): %s", n.Action, n.Message)
 	}
@@ -434,12 +446,19 @@ type simNext struct {
 		DependsOn       string `json:"depends_on"`
 		DependsOnStatus string `json:"depends_on_status"`
 	} `json:"dead_dependencies"`
+	Call *simCall `json:"call"`
 
 	ConversationID string `json:"conversation_id"`
 	FromAgentID    string `json:"from_agent_id"`
 	TargetAgentID  string `json:"target_agent_id"`
 	Purpose        string `json:"purpose"`
 	DelegationID   string `json:"delegation_id"`
+}
+
+// simCall is the call an answer spells out, literal arguments and all.
+type simCall struct {
+	Tool      string         `json:"tool"`
+	Arguments map[string]any `json:"arguments"`
 }
 
 type simTask struct {
@@ -526,10 +545,18 @@ func (s *simAgent) nextAction() (*simNext, error) {
 
 // --- task sessions -----------------------------------------------------------------------
 
+// taskRound does the next step: the one the last result named (next_action), or else
+// the one get_next_action names. A wait is get_next_action's to do.
 func (s *simAgent) taskRound() error {
-	n, err := s.nextAction()
-	if err != nil {
-		return err
+	n := s.next
+	s.next = nil
+	if n != nil && n.Action != "wait" && n.Action != "wait_for_delegation" {
+		s.logf("next_action → %s", n.describe())
+	} else {
+		var err error
+		if n, err = s.nextAction(); err != nil {
+			return err
+		}
 	}
 	return s.taskAction(n)
 }
@@ -560,6 +587,9 @@ func (s *simAgent) taskAction(n *simNext) error {
 		}
 		if err := s.start(n.NextSubtask.ID, n.NextSubtask.Status); err != nil {
 			return err
+		}
+		if s.next != nil && s.next.Action == "execute_subtask" {
+			return nil // the result says to do it now: the next round does
 		}
 		return s.runSubtask(n.NextSubtask)
 	case "execute_subtask":
@@ -623,7 +653,8 @@ func (s *simAgent) taskAction(n *simNext) error {
 	case "dispatch_task":
 		return s.dispatch(n)
 	case "completion_check":
-		return s.selectAction("complete")
+		// The instruction: review, then report_completed.
+		return s.report(filestore.ResultSuccess, s.completionSummary(n))
 	case "exit":
 		return s.logout()
 	}
@@ -714,7 +745,7 @@ func (s *simAgent) decompose(t *simTask) error {
 	steps := simSteps(simParseScript(t.Description))
 	if len(steps) < 2 {
 		s.logf("%s has %d step(s): doing it directly", t.ID, len(steps))
-		return nil
+		return s.taskAction(&simNext{Action: "work", Task: t})
 	}
 	return s.createBatch(simStepItems(steps))
 }
@@ -777,6 +808,9 @@ func simStepItems(steps []simDirective) []map[string]any {
 // dispatch assigns each unassigned dispatchable sub-task (to the plan's `for` agent, else
 // the least loaded subordinate, ties by id) and starts those whose dependencies are done.
 func (s *simAgent) dispatch(n *simNext) error {
+	if n.Call != nil && n.Call.Tool == "dispatch_subtasks" {
+		return s.dispatchCall(n)
+	}
 	forAgent := map[string]string{}
 	if n.Task != nil {
 		for _, d := range simParseScript(n.Task.Description) {
@@ -828,6 +862,80 @@ func (s *simAgent) dispatch(n *simNext) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// dispatchCall makes the dispatch_subtasks call the answer spells out, choosing as the
+// legacy dispatch does where it has a view of its own: the plan's `for` agent, else for
+// an unassigned sub-task the least loaded worker counting its own choices (ties by id).
+// Refused, it makes the call as offered.
+func (s *simAgent) dispatchCall(n *simNext) error {
+	forAgent := map[string]string{}
+	if n.Task != nil {
+		for _, d := range simParseScript(n.Task.Description) {
+			if d.verb == "plan" && d.plan.agent != "" {
+				forAgent[d.plan.title] = d.plan.agent
+			}
+		}
+	}
+	load := map[string]int{}
+	var workers []string
+	for _, w := range n.AvailableWorkers {
+		load[w.ID] = w.ActiveTasks
+		workers = append(workers, w.ID)
+	}
+	slices.Sort(workers)
+	unassigned := map[string]string{} // id → title
+	for _, l := range n.DispatchableSubtasks {
+		if l.AssigneeID == "" {
+			unassigned[l.ID] = l.Title
+		}
+	}
+	offered, _ := n.Call.Arguments["assignments"].([]any)
+	var mine []any
+	changed := false
+	for _, it := range offered {
+		a, _ := it.(map[string]any)
+		id, _ := a["task_id"].(string)
+		who, _ := a["assignee_id"].(string)
+		if title, ok := unassigned[id]; ok {
+			pick := forAgent[title]
+			for _, w := range workers {
+				if pick == "" || (forAgent[title] == "" && load[w] < load[pick]) {
+					pick = w
+				}
+			}
+			if pick != "" && pick != who {
+				who, changed = pick, true
+			}
+			load[who]++
+		}
+		mine = append(mine, map[string]any{"task_id": id, "assignee_id": who})
+	}
+	var r struct {
+		Dispatched []struct {
+			TaskID     string `json:"task_id"`
+			AssigneeID string `json:"assignee_id"`
+			Status     string `json:"status"`
+			Queued     bool   `json:"queued"`
+		} `json:"dispatched"`
+	}
+	err := s.call("dispatch_subtasks", map[string]any{"assignments": mine}, &r)
+	var te *simToolError
+	if errors.As(err, &te) && changed {
+		s.logf("cannot dispatch as planned (%s): taking the offered assignees", te.Code)
+		err = s.call("dispatch_subtasks", n.Call.Arguments, &r)
+	}
+	if err != nil {
+		return err
+	}
+	for _, d := range r.Dispatched {
+		how := d.Status
+		if d.Queued {
+			how = "queued until its dependencies are done"
+		}
+		s.logf("dispatched %s to %s: %s", d.TaskID, d.AssigneeID, how)
 	}
 	return nil
 }

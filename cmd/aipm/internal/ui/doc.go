@@ -5,17 +5,24 @@
 //
 // The page is live without polling: the server holds a server-sent-events stream per page
 // and writes to it when the process's watcher reports a change under .ai-pm/ (made by this
-// page, the CLI, an agent, an editor or a `git pull`); the page then re-reads what it shows.
-// The server holds no state of its own: every answer is read from the store, and every
-// button is a store call (SetTaskStatus, AssignTask, ApproveTask, RejectTask, SendMessage,
-// OpenChat, CloseChat, SetProjectStatus) by the acting human, recorded via "ui" — the same
-// rules the CLI goes through. Any number of `aipm ui` processes and agents may run at once.
+// page, the CLI, an agent, an editor or a `git pull`). The page reads the whole state once
+// (GET /api/state); each "change" event then carries the changed paths, the rows of the
+// tasks whose files changed (their ids taken from the file names), the ids of those whose
+// file is gone, and the project, agents and attention list when they differ from what the
+// stream sent last — so a change costs what changed, not what the project holds. The server
+// keeps only that copy of the task rows, rebuilt at every state read; every answer is read
+// from the store, and every button is a store call (SetTaskStatus, AssignTask, ApproveTask,
+// RejectTask, SendMessage, OpenChat, CloseChat, SetProjectStatus) by the acting human,
+// recorded via "ui" — the same rules the CLI goes through. Any number of `aipm ui`
+// processes and agents may run at once.
 //
 // It answers only requests whose Host names the address it serves (a page of another site
-// whose name was rebound to 127.0.0.1 is refused), and only requests carrying the per-run
+// whose name was rebound to 127.0.0.1 is refused), and only requests carrying the
 // token for everything but the page itself: the token travels in the URL the command
 // prints, in the X-Aipm-Token header of the page's requests, and in the query of its event
-// stream.
+// stream. `aipm ui` keeps one token per machine (ui-token in the machine directory that
+// holds this repository's approvals, outside the clone), so a tab survives a restart on
+// the same address.
 //
 // It imports filestore and watch, never cmd/aipm (which wires it up) or tools.
 package ui

@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -28,25 +30,32 @@ type Options struct {
 	Hub *watch.Hub
 	// Human is the acting human's agent id: every button acts as this human.
 	Human string
-	// Token is the per-run secret every request but the page itself must carry.
+	// Token is the secret every request but the page itself must carry.
 	Token string
 	// Hosts are the values of the Host header this server answers, e.g. "127.0.0.1:8080".
 	Hosts []string
 	// Heartbeat is how often an idle event stream gets a comment line, so that a page
 	// whose server went away notices; zero means 20 seconds.
 	Heartbeat time.Duration
+	// Aipm is the aipm executable ({aipm} in agent commands), to check the approval of
+	// agent commands as `aipm trust` does; empty means this process's executable.
+	Aipm string
 }
 
 // Server serves the page, its read API, its event stream and its actions.
 type Server struct {
-	o   Options
-	mux *http.ServeMux
+	o     Options
+	mux   *http.ServeMux
+	board board
 }
 
 // New returns the server for o.
 func New(o Options) *Server {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 20 * time.Second
+	}
+	if o.Aipm == "" {
+		o.Aipm, _ = os.Executable()
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	static, err := fs.Sub(assets, "assets")
@@ -94,7 +103,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// token wraps a handler that needs the per-run token: in the X-Aipm-Token header, or, for
+// token wraps a handler that needs the token: in the X-Aipm-Token header, or, for
 // a GET (an EventSource cannot set headers), the token query parameter. A state-changing
 // request must use the header, which a form on another site cannot send.
 func (s *Server) token(h http.HandlerFunc) http.HandlerFunc {
@@ -104,7 +113,7 @@ func (s *Server) token(h http.HandlerFunc) http.HandlerFunc {
 			got = r.URL.Query().Get("token")
 		}
 		if subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) != 1 {
-			writeError(w, http.StatusForbidden, "forbidden", "this request needs the token of this run of aipm ui",
+			writeError(w, http.StatusForbidden, "forbidden", "this request needs the token of this aipm ui",
 				"open the URL aipm ui printed (it carries the token)")
 			return
 		}
@@ -117,8 +126,11 @@ func (s *Server) actor() filestore.Actor {
 	return filestore.Actor{ID: s.o.Human, Via: filestore.ViaUI}
 }
 
-// events streams one "change" event per batch of changes under .ai-pm/, naming the paths
-// (relative to .ai-pm/; "" after a rescan: anything may have changed).
+// events streams one "change" event per batch of changes under .ai-pm/: the paths
+// (relative to .ai-pm/), the rows of the tasks whose files changed, the ids of those whose
+// file is gone, and the project, agents and attention list when they changed — so what a
+// change costs does not grow with the project. After a rescan (anything may have changed)
+// ("" among the paths) the event says "reset" and the page reads the state again.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
@@ -134,6 +146,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl.Flush()
 	beat := time.NewTicker(s.o.Heartbeat)
 	defer beat.Stop()
+	var lastMeta []byte // the meta this stream sent last; nil: the first change sends it
 	for {
 		select {
 		case <-r.Context().Done():
@@ -141,11 +154,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		case <-beat.C:
 			fmt.Fprint(w, ": still here\n\n")
 		case <-sub.C:
-			paths := sub.Paths()
-			if paths == nil {
-				paths = []string{}
-			}
-			b, err := json.Marshal(map[string]any{"paths": paths})
+			b, err := s.change(sub.Paths(), &lastMeta)
 			if err != nil {
 				return
 			}
@@ -153,6 +162,36 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		}
 		fl.Flush()
 	}
+}
+
+// changeEvent is the data of a "change" event.
+type changeEvent struct {
+	Paths   []string        `json:"paths"`
+	Reset   bool            `json:"reset,omitempty"`
+	Tasks   []taskRow       `json:"tasks,omitempty"`
+	Removed []string        `json:"removed,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+func (s *Server) change(paths []string, lastMeta *[]byte) ([]byte, error) {
+	ev := changeEvent{Paths: paths}
+	if paths == nil || slices.Contains(paths, "") { // a rescan: anything may have changed
+		ev.Paths, ev.Reset = []string{}, true
+		*lastMeta = nil
+		return json.Marshal(ev)
+	}
+	ev.Tasks, ev.Removed = s.updateRows(paths)
+	if m, err := s.readMeta(); err == nil {
+		b, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(b, *lastMeta) {
+			ev.Meta, *lastMeta = b, b
+		}
+	}
+	// A store error here (a file caught half-written) is read again at the next change.
+	return json.Marshal(ev)
 }
 
 // writeJSON answers v as JSON.

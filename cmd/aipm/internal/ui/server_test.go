@@ -171,7 +171,7 @@ func TestActionsFollowStoreRules(t *testing.T) {
 // TestEventStream: a change reported to the hub reaches an open stream as a change event
 // naming the path.
 func TestEventStream(t *testing.T) {
-	ts, _, hub, _ := newTestServer(t)
+	ts, st, hub, task := newTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/events?token="+testToken, nil)
@@ -207,14 +207,38 @@ func TestEventStream(t *testing.T) {
 	}
 	hub.Notify("tasks/tsk_x.json")
 	name, data := readEvent()
-	var got struct{ Paths []string }
+	var got changeEvent
 	if err := json.Unmarshal([]byte(data), &got); err != nil {
 		t.Fatal(err)
 	}
 	if name != "change" || len(got.Paths) != 1 || got.Paths[0] != "tasks/tsk_x.json" {
 		t.Errorf("event %q %s, want change naming tasks/tsk_x.json", name, data)
 	}
+	// A file that is gone is a removed row; the first change carries the meta.
+	if len(got.Removed) != 1 || got.Removed[0] != "tsk_x" || len(got.Tasks) != 0 || len(got.Meta) == 0 {
+		t.Errorf("change for a missing task file: %s, want it removed, with the meta", data)
+	}
+	// A changed task comes as its row alone; the meta, unchanged, is not sent again.
+	if _, _, err := st.EditTask(filestore.Actor{ID: "alice", Via: filestore.ViaCLI}, task, filestore.TaskEdit{Priority: ptr("high")}); err != nil {
+		t.Fatal(err)
+	}
+	hub.Notify("tasks/" + task + ".json")
+	_, data = readEvent()
+	got = changeEvent{}
+	if err := json.Unmarshal([]byte(data), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tasks) != 1 || got.Tasks[0].ID != task || got.Tasks[0].Priority != "high" || len(got.Meta) != 0 {
+		t.Errorf("change of task %s: %s, want its row alone", task, data)
+	}
+	// A rescan says reset: the page reads the state again.
+	hub.Notify("")
+	if _, data = readEvent(); !strings.Contains(data, `"reset":true`) {
+		t.Errorf("after a rescan: %s, want reset", data)
+	}
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // TestInvalidTaskReported: a task file whose status a hand edit put outside the table is on
 // the board with the words of aipm doctor, and waits for the human.

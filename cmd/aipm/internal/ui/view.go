@@ -1,25 +1,45 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
 
 // state is what the page shows outside its panes: the project, the board, the agents and
-// the attention list.
+// the attention list. The page reads it once; after that the event stream sends changes.
 type state struct {
-	Project   project     `json:"project"`
-	Human     string      `json:"human"`
-	Statuses  []string    `json:"statuses"`
-	Tasks     []taskRow   `json:"tasks"`
-	Agents    []agentRow  `json:"agents"`
-	Attention []attention `json:"attention"`
+	meta
+	Human    string   `json:"human"`
+	Statuses []string `json:"statuses"`
+	// Transitions is the status table: for each status, the statuses a task may move to,
+	// so the page's status menu offers only those.
+	Transitions map[string][]string `json:"transitions"`
+	Tasks       []taskRow           `json:"tasks"`
 }
+
+// meta is the part of the state that does not grow with the number of tasks: the event
+// stream sends it whole when it changed.
+type meta struct {
+	Project   project     `json:"project"`
+	Agents    []agentRow  `json:"agents"`
+	Attention []attention `json:"attention"` // the newest attentionMax
+	// AttentionTotal counts them all; the page's Needs me filter shows every task among
+	// them: those it can tell from the task rows (blocked, awaiting approval, broken) and
+	// AttentionTasks, the tasks of the other items (messages, failed runs).
+	AttentionTotal int      `json:"attention_total"`
+	AttentionTasks []string `json:"attention_tasks"`
+}
+
+// attentionMax is how many items of the attention list the page gets: enough to act on,
+// and a bound on what a change costs when the project has many blocked tasks.
+const attentionMax = 50
 
 type project struct {
 	ID          string `json:"id"`
@@ -29,21 +49,37 @@ type project struct {
 	OwnerID     string `json:"owner_id"`
 }
 
-// taskRow is a task as the board shows it.
+// taskRow is a task as the board shows it; empty fields are left out, so the page's first
+// read stays small.
 type taskRow struct {
 	ID            string   `json:"id"`
 	Title         string   `json:"title"`
 	Status        string   `json:"status"`
-	Priority      string   `json:"priority"`
-	AssigneeID    string   `json:"assignee_id"`
-	ParentID      string   `json:"parent_id"`
-	Dependencies  []string `json:"dependencies"`
-	BlockedReason string   `json:"blocked_reason"`
-	Approval      string   `json:"approval"`
+	Priority      string   `json:"priority,omitempty"`
+	AssigneeID    string   `json:"assignee_id,omitempty"`
+	ParentID      string   `json:"parent_id,omitempty"`
+	Dependencies  []string `json:"dependencies,omitempty"`
+	BlockedReason string   `json:"blocked_reason,omitempty"`
+	Approval      string   `json:"approval,omitempty"` // only when not approved
 	// Problem is why a task is unusable by the rules (a status outside the table, left by
 	// a hand edit or a merge), in the words of `aipm doctor`; the page gives such tasks a
 	// column of their own.
 	Problem string `json:"problem,omitempty"`
+
+	// For the attention list, not sent.
+	updatedAt   time.Time
+	cascadeFrom string
+	requesterID string
+}
+
+func rowOf(id string, t *filestore.Task) taskRow {
+	r := taskRow{ID: id, Title: t.Title, Status: t.Status, Priority: t.Priority, AssigneeID: t.AssigneeID,
+		ParentID: t.ParentID, Dependencies: t.Dependencies, BlockedReason: t.BlockedReason, Problem: t.Problem(),
+		updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID}
+	if t.Approval != filestore.ApprovalApproved {
+		r.Approval = t.Approval
+	}
+	return r
 }
 
 // agentRow is an agent, its live sessions and what it does now.
@@ -82,6 +118,13 @@ type attention struct {
 	At      time.Time `json:"at"`
 }
 
+// board is the server's copy of the task rows, kept so that a change costs what changed:
+// a full read at each page load, then one file per changed task.
+type board struct {
+	mu   sync.Mutex
+	rows map[string]taskRow
+}
+
 func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 	st, err := s.readState()
 	if err != nil {
@@ -91,51 +134,92 @@ func (s *Server) getState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, st)
 }
 
+// readState reads every task afresh and the rest.
 func (s *Server) readState() (*state, error) {
+	fs := s.o.Store
+	tasks, err := fs.Tasks(filestore.TaskFilter{})
+	if err != nil {
+		return nil, err
+	}
+	st := &state{Human: s.o.Human, Statuses: filestore.Statuses, Transitions: map[string][]string{}, Tasks: make([]taskRow, 0, len(tasks))}
+	for _, from := range filestore.Statuses {
+		st.Transitions[from] = []string{}
+		for _, to := range filestore.Statuses {
+			if filestore.CanTransition(from, to) {
+				st.Transitions[from] = append(st.Transitions[from], to)
+			}
+		}
+	}
+	rows := make(map[string]taskRow, len(tasks))
+	for _, t := range tasks {
+		r := rowOf(t.ID, t)
+		rows[t.ID] = r
+		st.Tasks = append(st.Tasks, r)
+	}
+	s.board.mu.Lock()
+	s.board.rows = rows
+	s.board.mu.Unlock()
+	m, err := s.readMeta()
+	if err != nil {
+		return nil, err
+	}
+	st.meta = *m
+	return st, nil
+}
+
+// taskPathID is the task id a changed path names (tasks/<id>.json), taken from the file's
+// name, or "".
+func taskPathID(path string) string {
+	name, ok := strings.CutPrefix(path, "tasks/")
+	if !ok {
+		return ""
+	}
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok || filestore.ValidateEntityID(filestore.PrefixTask, id) != nil {
+		return ""
+	}
+	return id
+}
+
+// updateRows reads the tasks the changed paths name and returns their rows, and the ids of
+// those whose file is gone.
+func (s *Server) updateRows(paths []string) (changed []taskRow, removed []string) {
+	s.board.mu.Lock()
+	defer s.board.mu.Unlock()
+	if s.board.rows == nil {
+		s.board.rows = map[string]taskRow{}
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		id := taskPathID(p)
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		t, err := s.o.Store.Task(id)
+		if err != nil {
+			if errors.Is(err, filestore.ErrNotFound) {
+				delete(s.board.rows, id)
+				removed = append(removed, id)
+			}
+			continue // a file caught half-written is read again at its next change
+		}
+		r := rowOf(id, t)
+		s.board.rows[id] = r
+		changed = append(changed, r)
+	}
+	return changed, removed
+}
+
+// readMeta reads the project, the agents and what waits for the human, with the tasks
+// from the board.
+func (s *Server) readMeta() (*meta, error) {
 	fs := s.o.Store
 	p, err := fs.Project()
 	if err != nil {
 		return nil, err
 	}
-	st := &state{Project: project{p.ID, p.Name, p.Description, p.Status, p.OwnerID}, Human: s.o.Human,
-		Statuses: filestore.Statuses, Tasks: []taskRow{}, Agents: []agentRow{}, Attention: []attention{}}
-	tasks, err := fs.Tasks(filestore.TaskFilter{})
-	if err != nil {
-		return nil, err
-	}
-	byID := make(map[string]*filestore.Task, len(tasks))
-	for _, t := range tasks {
-		byID[t.ID] = t
-	}
-	roots := filestore.BlockRoots(byID)
-	for _, t := range tasks {
-		deps := t.Dependencies
-		if deps == nil {
-			deps = []string{}
-		}
-		st.Tasks = append(st.Tasks, taskRow{ID: t.ID, Title: t.Title, Status: t.Status, Priority: t.Priority,
-			AssigneeID: t.AssigneeID, ParentID: t.ParentID, Dependencies: deps, BlockedReason: t.BlockedReason, Approval: t.Approval,
-			Problem: t.Problem()})
-		at := t.UpdatedAt
-		switch {
-		case t.Problem() != "":
-			st.Attention = append(st.Attention, attention{Kind: "invalid", TaskID: t.ID, AgentID: t.AssigneeID,
-				Text: t.Title + ": " + t.Problem() + "; fix tasks/" + t.ID + ".json (aipm doctor)", At: at})
-		case t.Approval == filestore.ApprovalPending:
-			text := "approve or reject: " + t.Title
-			if t.RequesterID != "" {
-				text += " (requested by " + t.RequesterID + ")"
-			}
-			st.Attention = append(st.Attention, attention{Kind: "approval", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: at})
-		case t.Status == filestore.StatusBlocked && roots[t.ID] == "":
-			// A task blocked under a blocked ancestor counts once, at the topmost one.
-			text := "blocked: " + t.Title
-			if t.BlockedReason != "" {
-				text += " — " + t.BlockedReason
-			}
-			st.Attention = append(st.Attention, attention{Kind: "blocked", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: at})
-		}
-	}
+	m := &meta{Project: project{p.ID, p.Name, p.Description, p.Status, p.OwnerID}, Agents: []agentRow{}, Attention: []attention{}}
 	agents, err := fs.Agents()
 	if err != nil {
 		return nil, err
@@ -148,10 +232,6 @@ func (s *Server) readState() (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, m := range unread {
-		st.Attention = append(st.Attention, attention{Kind: "message", AgentID: m.SenderID, TaskID: m.RelatedTaskID,
-			Text: m.SenderID + ": " + clip(m.Content, 140), At: m.CreatedAt})
-	}
 	for _, ag := range agents {
 		row := agentRow{ID: ag.ID, Name: ag.Name, Type: ag.Type, Hierarchy: ag.Hierarchy, Role: ag.Role,
 			ParentID: ag.ParentID, Status: ag.Status, Sessions: []sessionRow{}}
@@ -161,8 +241,8 @@ func (s *Server) readState() (*state, error) {
 					Workflow: se.Workflow, Waiting: se.Waiting, StartedAt: se.CreatedAt})
 			}
 		}
-		for _, m := range unread {
-			if m.SenderID == ag.ID {
+		for _, msg := range unread {
+			if msg.SenderID == ag.ID {
 				row.Unread++
 			}
 		}
@@ -173,35 +253,121 @@ func (s *Server) readState() (*state, error) {
 			}
 			row.ChatOpen = ch.Open
 		}
-		st.Agents = append(st.Agents, row)
+		m.Agents = append(m.Agents, row)
 	}
 	runs, err := fs.Executions("")
 	if err != nil {
 		return nil, err
 	}
+	spawns, err := fs.Spawns()
+	if err != nil {
+		return nil, err
+	}
+	un, err := fs.UnapprovedCommands(s.o.Aipm)
+	if err != nil {
+		return nil, err
+	}
+	s.board.mu.Lock()
+	all := needsYou(s.board.rows, unread, runs, spawns, un, p.UpdatedAt)
+	s.board.mu.Unlock()
+	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
+	seen := map[string]bool{}
+	for _, a := range all {
+		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run") {
+			seen[a.TaskID] = true
+			m.AttentionTasks = append(m.AttentionTasks, a.TaskID)
+		}
+	}
+	slices.Sort(m.AttentionTasks)
+	return m, nil
+}
+
+// needsYou is the "Needs you" list, newest first: each source below adds its items.
+// projectAt dates the items about the project's settings (unapproved commands).
+func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution,
+	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, projectAt time.Time) []attention {
+	out := []attention{}
+	// Tasks: a broken file, a request waiting for approval, a block.
+	for _, t := range rows {
+		switch {
+		case t.Problem != "":
+			out = append(out, attention{Kind: "invalid", TaskID: t.ID, AgentID: t.AssigneeID,
+				Text: t.Title + ": " + t.Problem + "; fix tasks/" + t.ID + ".json (aipm doctor)", At: t.updatedAt})
+		case t.Approval == filestore.ApprovalPending:
+			text := "approve or reject: " + t.Title
+			if t.requesterID != "" {
+				text += " (requested by " + t.requesterID + ")"
+			}
+			out = append(out, attention{Kind: "approval", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
+		case t.Status == filestore.StatusBlocked && t.cascadeFrom == "" && !underBlock(rows, t):
+			// A task blocked under a blocked ancestor (by its cascade, or by its worker
+			// stopping because of it) counts once, at the topmost one.
+			text := "blocked: " + t.Title
+			if t.BlockedReason != "" {
+				text += " — " + t.BlockedReason
+			}
+			out = append(out, attention{Kind: "blocked", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
+		}
+	}
+	// Messages the human has not read.
+	for _, msg := range unread {
+		out = append(out, attention{Kind: "message", AgentID: msg.SenderID, TaskID: msg.RelatedTaskID,
+			Text: msg.SenderID + ": " + clip(msg.Content, 140), At: msg.CreatedAt})
+	}
+	// The latest run of each open task when it failed: once the task is done or cancelled,
+	// or a later run followed, someone has dealt with it. A run cut short by aipm run
+	// shutting down (Ctrl-C) is no failure.
 	latest := map[string]bool{} // tasks whose latest run was seen (runs come newest first)
 	for _, ex := range runs {
-		t := byID[ex.TaskID]
+		t, ok := rows[ex.TaskID]
 		seen := latest[ex.TaskID]
 		latest[ex.TaskID] = true
-		// A failed run waits for the human while its task is still open and no later run
-		// followed it; once the task is done or cancelled, someone has dealt with it. A run
-		// cut short by aipm run shutting down (Ctrl-C) is no failure.
-		if seen || ex.Status != filestore.ExecFailed || ex.Interrupted || t == nil || t.Status == filestore.StatusDone || t.Status == filestore.StatusCancelled {
+		if seen || ex.Status != filestore.ExecFailed || ex.Interrupted || !ok || filestore.Finished(t.Status) {
 			continue
 		}
 		text := "run failed: " + ex.AgentID + " on " + t.Title
 		if ex.ExitCode != nil {
 			text += " (exit code " + strconv.Itoa(*ex.ExitCode) + ")"
 		}
-		at := ex.UpdatedAt
-		st.Attention = append(st.Attention, attention{Kind: "failed_run", TaskID: ex.TaskID, AgentID: ex.AgentID, RunID: ex.ID, Text: text, At: at})
+		out = append(out, attention{Kind: "failed_run", TaskID: ex.TaskID, AgentID: ex.AgentID, RunID: ex.ID, Text: text, At: ex.UpdatedAt})
 	}
-	if err := s.startAttention(st); err != nil {
-		return nil, err
+	// What keeps agents from starting: the latest start of an agent and purpose that really
+	// failed (with its log; not a stop by Ctrl-C or shutdown), and the agent commands this
+	// machine has not approved.
+	last := map[string]*filestore.Spawn{}
+	var keys []string
+	for _, sp := range spawns { // oldest first
+		k := sp.AgentID + "/" + sp.Purpose
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = sp
 	}
-	slices.SortStableFunc(st.Attention, func(a, b attention) int { return b.At.Compare(a.At) })
-	return st, nil
+	for _, k := range keys {
+		sp := last[k]
+		if !sp.Failed() {
+			continue
+		}
+		text := "cannot start " + k + ": " + sp.Outcome
+		if sp.ExitCode != nil {
+			text += " (exit code " + strconv.Itoa(*sp.ExitCode) + ")"
+		}
+		text += "; log " + sp.LogPath
+		out = append(out, attention{Kind: "failing_start", AgentID: sp.AgentID, TaskID: sp.TaskID, Text: text, At: *sp.EndedAt})
+	}
+	for _, u := range unapproved {
+		out = append(out, attention{Kind: "unapproved_command", AgentID: u.Agents[0],
+			Text: "settings.agent_commands." + u.Name + " (used by " + strings.Join(u.Agents, ", ") +
+				") is not approved on this machine: aipm run starts nothing with it; review and approve it with `aipm trust`",
+			At: projectAt})
+	}
+	slices.SortStableFunc(out, func(a, b attention) int {
+		if c := b.At.Compare(a.At); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Kind+a.TaskID+a.RunID, b.Kind+b.TaskID+b.RunID)
+	})
+	return out
 }
 
 // taskDetails is the details pane: the task, its history and the runs of it and its
@@ -326,49 +492,14 @@ func clip(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
-// startAttention adds what keeps agents from starting: the latest start of an agent and
-// purpose that really failed (with its log; not a stop by Ctrl-C or shutdown), and the
-// agent commands this machine has not approved.
-func (s *Server) startAttention(st *state) error {
-	fs := s.o.Store
-	spawns, err := fs.Spawns()
-	if err != nil {
-		return err
-	}
-	last := map[string]*filestore.Spawn{}
-	var keys []string
-	for _, sp := range spawns { // oldest first
-		k := sp.AgentID + "/" + sp.Purpose
-		if _, ok := last[k]; !ok {
-			keys = append(keys, k)
+// underBlock reports whether a task has a blocked ancestor.
+func underBlock(rows map[string]taskRow, t taskRow) bool {
+	seen := map[string]bool{t.ID: true}
+	for p, ok := rows[t.ParentID]; ok && !seen[p.ID]; p, ok = rows[p.ParentID] {
+		seen[p.ID] = true
+		if p.Status == filestore.StatusBlocked {
+			return true
 		}
-		last[k] = sp
 	}
-	for _, k := range keys {
-		sp := last[k]
-		if !sp.Failed() {
-			continue
-		}
-		text := "cannot start " + k + ": " + sp.Outcome
-		if sp.ExitCode != nil {
-			text += " (exit code " + strconv.Itoa(*sp.ExitCode) + ")"
-		}
-		text += "; log " + sp.LogPath
-		st.Attention = append(st.Attention, attention{Kind: "failing_start", AgentID: sp.AgentID, TaskID: sp.TaskID, Text: text, At: *sp.EndedAt})
-	}
-	un, err := fs.UnapprovedCommands()
-	if err != nil {
-		return err
-	}
-	p, err := fs.Project()
-	if err != nil {
-		return err
-	}
-	for _, u := range un {
-		st.Attention = append(st.Attention, attention{Kind: "unapproved_command", AgentID: u.Agents[0],
-			Text: "settings.agent_commands." + u.Name + " (used by " + strings.Join(u.Agents, ", ") +
-				") is not approved on this machine: aipm run starts nothing with it; review and approve it with `aipm trust`",
-			At: p.UpdatedAt})
-	}
-	return nil
+	return false
 }

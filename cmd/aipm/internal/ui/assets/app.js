@@ -1,12 +1,25 @@
-// The page of `aipm ui`: it reads the state from the server and redraws whenever the
-// server's event stream says something under .ai-pm/ changed. It never polls.
+// The page of `aipm ui`. It reads the whole state once; after that the server's event
+// stream sends each change — the rows of the tasks whose files changed, and the project,
+// agents and attention list when they changed — and the page updates only the cards,
+// columns and panes those touch. It never polls.
 'use strict';
 
 const token = new URLSearchParams(location.search).get('token') || '';
-let S = null;           // the last state read
-let selTask = null;     // id of the task in the details pane
-let chatAgent = null;   // id of the agent in the chat pane
-const openLogs = new Set(); // runs whose log is shown
+let S = null;                 // project, agents, attention, statuses, transitions, human
+const tasks = new Map();      // id → row
+const kids = new Map();       // parent id → Set of child ids
+const byStatus = new Map();   // column → Set of ids ('invalid' for broken files)
+const deps = new Map();       // id → Set of the ids that depend on it
+let shortIDs = new Map();     // id → shortest unique prefix (at least 4 characters after tsk_)
+let selTask = null;           // the task in the details pane
+let chatAgent = null;         // the agent in the chat pane
+const openLogs = new Set();   // runs whose log is shown
+const folded = new Set(['done', 'cancelled']); // columns shown as their count only
+const shown = new Map();      // column → how many cards it shows (more on request)
+const pageSize = 200;
+const filter = { q: '', assignee: '', status: '', priority: '', mine: false };
+// What the page received, for `make bench` and the browser test: bytes of JSON read.
+window.aipmStats = { bytes: 0, changes: 0, firstLoadBytes: 0 };
 
 // h builds an element; text is always set as text, never parsed as HTML.
 function h(tag, attrs, ...kids) {
@@ -33,8 +46,11 @@ async function api(path, body) {
     opts.body = JSON.stringify(body);
   }
   const r = await fetch(path, opts);
-  const out = await r.json().catch(() => ({ error: 'bad_response', message: 'the server answered ' + r.status }));
-  if (!r.ok) throw out;
+  const text = await r.text();
+  window.aipmStats.bytes += text.length;
+  let out;
+  try { out = JSON.parse(text); } catch { out = { error: 'bad_response', message: 'the server answered ' + r.status }; }
+  if (!r.ok) { out.status = r.status; throw out; }
   return out;
 }
 
@@ -48,8 +64,14 @@ function toast(text, error) {
   toastTimer = setTimeout(() => { t.hidden = true; }, error ? 8000 : 3000);
 }
 
+function banner(text) {
+  const b = document.getElementById('banner');
+  b.textContent = text || '';
+  b.hidden = !text;
+}
+
 // act runs a button's request and reports a refusal with its message and hint. The page
-// redraws from the change event the write causes, not from the answer.
+// updates from the change event the write causes, not from the answer.
 async function act(what, path, body) {
   try {
     await api(path, body || {});
@@ -61,41 +83,176 @@ async function act(what, path, body) {
   }
 }
 
-// refresh re-reads the state and the open panes; calls while one runs merge into one more.
-let running = false, again = false;
-async function refresh() {
-  if (running) { again = true; return; }
-  running = true;
+// ---- the model -------------------------------------------------------------------------
+
+function column(t) { return t.problem ? 'invalid' : t.status; }
+
+function setIn(m, k, v) { if (!m.has(k)) m.set(k, new Set()); m.get(k).add(v); }
+function delIn(m, k, v) { const s = m.get(k); if (s) { s.delete(v); if (!s.size) m.delete(k); } }
+
+function put(t) {
+  const old = tasks.get(t.id);
+  if (old) drop(old);
+  tasks.set(t.id, t);
+  setIn(byStatus, column(t), t.id);
+  if (t.parent_id) setIn(kids, t.parent_id, t.id);
+  for (const d of t.dependencies || []) setIn(deps, d, t.id);
+}
+
+function drop(t) {
+  tasks.delete(t.id);
+  delIn(byStatus, column(t), t.id);
+  if (t.parent_id) delIn(kids, t.parent_id, t.id);
+  for (const d of t.dependencies || []) delIn(deps, d, t.id);
+  pathKeys.clear();
+}
+
+// computeShortIDs abbreviates each id to what no other id starts with, as the command line
+// does: sorted, an id's longest common prefix with any other is with a neighbour.
+function computeShortIDs() {
+  const ids = [...tasks.keys()].sort();
+  const lcp = (a, b) => { let n = 0; while (n < a.length && n < b.length && a[n] === b[n]) n++; return n; };
+  const out = new Map();
+  ids.forEach((id, i) => {
+    let n = 'tsk_'.length + 4;
+    if (i > 0) n = Math.max(n, lcp(id, ids[i - 1]) + 1);
+    if (i + 1 < ids.length) n = Math.max(n, lcp(id, ids[i + 1]) + 1);
+    out.set(id, id.slice(0, n));
+  });
+  shortIDs = out;
+}
+function short(id) { return shortIDs.get(id) || id; }
+
+// pathKeys: the ids from the root down to a task; sorting by them lists a column depth
+// first, parents before their sub-tasks, in creation order (ids sort so).
+const pathKeys = new Map();
+function pathKey(id) {
+  let k = pathKeys.get(id);
+  if (k) return k;
+  const chain = [];
+  const seen = new Set();
+  for (let cur = tasks.get(id); cur && !seen.has(cur.id); cur = tasks.get(cur.parent_id)) {
+    seen.add(cur.id);
+    chain.unshift(cur.id);
+  }
+  k = chain;
+  pathKeys.set(id, k);
+  return k;
+}
+function byPath(a, b) {
+  const x = pathKey(a), y = pathKey(b);
+  for (let i = 0; i < x.length && i < y.length; i++) if (x[i] !== y[i]) return x[i] < y[i] ? -1 : 1;
+  return x.length - y.length;
+}
+
+// ---- reading and following -------------------------------------------------------------
+
+// load reads the whole state; a change arriving meanwhile may predate what it reads, so
+// it reads again once it is done.
+let loading = false, loadAgain = false;
+async function load() {
+  if (loading) { loadAgain = true; return; }
+  loading = true;
   try {
     do {
-      again = false;
-      try {
-        const next = await api('/api/state');
-        // Redraw only what changed, so that a change elsewhere under .ai-pm/ (an agent's
-        // session touched, say) does not replace what the human is about to click.
-        if (JSON.stringify(next) !== JSON.stringify(S)) {
-          S = next;
-          renderHeader(); renderBoard(); renderAttention(); renderAgents();
-        }
-        await renderDetails();
-        await renderChat();
-        document.body.dataset.renders = String(Number(document.body.dataset.renders || 0) + 1);
-      } catch (e) {
-        toast('reading the project failed: ' + (e.message || e), true);
-      }
-    } while (again);
+      loadAgain = false;
+      await loadOnce();
+    } while (loadAgain);
   } finally {
-    running = false;
+    loading = false;
   }
 }
 
-function connect() {
-  const es = new EventSource('/events?token=' + encodeURIComponent(token));
-  const live = document.getElementById('live');
-  es.addEventListener('hello', () => { live.className = 'live on'; live.textContent = 'live'; refresh(); });
-  es.addEventListener('change', () => refresh());
-  es.onerror = () => { live.className = 'live off'; live.textContent = 'reconnecting…'; };
+async function loadOnce() {
+  const st = await api('/api/state');
+  if (!window.aipmStats.firstLoadBytes) window.aipmStats.firstLoadBytes = window.aipmStats.bytes;
+  S = st;
+  tasks.clear(); kids.clear(); byStatus.clear(); deps.clear(); pathKeys.clear();
+  for (const t of st.tasks) put(t);
+  delete S.tasks;
+  computeShortIDs();
+  fillFilters();
+  renderHeader(); renderAttention(); renderAgents();
+  renderBoard(null);
+  if (selTask) renderDetails(true);
+  if (chatAgent) renderChat(true);
+  document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
 }
+
+function onChange(ev) {
+  window.aipmStats.bytes += ev.data.length;
+  const c = JSON.parse(ev.data);
+  if (c.reset || !S || loading) { load().catch(failed); return; }
+  const touched = new Set();
+  const addTouched = t => { if (!t) return; touched.add(column(t)); };
+  let idsChanged = false;
+  for (const t of c.tasks || []) {
+    const old = tasks.get(t.id);
+    addTouched(old);
+    if (!old) idsChanged = true;
+    if (old && old.parent_id !== t.parent_id) pathKeys.clear();
+    put(t);
+    addTouched(t);
+    // Cards that show this task: its sub-tasks (their "part of") and its dependents.
+    for (const k of kids.get(t.id) || []) addTouched(tasks.get(k));
+    for (const k of deps.get(t.id) || []) addTouched(tasks.get(k));
+  }
+  for (const id of c.removed || []) {
+    const old = tasks.get(id);
+    if (!old) continue;
+    addTouched(old);
+    drop(old);
+    idsChanged = true;
+  }
+  if (idsChanged) { computeShortIDs(); touched.add('*'); }
+  if (c.meta) {
+    Object.assign(S, c.meta);
+    renderHeader(); renderAttention(); renderAgents(); fillFilters();
+    if (filter.mine) touched.add('*');
+  }
+  renderBoard(touched.has('*') ? null : touched);
+  const paths = c.paths || [];
+  if (selTask && paths.some(p => p === 'tasks/' + selTask + '.json' || p === 'events.jsonl' || p.startsWith('executions/'))) renderDetails();
+  if (chatAgent && paths.some(p => p.startsWith('agents/' + chatAgent + '/') || p.startsWith('agents/' + S.human + '/') || p.startsWith('runtime/chat/'))) renderChat();
+  window.aipmStats.changes++;
+  document.body.dataset.changes = String(window.aipmStats.changes);
+}
+
+function failed(e) { toast('reading the project failed: ' + (e.message || e.error || e), true); }
+
+let es;
+function connect() {
+  es = new EventSource('/events?token=' + encodeURIComponent(token));
+  const live = document.getElementById('live');
+  es.addEventListener('hello', () => {
+    live.className = 'live on'; live.textContent = 'live'; banner('');
+    load().catch(failed);
+  });
+  es.addEventListener('change', onChange);
+  es.onerror = () => {
+    live.className = 'live off'; live.textContent = 'reconnecting…';
+    diagnose();
+  };
+}
+
+// diagnose says why the stream broke: a server that is gone, or one that does not take
+// this tab's token (started with another), and what to do.
+async function diagnose() {
+  try {
+    const r = await fetch('/api/state', { headers: { 'X-Aipm-Token': token } });
+    if (r.status === 403) {
+      es.close();
+      banner('This tab\'s link is no longer valid: this aipm ui was started with another token. ' +
+        'Open the URL `aipm ui` printed when it started (the token is kept on this machine, in aipm's directory for this repository).');
+      document.getElementById('live').textContent = 'stale link';
+    }
+  } catch {
+    banner('aipm ui is not running at ' + location.host + '. Start it again there (aipm ui --addr ' + location.host +
+      '); this tab reconnects by itself.');
+  }
+}
+
+// ---- header, filters -------------------------------------------------------------------
 
 function renderHeader() {
   const p = S.project;
@@ -111,67 +268,190 @@ function renderHeader() {
   b.onclick = () => act(paused ? 'project resumed' : 'project paused', '/api/project/' + (paused ? 'active' : 'paused'));
 }
 
-// treeOrder lists tasks depth first (parents before their sub-tasks), with each one's depth.
-function treeOrder(tasks) {
-  const byID = new Map(tasks.map(t => [t.id, t]));
-  const kids = new Map();
-  const roots = [];
-  for (const t of tasks) {
-    if (t.parent_id && byID.has(t.parent_id)) {
-      if (!kids.has(t.parent_id)) kids.set(t.parent_id, []);
-      kids.get(t.parent_id).push(t);
-    } else roots.push(t);
+function fillSelect(sel, first, values) {
+  const want = JSON.stringify(values);
+  if (sel.dataset.values === want) return;
+  sel.dataset.values = want;
+  const cur = sel.value;
+  sel.replaceChildren(...first.map(([v, l]) => h('option', { value: v }, l)), ...values.map(v => h('option', { value: v }, v.replace('_', ' '))));
+  sel.value = cur;
+}
+
+function fillFilters() {
+  fillSelect(document.getElementById('f-assignee'), [['', 'Anyone'], ['-', 'Unassigned']], S.agents.map(a => a.id));
+  fillSelect(document.getElementById('f-status'), [['', 'All statuses']], S.statuses);
+  fillSelect(document.getElementById('f-priority'), [['', 'Any priority']], ['urgent', 'high', 'medium', 'low']);
+}
+
+// needsMe: the tasks waiting for the human (in the attention list) or assigned to them.
+function needsMe() {
+  const ids = new Set(S.attention_tasks || []);
+  return t => ids.has(t.id) || t.assignee_id === S.human || !!t.problem || t.approval === 'pending_approval' || t.status === 'blocked';
+}
+
+function matcher() {
+  const q = filter.q.trim().toLowerCase();
+  const mine = filter.mine ? needsMe() : null;
+  return t => {
+    if (filter.assignee === '-' ? !!t.assignee_id : filter.assignee && t.assignee_id !== filter.assignee) return false;
+    if (filter.priority && t.priority !== filter.priority) return false;
+    if (mine && !mine(t)) return false;
+    if (q && !t.title.toLowerCase().includes(q) && !t.id.includes(q.startsWith('tsk_') ? q : 'tsk_' + q) && !t.id.slice(4).includes(q)) return false;
+    return true;
+  };
+}
+
+function setupToolbar() {
+  const search = document.getElementById('search');
+  search.addEventListener('input', () => { filter.q = search.value; shown.clear(); renderBoard(null); });
+  for (const [id, key] of [['f-assignee', 'assignee'], ['f-status', 'status'], ['f-priority', 'priority']]) {
+    document.getElementById(id).addEventListener('change', e => { filter[key] = e.target.value; shown.clear(); renderBoard(null); });
   }
-  const out = [];
-  const walk = (t, d) => { out.push([t, d]); for (const c of kids.get(t.id) || []) walk(c, d + 1); };
-  roots.forEach(t => walk(t, 0));
-  return out;
-}
-
-function taskTitle(id) {
-  const t = S.tasks.find(x => x.id === id);
-  return t ? t.title : id;
-}
-
-function renderBoard() {
-  const board = document.getElementById('board');
-  const byID = new Map(S.tasks.map(t => [t.id, t]));
-  const order = treeOrder(S.tasks);
-  const statuses = S.statuses.slice();
-  if (S.tasks.some(t => t.problem)) statuses.push('invalid');
-  const cols = statuses.map(st => {
-    const items = order.filter(([t]) => st === 'invalid' ? !!t.problem : t.status === st && !t.problem);
-    return h('div', { class: 'column st st-' + st, id: 'col-' + st, dataset: { status: st } },
-      h('h2', {}, st.replace('_', ' '), h('span', { class: 'n' }, items.length)),
-      items.map(([t, d]) => card(t, d, byID)));
+  const mine = document.getElementById('f-mine');
+  mine.addEventListener('click', () => {
+    filter.mine = !filter.mine;
+    mine.setAttribute('aria-pressed', String(filter.mine));
+    renderBoard(null);
   });
-  board.replaceChildren(...cols);
+  const side = document.getElementById('toggle-side');
+  const narrow = matchMedia('(max-width: 760px)');
+  const setSide = on => { document.body.classList.toggle('side-hidden', !on); side.setAttribute('aria-pressed', String(on)); };
+  setSide(!narrow.matches);
+  side.addEventListener('click', () => setSide(document.body.classList.contains('side-hidden')));
+  document.addEventListener('keydown', e => {
+    // Focused after the key's own event, so the "/" is never typed into the search.
+    if (e.key === '/' && !/INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName)) { e.preventDefault(); setTimeout(() => search.focus(), 0); }
+    if (e.key === 'Escape') closeDrawer();
+  });
 }
 
-function card(t, depth, byID) {
-  const parent = t.parent_id && byID.get(t.parent_id);
-  const deps = (t.dependencies || []).map(id => byID.get(id) || { id, title: id, status: '?' });
-  const open = deps.filter(d => d.status !== 'done');
+// ---- the board -------------------------------------------------------------------------
+
+function columns() {
+  const cols = S.statuses.slice();
+  if ((byStatus.get('invalid') || new Set()).size) cols.push('invalid');
+  return cols;
+}
+
+// renderBoard brings the columns up to date: all of them (only null) or those named.
+// Columns, and cards whose content did not change, are kept as they are, so a scrolled
+// column keeps its place and focus stays where it was.
+function renderBoard(only) {
+  const board = document.getElementById('board');
+  const cols = columns().filter(c => !filter.status || c === filter.status);
+  const els = cols.map(c => columnEl(c));
+  if (els.length !== board.children.length || els.some((el, i) => board.children[i] !== el)) board.replaceChildren(...els);
+  const match = matcher();
+  for (const c of cols) if (!only || only.has(c)) fillColumn(c, match);
+}
+
+const colEls = new Map();
+function columnEl(st) {
+  let el = colEls.get(st);
+  if (el) return el;
+  const count = h('span', { class: 'n' });
+  const fold = h('button', { class: 'fold', type: 'button', 'aria-expanded': 'true', title: 'fold or unfold this column',
+    onclick: () => { folded.has(st) ? folded.delete(st) : folded.add(st); fillColumn(st, matcher()); } });
+  const head = h('h2', {}, fold, h('span', { class: 'name' }, st.replace('_', ' ')), count);
+  const list = h('div', { class: 'cards', role: 'list' });
+  const more = h('button', { class: 'more', type: 'button', hidden: true,
+    onclick: () => { shown.set(st, (shown.get(st) || pageSize) + pageSize); fillColumn(st, matcher()); } });
+  el = h('div', { class: 'column st st-' + st, id: 'col-' + st, dataset: { status: st } }, head, list, more);
+  el._parts = { count, fold, list, more };
+  colEls.set(st, el);
+  return el;
+}
+
+const cardCache = new Map(); // id → { key, el }
+
+function fillColumn(st, match) {
+  const el = columnEl(st);
+  const { count, fold, list, more } = el._parts;
+  const all = [...(byStatus.get(st) || [])];
+  const ids = all.filter(id => match(tasks.get(id)));
+  count.textContent = ids.length === all.length ? String(all.length) : ids.length + ' of ' + all.length;
+  const isFolded = folded.has(st);
+  el.classList.toggle('folded', isFolded);
+  fold.setAttribute('aria-expanded', String(!isFolded));
+  fold.textContent = isFolded ? '▸' : '▾';
+  fold.setAttribute('aria-label', (isFolded ? 'unfold ' : 'fold ') + st.replace('_', ' '));
+  if (isFolded) { list.replaceChildren(); more.hidden = true; return; }
+  ids.sort(byPath);
+  const limit = shown.get(st) || pageSize;
+  const want = ids.slice(0, limit).map(id => cardFor(tasks.get(id)));
+  more.hidden = ids.length <= limit;
+  more.textContent = 'Show ' + Math.min(pageSize, ids.length - limit) + ' more of ' + (ids.length - limit);
+  // Move only what is out of place.
+  let cur = list.firstElementChild;
+  for (const c of want) {
+    if (cur === c) { cur = cur.nextElementSibling; continue; }
+    list.insertBefore(c, cur);
+  }
+  while (cur) { const next = cur.nextElementSibling; cur.remove(); cur = next; }
+}
+
+function depth(t) { return pathKey(t.id).length - 1; }
+
+function cardFor(t) {
+  const parent = t.parent_id && tasks.get(t.parent_id);
+  const dl = (t.dependencies || []).map(id => tasks.get(id) || { id, title: id, status: '?' });
+  const key = JSON.stringify([t, short(t.id), depth(t), t.id === selTask, parent && [parent.title, parent.status],
+    dl.map(d => [d.title, d.status])]);
+  const c = cardCache.get(t.id);
+  if (c && c.key === key) return c.el;
+  const el = card(t, parent, dl);
+  if (c && c.el.parentNode) c.el.replaceWith(el);
+  cardCache.set(t.id, { key, el });
+  return el;
+}
+
+function card(t, parent, dl) {
+  const open = dl.filter(d => d.status !== 'done');
   return h('div', {
     class: 'card st-' + t.status + (t.id === selTask ? ' selected' : ''),
-    style: 'margin-left:' + Math.min(depth, 6) * 14 + 'px',
-    dataset: { taskId: t.id }, onclick: () => selectTask(t.id),
+    style: '--depth:' + Math.min(depth(t), 6),
+    dataset: { taskId: t.id }, tabindex: '0', role: 'listitem',
+    'aria-label': short(t.id) + ' ' + t.title + ', ' + t.status.replace('_', ' '),
+    onclick: () => selectTask(t.id),
+    onkeydown: e => cardKey(e, t.id),
   },
+  h('div', { class: 'top' }, h('span', { class: 'tid' }, short(t.id)),
+    t.priority && t.priority !== 'medium' && h('span', { class: 'prio-' + t.priority }, t.priority)),
   h('div', { class: 'title' }, t.title),
   h('div', { class: 'meta' },
     h('span', {}, t.assignee_id ? '@' + t.assignee_id : 'unassigned'),
-    h('span', { class: 'prio-' + t.priority }, t.priority),
     t.approval === 'pending_approval' && h('span', { class: 'pending' }, 'awaits approval')),
   parent && parent.status !== t.status && h('div', { class: 'hint' }, '↳ part of: ' + parent.title),
-  deps.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
-    (open.length ? 'waits for: ' : 'after: ') + deps.map(d => d.title + ' (' + d.status.replace('_', ' ') + ')').join(', ')),
+  dl.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
+    (open.length ? 'waits for: ' : 'after: ') + dl.map(d => d.title + ' (' + d.status.replace('_', ' ') + ')').join(', ')),
   t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason),
   t.problem && h('div', { class: 'hint problem' }, t.problem));
 }
 
+// cardKey: Enter or Space opens a card; the arrows move between cards and columns.
+function cardKey(e, id) {
+  const cardEl = e.currentTarget;
+  const go = el => { if (el) { e.preventDefault(); el.focus(); } };
+  switch (e.key) {
+    case 'Enter': case ' ': e.preventDefault(); selectTask(id); break;
+    case 'ArrowDown': go(cardEl.nextElementSibling); break;
+    case 'ArrowUp': go(cardEl.previousElementSibling); break;
+    case 'ArrowRight': case 'ArrowLeft': {
+      let col = cardEl.closest('.column');
+      do col = e.key === 'ArrowRight' ? col.nextElementSibling : col.previousElementSibling;
+      while (col && !col.querySelector('.card'));
+      go(col && col.querySelector('.card'));
+      break;
+    }
+  }
+}
+
 function selectTask(id) {
+  const prev = selTask;
   selTask = id;
-  renderBoard();
+  const touched = new Set();
+  for (const x of [prev, id]) { const t = tasks.get(x); if (t) touched.add(column(t)); }
+  renderBoard(touched);
   renderDetails(true);
 }
 
@@ -181,9 +461,44 @@ function selectAgent(id) {
   renderChat(true);
 }
 
+function showDrawer() {
+  const d = document.getElementById('drawer');
+  d.hidden = document.getElementById('details').hidden && document.getElementById('chat').hidden;
+}
+
+function closeDrawer() {
+  const id = selTask;
+  closeDetails(); closeChat();
+  // The card is redrawn without its selection: give the focus to the new one.
+  const back = id && document.querySelector('.card[data-task-id="' + CSS.escape(id) + '"]');
+  if (back) back.focus();
+}
+
+function closeDetails() {
+  const prev = selTask;
+  selTask = null;
+  const pane = document.getElementById('details');
+  pane.hidden = true; pane.dataset.key = '';
+  showDrawer();
+  const t = tasks.get(prev);
+  if (t) renderBoard(new Set([column(t)]));
+}
+
+function closeChat() {
+  chatAgent = null;
+  const pane = document.getElementById('chat');
+  pane.hidden = true; pane.dataset.key = '';
+  showDrawer();
+  if (S) renderAgents();
+}
+
+// ---- side: attention, agents -----------------------------------------------------------
+
 function renderAttention() {
   const ul = document.getElementById('attention');
-  document.getElementById('attention-count').textContent = S.attention.length || '';
+  const n = S.attention_total || S.attention.length || '';
+  document.getElementById('attention-count').textContent = n;
+  document.getElementById('attention-badge').textContent = n;
   if (S.attention.length === 0) {
     ul.replaceChildren(h('li', { class: 'empty', style: 'background:none' }, 'Nothing waits for you.'));
     return;
@@ -191,12 +506,17 @@ function renderAttention() {
   const messages = S.attention.filter(a => a.kind === 'message').length;
   const items = S.attention.map(a => {
     const go = () => { if (a.kind === 'message') selectAgent(a.agent_id); else if (a.task_id) selectTask(a.task_id); };
-    return h('li', { class: 'k-' + a.kind, dataset: { kind: a.kind, taskId: a.task_id || '' }, onclick: go },
-      h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.text,
-      a.kind === 'approval' && h('div', { class: 'acts' },
-        h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
-        h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')));
+    return h('li', { class: 'k-' + a.kind, tabindex: '0', dataset: { kind: a.kind, taskId: a.task_id || '' }, onclick: go,
+      onkeydown: e => { if (e.target === e.currentTarget && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); go(); } } },
+    h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.task_id && tasks.has(a.task_id) ? h('span', { class: 'tid' }, short(a.task_id) + ' ') : '', a.text,
+    a.kind === 'approval' && h('div', { class: 'acts' },
+      h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
+      h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')));
   });
+  if (S.attention_total > S.attention.length) {
+    items.push(h('li', { class: 'more', style: 'background:none' }, '… and ' + (S.attention_total - S.attention.length) +
+      ' more: the Needs me filter shows every task among them'));
+  }
   if (messages > 0) {
     // As `aipm chat log` with no agent: every unread message counts as read.
     items.push(h('li', { class: 'mark-read', style: 'background:none' },
@@ -211,52 +531,91 @@ function reject(id) {
   act('rejected', '/api/tasks/' + id + '/reject', { reason });
 }
 
+function taskTitle(id) {
+  const t = tasks.get(id);
+  return t ? t.title : id;
+}
+
 function renderAgents() {
   const ul = document.getElementById('agents');
   ul.replaceChildren(...S.agents.map(a => {
     const doing = a.sessions.map(s => h('div', { class: 'doing' },
       h('span', { class: 's' }, s.purpose + ' session'),
-      s.purpose === 'task' ? (s.task_id ? taskTitle(s.task_id) : '') : '',
+      s.purpose === 'task' ? (s.task_id ? short(s.task_id) + ' ' + taskTitle(s.task_id) : '') : '',
       s.waiting ? ' — waiting (' + s.waiting + ')' : (s.workflow ? ' — ' + s.workflow.replaceAll('_', ' ') : '')));
-    return h('li', { class: a.id === chatAgent ? 'selected' : '', dataset: { agentId: a.id }, onclick: () => selectAgent(a.id) },
-      h('div', { class: 'who' }, h('b', {}, a.name || a.id), a.name && a.name !== a.id && h('span', { class: 'role' }, a.id),
-        h('span', { class: 'role' }, [a.hierarchy, a.role].filter(Boolean).join(' · ')),
-        a.unread > 0 && h('span', { class: 'unread' }, a.unread)),
-      a.type === 'human' ? h('div', { class: 'idle' }, 'human') :
-        (doing.length ? doing : h('div', { class: 'idle' }, a.status === 'active' ? 'no live session' : a.status)));
+    return h('li', { class: a.id === chatAgent ? 'selected' : '', tabindex: '0', dataset: { agentId: a.id }, onclick: () => selectAgent(a.id),
+      onkeydown: e => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); selectAgent(a.id); } } },
+    h('div', { class: 'who' }, h('b', {}, a.name || a.id), a.name && a.name !== a.id && h('span', { class: 'role' }, a.id),
+      h('span', { class: 'role' }, [a.hierarchy, a.role].filter(Boolean).join(' · ')),
+      a.unread > 0 && h('span', { class: 'unread' }, a.unread)),
+    a.type === 'human' ? h('div', { class: 'idle' }, 'human') :
+      (doing.length ? doing : h('div', { class: 'idle' }, a.status === 'active' ? 'no live session' : a.status)));
   }));
 }
 
+// fmtTime shows a time in the browser's zone, with its offset.
 function fmtTime(s) {
   if (!s) return '';
   const d = new Date(s);
-  return d.toISOString().replace('T', ' ').slice(0, 19);
+  const pad = n => String(n).padStart(2, '0');
+  const off = -d.getTimezoneOffset();
+  const sign = off < 0 ? '-' : '+';
+  return d.getFullYear() + '-' + pad(d.getMonth() + 1) + '-' + pad(d.getDate()) + ' ' + pad(d.getHours()) + ':' + pad(d.getMinutes()) +
+    ':' + pad(d.getSeconds()) + ' ' + sign + pad(Math.floor(Math.abs(off) / 60)) + pad(Math.abs(off) % 60);
+}
+
+// ---- details and chat: beside or over the board, only when asked for -------------------
+
+function paneHead(title, close) {
+  return h('div', { class: 'pane-head' }, h('h2', {}, title),
+    h('button', { class: 'close', type: 'button', 'aria-label': 'close ' + title, title: 'close (Esc)', onclick: close }, '×'));
+}
+
+function historyText(e) {
+  if (e.changes && e.changes.length) {
+    return ' ' + e.changes.map(c => c.field + ' ' + (c.field === 'description' || c.field === 'title' ? JSON.stringify(c.from.length > 60 ? c.from.slice(0, 59) + '…' : c.from) : c.from || '—') +
+      ' → ' + (c.field === 'description' || c.field === 'title' ? JSON.stringify(c.to.length > 60 ? c.to.slice(0, 59) + '…' : c.to) : c.to || '—')).join('; ');
+  }
+  return (e.from || e.to) ? ' ' + (e.from || '—') + ' → ' + (e.to || '—') : '';
 }
 
 async function renderDetails(force) {
   const pane = document.getElementById('details');
   if (!selTask) return;
+  const id = selTask;
   let d;
   try {
-    d = await api('/api/tasks/' + encodeURIComponent(selTask));
+    d = await api('/api/tasks/' + encodeURIComponent(id));
   } catch (e) {
-    pane.replaceChildren(h('p', { class: 'empty' }, 'Task ' + selTask + ': ' + (e.message || e.error)));
+    if (id !== selTask) return;
+    pane.replaceChildren(paneHead('Task', closeDetails), h('p', { class: 'empty' }, 'Task ' + id + ': ' + (e.message || e.error)));
+    pane.hidden = false; showDrawer();
     return;
   }
-  const key = JSON.stringify([d, [...openLogs], S.tasks.length]);
+  if (id !== selTask) return;
+  const key = JSON.stringify([d, [...openLogs], short(d.id)]);
   if (!force && pane.dataset.key === key) return;
   pane.dataset.key = key;
-  const ref = id => h('a', { class: 'ref', onclick: () => selectTask(id) }, taskTitle(id));
-  const statusSel = h('select', { name: 'status' }, S.statuses.map(s => h('option', { value: s, selected: s === d.status }, s)));
-  const reason = h('input', { name: 'reason', placeholder: 'reason (for blocked, cancelled)', size: 22 });
-  const assignSel = h('select', { name: 'assignee' }, h('option', { value: '' }, '— unassigned —'),
+  // Keep what the human typed or chose across redraws.
+  const oldReason = pane.querySelector('input[name=reason]');
+  const typed = oldReason && oldReason.dataset.task === d.id ? oldReason.value : '';
+  const hadFocus = oldReason && document.activeElement === oldReason;
+  const ref = id => h('a', { class: 'ref', href: '#', onclick: e => { e.preventDefault(); selectTask(id); } }, short(id) + ' ' + taskTitle(id));
+  const moves = (S.transitions[d.status] || []);
+  const statusSel = h('select', { name: 'status', 'aria-label': 'new status', disabled: moves.length === 0 },
+    h('option', { value: '' }, moves.length ? 'Move to…' : 'finished'), moves.map(s => h('option', { value: s }, s.replace('_', ' '))));
+  const reason = h('input', { name: 'reason', placeholder: 'reason (for blocked, cancelled)', size: 22, 'aria-label': 'reason', dataset: { task: d.id } });
+  reason.value = typed;
+  const assignSel = h('select', { name: 'assignee', 'aria-label': 'assignee' }, h('option', { value: '' }, '— unassigned —'),
     S.agents.filter(a => a.type === 'ai').map(a => h('option', { value: a.id, selected: a.id === d.assignee_id }, a.id)));
+  const kb = n => (n / 1024).toFixed(1) + ' KB';
   const runs = d.runs.map(r => {
     const li = h('li', {}, h('span', { class: 't' }, fmtTime(r.started_at)), r.agent_id + ' ', h('b', {}, r.status),
       r.completed_at ? ' in ' + r.duration_seconds.toFixed(1) + 's' : ' (running)',
       r.exit_code !== null && r.exit_code !== undefined ? ', exit code ' + r.exit_code : '',
+      r.tool_calls ? ', ' + r.tool_calls + ' tool calls (' + kb(r.request_bytes) + ' requests, ' + kb(r.result_bytes) + ' results)' : '',
       r.summary ? ' — ' + r.summary : '', ' ',
-      h('a', { class: 'ref', onclick: () => { openLogs.has(r.id) ? openLogs.delete(r.id) : openLogs.add(r.id); renderDetails(true); } },
+      h('a', { class: 'ref', href: '#', onclick: e => { e.preventDefault(); openLogs.has(r.id) ? openLogs.delete(r.id) : openLogs.add(r.id); renderDetails(true); } },
         openLogs.has(r.id) ? 'hide log' : 'log'));
     if (openLogs.has(r.id)) {
       const pre = h('pre', { class: 'log' }, 'reading…');
@@ -268,23 +627,30 @@ async function renderDetails(force) {
     }
     return li;
   });
+  const dependents = [...(deps.get(d.id) || [])].sort();
+  const scroll = pane.scrollTop;
   pane.replaceChildren(
+    paneHead('Task ' + short(d.id), closeDetails),
     h('h3', {}, d.title),
     h('dl', { class: 'facts' },
-      h('dt', {}, 'id'), h('dd', {}, d.id),
+      h('dt', {}, 'id'), h('dd', { class: 'mono' }, d.id),
       h('dt', {}, 'status'), h('dd', {}, h('span', { class: 'pill st-' + d.status }, d.status),
         d.approval !== 'approved' ? ' ' + d.approval.replace('_', ' ') : ''),
       h('dt', {}, 'priority'), h('dd', {}, d.priority),
       h('dt', {}, 'assignee'), h('dd', {}, d.assignee_id || '—'),
       d.parent_id && [h('dt', {}, 'part of'), h('dd', {}, ref(d.parent_id))],
-      d.dependencies && d.dependencies.length > 0 && [h('dt', {}, 'after'), h('dd', {}, d.dependencies.map((id, i) => [i ? ', ' : '', ref(id)]))],
+      d.dependencies && d.dependencies.length > 0 && [h('dt', {}, 'after'), h('dd', {}, d.dependencies.map((id, i) => [i ? ', ' : '', ref(id), ' (' + ((tasks.get(id) || {}).status || '?') + ')']))],
+      dependents.length > 0 && [h('dt', {}, 'needed by'), h('dd', {}, dependents.map((id, i) => [i ? ', ' : '', ref(id), ' (' + tasks.get(id).status + ')']))],
       d.blocked_reason && [h('dt', {}, 'blocked'), h('dd', {}, d.blocked_reason)],
       d.requester_id && [h('dt', {}, 'requested by'), h('dd', {}, d.requester_id)],
       d.completion_summary && [h('dt', {}, 'result'), h('dd', {}, d.completion_result + ': ' + d.completion_summary)]),
     d.description && h('div', { class: 'desc' }, d.description),
     h('div', { class: 'actions' },
       statusSel, reason,
-      h('button', { class: 'primary set-status', onclick: () => act('status changed', '/api/tasks/' + d.id + '/status', { status: statusSel.value, reason: reason.value }) }, 'Set status'),
+      h('button', { class: 'primary set-status', disabled: moves.length === 0, onclick: async () => {
+        if (!statusSel.value) { toast('choose the status to move to', true); return; }
+        if (await act('status changed', '/api/tasks/' + d.id + '/status', { status: statusSel.value, reason: reason.value })) reason.value = '';
+      } }, 'Set status'),
       assignSel,
       h('button', { class: 'assign', onclick: () => act('assigned', '/api/tasks/' + d.id + '/assign', { assignee: assignSel.value }) }, 'Assign'),
       d.approval === 'pending_approval' && [
@@ -296,55 +662,68 @@ async function renderDetails(force) {
     runs.length ? h('ul', { class: 'runs' }, runs) : !d.failed_starts.length && h('p', { class: 'empty' }, 'No runs yet.'),
     h('h2', {}, 'History'),
     h('ul', { class: 'history' }, d.history.slice().reverse().map(e => h('li', {},
-      h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change,
-      (e.from || e.to) ? ' ' + (e.from || '—') + ' → ' + (e.to || '—') : '',
+      h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change, historyText(e),
       e.reason ? ' (' + e.reason + ')' : ''))));
+  pane.scrollTop = scroll;
+  if (hadFocus) reason.focus();
+  const wasHidden = pane.hidden;
+  pane.hidden = false;
+  showDrawer();
+  if (force && wasHidden) pane.querySelector('button.close').focus();
 }
 
 async function renderChat(force) {
   const pane = document.getElementById('chat');
   if (!chatAgent) return;
-  const agent = S.agents.find(a => a.id === chatAgent);
+  const who = chatAgent;
+  const agent = S.agents.find(a => a.id === who);
   let c;
   try {
-    c = await api('/api/chat/' + encodeURIComponent(chatAgent));
+    c = await api('/api/chat/' + encodeURIComponent(who));
   } catch (e) {
-    pane.replaceChildren(h('p', { class: 'empty' }, 'Chat with ' + chatAgent + ': ' + (e.message || e.error)));
+    if (who !== chatAgent) return;
+    pane.replaceChildren(paneHead('Chat', closeChat), h('p', { class: 'empty' }, 'Chat with ' + who + ': ' + (e.message || e.error)));
+    pane.hidden = false; showDrawer();
     return;
   }
+  if (who !== chatAgent) return;
   const key = JSON.stringify([c, agent]);
   if (!force && pane.dataset.key === key) return;
   pane.dataset.key = key;
   // Keep what the human is typing across redraws.
   const old = pane.querySelector('textarea');
-  const draft = old ? old.value : '';
+  const draft = old && old.dataset.agent === who ? old.value : '';
   const focused = old && document.activeElement === old;
-  const text = h('textarea', { name: 'message', placeholder: 'Message ' + chatAgent + ' (Enter sends, Shift+Enter for a new line)' });
+  const text = h('textarea', { name: 'message', 'aria-label': 'message to ' + who, dataset: { agent: who }, placeholder: 'Message ' + who + ' (Enter sends, Shift+Enter for a new line)' });
   text.value = draft;
   const send = async e => {
     e.preventDefault();
     const content = text.value.trim();
     if (!content) return;
-    if (await act('sent to ' + chatAgent, '/api/chat/' + encodeURIComponent(chatAgent) + '/send', { content })) text.value = '';
+    if (await act('sent to ' + who, '/api/chat/' + encodeURIComponent(who) + '/send', { content })) text.value = '';
   };
   text.addEventListener('keydown', e => { if (e.key === 'Enter' && !e.shiftKey) send(e); });
   const msgs = h('div', { id: 'messages' }, c.messages.length ? c.messages.map(m => h('div', {
     class: 'msg' + (m.senderId === c.human ? ' mine' : ''), dataset: { messageId: m.id },
-  }, h('span', { class: 'at' }, m.senderId + ' · ' + fmtTime(m.createdAt) + (m.relatedTaskId ? ' · ' + taskTitle(m.relatedTaskId) : '')), m.content))
+  }, h('span', { class: 'at' }, m.senderId + ' · ' + fmtTime(m.createdAt) + (m.relatedTaskId ? ' · ' + short(m.relatedTaskId) + ' ' + taskTitle(m.relatedTaskId) : '')), m.content))
     : h('p', { class: 'empty' }, 'No messages yet.'));
-  const head = h('div', { class: 'head' }, h('h2', { style: 'margin:0' }, 'Chat with ' + chatAgent), h('span', { class: 'spacer' }));
+  const head = paneHead('Chat with ' + who, closeChat);
   if (agent && agent.type === 'ai') {
-    head.append(agent.chat_open
-      ? h('button', { class: 'close-chat', title: 'its chat session is told to exit', onclick: () => act('chat closed', '/api/chat/' + chatAgent + '/close') }, 'Close chat')
-      : h('button', { class: 'open-chat', title: 'gives it chat work: aipm run starts its chat session', onclick: () => act('chat opened', '/api/chat/' + chatAgent + '/open') }, 'Open chat'));
+    head.insertBefore(agent.chat_open
+      ? h('button', { class: 'close-chat', title: 'its chat session is told to exit', onclick: () => act('chat closed', '/api/chat/' + who + '/close') }, 'Close chat')
+      : h('button', { class: 'open-chat', title: 'gives it chat work: aipm run starts its chat session', onclick: () => act('chat opened', '/api/chat/' + who + '/open') }, 'Open chat'),
+    head.lastChild);
   }
   pane.replaceChildren(head, msgs,
     h('form', { onsubmit: send }, text, h('button', { class: 'primary send', type: 'submit' }, 'Send')));
   msgs.scrollTop = msgs.scrollHeight;
-  if (focused) text.focus();
+  pane.hidden = false;
+  showDrawer();
+  if (focused || force) text.focus();
   if (agent && agent.unread > 0) {
-    api('/api/chat/' + encodeURIComponent(chatAgent) + '/read', {}).catch(() => {});
+    api('/api/chat/' + encodeURIComponent(who) + '/read', {}).catch(() => {});
   }
 }
 
+setupToolbar();
 connect();

@@ -1,0 +1,243 @@
+package filestore
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func claim(t *testing.T, s *Store, machine, agent string) *Lease {
+	t.Helper()
+	got, err := s.ClaimLeases(machine, []string{agent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got[agent]
+}
+
+func TestLeaseClaimRenewTakeoverMove(t *testing.T) {
+	s, clk := clockedStore(t)
+	if l := claim(t, s, "m-a", "w1"); l == nil || l.MachineID != "m-a" || !l.ExpiresAt.Equal(clk.Now().Add(time.Minute)) {
+		t.Fatalf("first claim: %+v", l)
+	}
+	if ev := latestEvent(t, s, "w1"); ev.Change != "lease" || ev.From != "" || ev.To != "m-a" {
+		t.Errorf("history of the claim: %+v", ev)
+	}
+	// Another machine finds it taken, and writes nothing.
+	clk.Advance(10 * time.Second)
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-a" || l.Version != 1 {
+		t.Fatalf("claim by another machine: %+v", l)
+	}
+	// Early on, the holder leaves it as it is; a third of it gone, it renews.
+	if l := claim(t, s, "m-a", "w1"); l.Version != 1 {
+		t.Errorf("renewed too early: %+v", l)
+	}
+	clk.Advance(15 * time.Second)
+	renewed := claim(t, s, "m-a", "w1")
+	if renewed.Version != 2 || !renewed.ExpiresAt.Equal(clk.Now().Add(time.Minute)) {
+		t.Errorf("renewal: %+v", renewed)
+	}
+	// The holder stops renewing: once the lease lapses, another machine takes it over.
+	clk.Advance(59 * time.Second)
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-a" {
+		t.Fatalf("taken before it lapsed: %+v", l)
+	}
+	clk.Advance(2 * time.Second)
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-b" || !l.AcquiredAt.Equal(clk.Now()) {
+		t.Fatalf("takeover: %+v", l)
+	}
+	if ev := latestEvent(t, s, "w1"); ev.From != "m-a" || ev.To != "m-b" || !strings.HasPrefix(ev.Reason, "the lease of m-a expired at ") || ev.Via != ViaCoordinator {
+		t.Errorf("history of the takeover: %+v", ev)
+	}
+	// A human moves it back: the lease is m-a's at once, and m-b finds it taken.
+	if _, err := s.MoveAgent(human, "w1", "m-a"); err != nil {
+		t.Fatal(err)
+	}
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-a" {
+		t.Fatalf("after the move: %+v", l)
+	}
+	if ev := latestEvent(t, s, "w1"); ev.From != "m-b" || ev.To != "m-a" || ev.Reason != "moved by owner" || ev.Actor != "owner" {
+		t.Errorf("history of the move: %+v", ev)
+	}
+	if _, err := s.MoveAgent(human, "w1", "Not A Machine"); code(err) != "invalid_machine_id" {
+		t.Errorf("move to a bad id: %v", err)
+	}
+	if _, err := s.MoveAgent(human, "ghost", "m-a"); code(err) != "agent_not_found" && !strings.Contains(code(err), "not") {
+		t.Errorf("move of a missing agent: %v", code(err))
+	}
+	// Released, it is free to whoever claims first.
+	if _, err := s.ReleaseAgent(human, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-b" {
+		t.Fatalf("after the release: %+v", l)
+	}
+	if _, err := s.ReleaseAgent(human, "w2"); code(err) != "no_lease" {
+		t.Errorf("release of an agent without a lease: %v", err)
+	}
+}
+
+func TestLeasePresenceFollowsChatSessions(t *testing.T) {
+	s, clk := clockedStore(t)
+	if l := claim(t, s, "m-a", "w1"); l.ChatLive || l.ChatSeenAt != nil {
+		t.Fatalf("no chat yet: %+v", l)
+	}
+	se := chatSession(t, s, "w1")
+	clk.Advance(time.Second)
+	// A change of presence is written at once, not at the next renewal.
+	l := claim(t, s, "m-a", "w1")
+	if !l.ChatLive || !l.ChatSeenAt.Equal(clk.Now()) {
+		t.Fatalf("chat live: %+v", l)
+	}
+	clk.Advance(time.Second)
+	if err := s.EndSession(se.ID, "stdin_closed"); err != nil {
+		t.Fatal(err)
+	}
+	ended := clk.Now()
+	clk.Advance(time.Second)
+	if l := claim(t, s, "m-a", "w1"); l.ChatLive || !l.ChatSeenAt.Equal(ended) {
+		t.Fatalf("chat ended at %s: %+v", ended, l)
+	}
+}
+
+// TestConversationAcrossMachines: the partner's chat session lives on another machine, so
+// this one sees no session of it; its lease says it is there, and the conversation lasts
+// as long as that machine renews. Once it stops, the conversation expires a grace after
+// the machine last saw the partner's session.
+func TestConversationAcrossMachines(t *testing.T) {
+	t.Setenv(EnvMachineID, "m-a")
+	s, clk := clockedStore(t)
+	chatSession(t, s, "w1")
+	c := mustStart(t, s, "w1", "w2", ConversationRequest{InitialMessage: "hello"})
+	w2 := chatSession(t, s, "w2")
+	if _, err := s.TakeConversationRequest(as("w2")); err != nil {
+		t.Fatal(err)
+	}
+	// From here on w2 lives on m-b: no session of it here, only its lease.
+	if err := s.EndSession(w2.ID, "moved"); err != nil {
+		t.Fatal(err)
+	}
+	renew := func() time.Time {
+		now := clk.Now()
+		l := &Lease{AgentID: "w2", MachineID: "m-b", AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(time.Minute), ChatLive: true, ChatSeenAt: &now}
+		writeRaw(t, s.leasePath("w2"), l)
+		return now
+	}
+	renew()
+	for range 12 { // four minutes of renewals every 20 s
+		clk.Advance(20 * time.Second)
+		renew()
+		if n, err := s.RefreshConversations(); err != nil || n != 0 {
+			t.Fatalf("partner's machine renewing: changed %d, %v", n, err)
+		}
+	}
+	last := clk.Now()
+	// m-b stops: no renewal any more. Within the grace of its last sight, still on.
+	clk.Advance(59 * time.Second)
+	if n, _ := s.RefreshConversations(); n != 0 {
+		t.Fatalf("within the grace: changed %d", n)
+	}
+	clk.Advance(2 * time.Second)
+	if n, err := s.RefreshConversations(); err != nil || n != 1 {
+		t.Fatalf("after the grace: changed %d, %v", n, err)
+	}
+	got := mustConv(t, s, c.ID)
+	if got.State != ConvTerminating || got.EndReason != EndSessionExpired || !got.EndedAt.Equal(last.Add(time.Minute)) {
+		t.Errorf("got %s %s at %v, want session_expired at %v", got.State, got.EndReason, got.EndedAt, last.Add(time.Minute))
+	}
+}
+
+func TestMergeLease(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	base := Lease{AgentID: "w1", MachineID: "m-a", AcquiredAt: at(0), RenewedAt: at(0), ExpiresAt: at(60), UpdatedAt: at(0), Version: 1}
+	renewed := base
+	renewed.RenewedAt, renewed.ExpiresAt, renewed.UpdatedAt, renewed.Version = at(20), at(80), at(20), 2
+	moved := base
+	moved.MachineID, moved.AcquiredAt, moved.RenewedAt, moved.ExpiresAt, moved.UpdatedAt, moved.Version = "m-b", at(10), at(10), at(70), at(10), 2
+	for _, sides := range [][2]Lease{{renewed, moved}, {moved, renewed}} {
+		r, err := Merge(KindLease, enc(t, &base), enc(t, &sides[0]), enc(t, &sides[1]))
+		if err != nil || len(r.Conflicts) > 0 {
+			t.Fatalf("merge: %v %v", err, r)
+		}
+		var got Lease
+		if err := json.Unmarshal(r.Data, &got); err != nil {
+			t.Fatal(err)
+		}
+		// The move is the later taking: it wins whole, though the renewal is later.
+		if got.MachineID != "m-b" || !got.ExpiresAt.Equal(at(70)) || got.Version != 3 {
+			t.Errorf("merged %+v", got)
+		}
+	}
+	if EntityKind(".ai-pm/leases/w1.json") != KindLease {
+		t.Errorf("leases are not entity files")
+	}
+}
+
+func TestDoctorChecksLeases(t *testing.T) {
+	s, clk := clockedStore(t)
+	claim(t, s, "m-a", "w1")
+	if got := problemsOf(t, s); len(got) != 0 {
+		t.Fatalf("a clean lease: %v", got)
+	}
+	now := clk.Now()
+	writeRaw(t, s.leasePath("ghost"), &Lease{AgentID: "ghost", MachineID: "m-a", ExpiresAt: now})
+	writeRaw(t, s.leasePath("w2"), &Lease{AgentID: "w2", MachineID: "Bad Machine", ExpiresAt: now})
+	got := problemsOf(t, s)
+	for _, want := range []string{
+		`.ai-pm/leases/ghost.json:2: lease of agent "ghost", which does not exist: delete the file`,
+		`.ai-pm/leases/w2.json:3: invalid machine id "Bad Machine": move the agent with ` + "`aipm agent move w2 --to MACHINE`",
+	} {
+		if !hasPrefix(got, want) {
+			t.Errorf("doctor lacks %q:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+}
+
+// TestLeavePresence: a coordinator that stops records its agents' chat sessions as ended
+// without extending the leases, so partners elsewhere count the grace from then.
+func TestLeavePresence(t *testing.T) {
+	s, clk := clockedStore(t)
+	se := chatSession(t, s, "w1")
+	held := claim(t, s, "m-a", "w1")
+	other := claim(t, s, "m-b", "w2")
+	if !held.ChatLive {
+		t.Fatalf("chat not live: %+v", held)
+	}
+	clk.Advance(5 * time.Second)
+	if err := s.EndSession(se.ID, "stopping"); err != nil {
+		t.Fatal(err)
+	}
+	ended := clk.Now()
+	clk.Advance(time.Second)
+	if err := s.LeavePresence("m-a"); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := s.Lease("w1")
+	if l.ChatLive || !l.ChatSeenAt.Equal(ended) || !l.ExpiresAt.Equal(held.ExpiresAt) || l.MachineID != "m-a" {
+		t.Errorf("after leaving: %+v (ended %s, expiry %s)", l, ended, held.ExpiresAt)
+	}
+	if o, _ := s.Lease("w2"); o.Version != other.Version {
+		t.Errorf("another machine's lease was written: %+v", o)
+	}
+}
+
+func TestMachineID(t *testing.T) {
+	s := newTestStore(t) // Init makes this machine's id
+	var m machineFile
+	if err := s.readJSON(s.path("runtime", "machine.json"), &m); err != nil || ValidateMachineID(m.ID) != nil {
+		t.Fatalf("machine.json after Init: %+v, %v", m, err)
+	}
+	if id, err := s.MachineID(); err != nil || id != m.ID {
+		t.Errorf("MachineID = %q, %v; want %q", id, err, m.ID)
+	}
+	t.Setenv(EnvMachineID, "laptop-2")
+	if id, err := s.MachineID(); err != nil || id != "laptop-2" {
+		t.Errorf("with %s: %q, %v", EnvMachineID, id, err)
+	}
+	t.Setenv(EnvMachineID, "Laptop 2")
+	if _, err := s.MachineID(); code(err) != "invalid_machine_id" {
+		t.Errorf("a bad %s: %v", EnvMachineID, err)
+	}
+}

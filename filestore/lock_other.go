@@ -1,0 +1,19 @@
+//go:build !unix
+
+package filestore
+
+import (
+	"os"
+
+	"github.com/gofrs/flock"
+)
+
+// lockFile takes an exclusive lock on an open file's path, waiting for it; unlock releases
+// it.
+func lockFile(f *os.File) (unlock func(), err error) {
+	lk := flock.New(f.Name())
+	if err := lk.Lock(); err != nil {
+		return nil, err
+	}
+	return func() { lk.Unlock() }, nil
+}

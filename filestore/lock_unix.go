@@ -1,0 +1,22 @@
+//go:build unix
+
+package filestore
+
+import (
+	"os"
+	"syscall"
+)
+
+// lockFile takes an exclusive flock on an open file, waiting for it. The lock is released
+// by unlock or by closing the file.
+func lockFile(f *os.File) (unlock func(), err error) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, nil
+		}
+		if err != syscall.EINTR {
+			return nil, err
+		}
+	}
+}

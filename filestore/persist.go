@@ -1,0 +1,413 @@
+package filestore
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// The index files: a copy of a directory cache (cache.go) kept in runtime/index/<dir>.idx,
+// machine-local like the rest of runtime/, so that a process starts from it instead of
+// reading every file of a directory that holds the project's whole history. It is only a
+// cache of a cache: whenever it cannot be trusted — another format, a checksum that does
+// not match (truncated, edited by hand), another directory (a copied clone), a journal
+// that no longer reaches back to it — the directory is compared with it file by file, and
+// whatever it says is checked against the files before it is used:
+//
+//   - the journal lines written since the index was (runtime/changes.log) name the files
+//     changed through aipm, which are re-checked; each also carries its directory's
+//     modification time before and after the write, so a change made beside aipm (a file
+//     created, removed or renamed by hand or by git) shows as a directory whose
+//     modification time the journal does not account for, and the directory is then
+//     compared file by file;
+//   - the files held in full (unfinished work, unreadable files) are compared by identity;
+//     a finished entity's file is compared when it is read.
+//
+// Format, one record a line, fields separated by tabs:
+//
+//	aipm-index <format> <dir>
+//	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
+//	<id> <inode> <size> <mtime ns> s <key>...   a finished entity: its index keys
+//	<id> <inode> <size> <mtime ns> f <json>     an entity held in full
+//	<id> <inode> <size> <mtime ns> x            a file that did not parse
+//	end <records> <crc32 of everything before this line, hex>
+//
+// Keys are escaped (\\, \t, \n). Any process writes it (atomically) after it compared
+// the directory file by file, or when the journal has grown well past it.
+
+// indexFormat changes whenever the records or the values they hold change meaning.
+const indexFormat = 1
+
+// indexSaveEvery is how many changed entries make a process bring the index file up to
+// date (when the file on disk is that far behind the journal).
+const indexSaveEvery = 1024
+
+// indexLag is how far (journal bytes) the index file may lag before a process that has
+// changed indexSaveEvery entries writes it again.
+const indexLag = 64 << 10
+
+// indexMax is the largest index file read (a million tasks make about 150 MiB).
+const indexMax = 1 << 30
+
+// IndexDir is where the index files live, relative to .ai-pm.
+const IndexDir = "runtime/index"
+
+func (c *dirCache[T]) indexPath() string { return c.s.path(IndexDir, c.dir+".idx") }
+
+var keyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`)
+var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
+
+// indexHeader is what the first two lines of an index file say.
+type indexHeader struct {
+	journal journalPos
+	dir     stamp
+}
+
+// parseIndex checks an index file whole and returns its header and records.
+func parseIndex(data, dir string) (indexHeader, []string, error) {
+	var h indexHeader
+	if !strings.HasSuffix(data, "\n") {
+		return h, nil, errors.New("truncated")
+	}
+	body := data[:len(data)-1]
+	i := strings.LastIndexByte(body, '\n')
+	if i < 0 {
+		return h, nil, errors.New("no end line")
+	}
+	end := strings.Split(body[i+1:], "\t")
+	if len(end) != 3 || end[0] != "end" {
+		return h, nil, errors.New("no end line")
+	}
+	sum, err := strconv.ParseUint(end[2], 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE([]byte(data[:i+1])) {
+		return h, nil, errors.New("checksum does not match")
+	}
+	lines := strings.Split(body[:i], "\n")
+	if len(lines) < 2 || lines[0] != "aipm-index\t"+strconv.Itoa(indexFormat)+"\t"+dir {
+		return h, nil, errors.New("another format or directory")
+	}
+	f := strings.Split(lines[1], "\t")
+	if len(f) != 6 || f[0] != "journal" || f[3] != "dir" {
+		return h, nil, errors.New("bad header")
+	}
+	var nums [4]uint64
+	for k, s := range []string{f[1], f[2], f[4], f[5]} {
+		if nums[k], err = strconv.ParseUint(s, 10, 64); err != nil {
+			return h, nil, errors.New("bad header")
+		}
+	}
+	h.journal = journalPos{ino: nums[0], off: int64(nums[1])}
+	h.dir = stamp{ino: nums[2], mtime: int64(nums[3])}
+	if n, err := strconv.Atoi(end[1]); err != nil || n != len(lines)-2 {
+		return h, nil, errors.New("record count does not match")
+	}
+	return h, lines[2:], nil
+}
+
+// loadIndexLocked fills an empty cache from its index file and applies the journal since,
+// and tells whether it did; on false the caller reads the directory. pos is where this
+// process has read the journal to.
+func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
+	raw, err := readFileSafe(c.indexPath(), indexMax)
+	if err != nil {
+		return false
+	}
+	h, recs, err := parseIndex(string(raw), c.dir)
+	if err != nil {
+		return false
+	}
+	var dirIno uint64
+	if fi, err := os.Lstat(c.s.path(c.dir)); err == nil {
+		dirIno = fileIno(fi)
+	}
+	if h.dir.ino != 0 && dirIno != h.dir.ino {
+		return false // another directory: a copied clone, a replaced directory
+	}
+	// Lines written after the index, up to where this process reads the journal on.
+	var since []byte
+	switch {
+	case h.journal.ino == pos.ino && h.journal.off <= pos.off:
+		since, err = readJournalRange(c.s.journalPath(), h.journal.off, pos.off)
+	case h.journal.ino == 0 && pos.ino != 0:
+		since, err = readJournalRange(c.s.journalPath(), 0, pos.off) // no journal back then
+	default:
+		return false // the journal was started anew since: it no longer says what changed
+	}
+	if err != nil {
+		return false
+	}
+	ents := make(map[string]*cacheEntry[T], len(recs))
+	// The records are slices of one big string: copied out, so that it is not held, and
+	// the keys shared (a few statuses and agents, a parent per family). Entries and keys
+	// are allocated together: a hundred thousand small allocations cost more than the
+	// parsing.
+	seen := map[string]string{}
+	intern := func(k string) string {
+		if v, ok := seen[k]; ok {
+			return v
+		}
+		v := strings.Clone(k)
+		seen[v] = v
+		return v
+	}
+	slab := make([]cacheEntry[T], len(recs))
+	keys := make([]string, 0, 4*len(recs))
+	for i, r := range recs {
+		var id string
+		var ok bool
+		id, keys, ok = c.parseRecord(r, &slab[i], keys, intern)
+		if !ok {
+			return false
+		}
+		ents[strings.Clone(id)] = &slab[i]
+	}
+	c.ents = make(map[string]*cacheEntry[T], len(ents))
+	c.reset()
+	for id, e := range ents {
+		c.setLocked(id, e)
+	}
+	c.loaded, c.since, c.rebuilt, c.fromIndex = true, 0, false, true
+	at := h.dir
+	rescan := false
+	for _, line := range strings.Split(string(since), "\n") {
+		rel, times, _ := strings.Cut(line, "\t")
+		dir, name, ok := strings.Cut(rel, "/")
+		if !ok || dir != c.dir {
+			continue
+		}
+		if id, ok := strings.CutSuffix(name, ".json"); ok {
+			c.mark(id)
+		}
+		before, after, ok := parseTimes(times)
+		if !ok || before != at.mtime && after != at.mtime {
+			rescan = true
+		}
+		at.mtime = after
+	}
+	if at.ino == 0 { // the directory was made since
+		at.ino = dirIno
+	}
+	c.dmu.Lock()
+	c.dirAt, c.dirAtOK = at, true
+	c.rescan = c.rescan || rescan
+	c.dmu.Unlock()
+	return true
+}
+
+// parseTimes reads the "before<TAB>after" directory times of a journal line.
+func parseTimes(times string) (before, after int64, ok bool) {
+	b, a, ok := strings.Cut(times, "\t")
+	if !ok {
+		return 0, 0, false
+	}
+	before, err1 := strconv.ParseInt(b, 10, 64)
+	after, err2 := strconv.ParseInt(a, 10, 64)
+	return before, after, err1 == nil && err2 == nil
+}
+
+// readJournalRange reads the whole lines of the journal between two offsets.
+func readJournalRange(p string, from, to int64) ([]byte, error) {
+	if to <= from {
+		return nil, nil
+	}
+	f, err := openRead(p, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf := make([]byte, to-from)
+	n, err := f.ReadAt(buf, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	buf = buf[:n]
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+		return buf[:i], nil
+	}
+	return nil, nil
+}
+
+// parseRecord reads one entity record of an index file into e, appending its keys
+// (interned) to keys, and returns its id and keys.
+func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, intern func(string) string) (string, []string, bool) {
+	id, r, ok1 := strings.Cut(r, "\t")
+	ino, r, ok2 := strings.Cut(r, "\t")
+	size, r, ok3 := strings.Cut(r, "\t")
+	mtime, r, ok4 := strings.Cut(r, "\t")
+	kind, rest, more := strings.Cut(r, "\t")
+	if !ok1 || !ok2 || !ok3 || !ok4 || !plainEntityID(c.prefix, id) {
+		return "", keys, false
+	}
+	i, err1 := strconv.ParseUint(ino, 10, 64)
+	n, err2 := strconv.ParseInt(size, 10, 64)
+	m, err3 := strconv.ParseInt(mtime, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return "", keys, false
+	}
+	st := stamp{ino: i, size: n, mtime: m}
+	switch kind {
+	case "x":
+		*e = cacheEntry[T]{st: st}
+		return id, keys, !more
+	case "f":
+		v := new(T)
+		if err := json.Unmarshal([]byte(rest), v); err != nil {
+			return "", keys, false
+		}
+		*e = *c.entryOf(v, st)
+		return id, keys, true
+	case "s":
+		if c.keys == nil || !more {
+			return "", keys, false
+		}
+		start := len(keys)
+		for {
+			k, tail, again := strings.Cut(rest, "\t")
+			if strings.IndexByte(k, '\\') >= 0 {
+				k = keyUnescaper.Replace(k)
+			}
+			keys = append(keys, intern(k))
+			if !again {
+				break
+			}
+			rest = tail
+		}
+		*e = cacheEntry[T]{k: keys[start:len(keys):len(keys)], st: st}
+		return id, keys, true
+	}
+	return "", keys, false
+}
+
+// maybeSaveLocked writes the index file when this process compared the directory file by
+// file, or has seen many changes and the file on disk lags far behind the journal. pos is
+// where the cache stands in the journal.
+func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
+	if !c.rebuilt && c.since < indexSaveEvery {
+		return
+	}
+	c.dmu.Lock()
+	at, ok := c.dirAt, c.dirAtOK && !c.unsure
+	c.dmu.Unlock()
+	if !ok {
+		return
+	}
+	if !c.rebuilt {
+		if h, err := c.readIndexHeader(); err == nil && h.journal.ino == pos.ino && pos.off-h.journal.off < indexLag {
+			c.since = 0
+			return
+		}
+	}
+	var b strings.Builder
+	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
+	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
+		"\tdir\t" + strconv.FormatUint(at.ino, 10) + "\t" + strconv.FormatInt(at.mtime, 10) + "\n")
+	n := 0
+	for id, e := range c.ents {
+		b.WriteString(id + "\t" + strconv.FormatUint(e.st.ino, 10) + "\t" + strconv.FormatInt(e.st.size, 10) + "\t" +
+			strconv.FormatInt(e.st.mtime, 10))
+		switch {
+		case e.v != nil && (c.done == nil || !c.done(e.v)):
+			data, err := json.Marshal(e.v)
+			if err != nil {
+				return
+			}
+			b.WriteString("\tf\t")
+			b.Write(data)
+		case e.k != nil:
+			b.WriteString("\ts")
+			for _, k := range e.k {
+				b.WriteString("\t" + keyEscaper.Replace(k))
+			}
+		default:
+			b.WriteString("\tx")
+		}
+		b.WriteByte('\n')
+		n++
+	}
+	body := b.String()
+	out := body + "end\t" + strconv.Itoa(n) + "\t" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 16) + "\n"
+	// Not fsynced: a file cut short by a crash fails its checksum and is rebuilt.
+	if err := writeIndexFile(c.indexPath(), []byte(out)); err != nil {
+		return
+	}
+	c.since, c.rebuilt = 0, false
+}
+
+// readIndexHeader reads the first two lines of the index file (not its checksum).
+func (c *dirCache[T]) readIndexHeader() (indexHeader, error) {
+	var h indexHeader
+	f, err := openRead(c.indexPath(), 0)
+	if err != nil {
+		return h, err
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := io.ReadFull(f, buf)
+	lines := strings.SplitN(string(buf[:n]), "\n", 3)
+	if len(lines) < 3 {
+		return h, errors.New("short")
+	}
+	fs := strings.Split(lines[1], "\t")
+	if len(fs) != 6 || fs[0] != "journal" {
+		return h, errors.New("bad header")
+	}
+	ino, err1 := strconv.ParseUint(fs[1], 10, 64)
+	off, err2 := strconv.ParseInt(fs[2], 10, 64)
+	if err1 != nil || err2 != nil {
+		return h, errors.New("bad header")
+	}
+	h.journal = journalPos{ino, off}
+	return h, nil
+}
+
+// writeIndexFile replaces an index file by rename, without fsync: a file cut short by a
+// crash fails its checksum and is rebuilt.
+func writeIndexFile(p string, data []byte) (err error) {
+	dir, base := filepath.Split(p)
+	if err := ensureDir(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// plainEntityID is ValidateEntityID's rule without its regular expression, which costs
+// more than the rest of reading an index record.
+func plainEntityID(prefix, id string) bool {
+	rest, ok := strings.CutPrefix(id, prefix+"_")
+	if !ok || len(prefix) != 3 || len(rest) == 0 || len(rest) > 63 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		ch := rest[i]
+		switch {
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
+		case i > 0 && (ch == '.' || ch == '_' || ch == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,372 @@
+package filestore
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The index files (persist.go) start a process from what an earlier one knew; whatever
+// happened to the files or to the index file since, the answers are the files'.
+
+// cancelled creates a task and cancels it: finished work, held as its keys only.
+func cancelled(t *testing.T, s *Store, n NewTask) *Task {
+	t.Helper()
+	tk := mustTask(t, s, n)
+	if _, err := s.SetTaskStatus(human, tk.ID, StatusCancelled, ""); err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+// indexState queries a store's tasks and tells whether it started from the index file.
+func fromIndex(t *testing.T, s *Store) bool {
+	t.Helper()
+	var from bool
+	if err := s.tasks.with(func() { from = s.tasks.fromIndex }); err != nil {
+		t.Fatal(err)
+	}
+	return from
+}
+
+// wantIndexFile checks that the tasks index file is whole and lists n tasks.
+func wantIndexFile(t *testing.T, s *Store, n int) {
+	t.Helper()
+	data, err := os.ReadFile(s.tasks.indexPath())
+	if err != nil {
+		t.Fatalf("index file: %v", err)
+	}
+	_, recs, err := parseIndex(string(data), "tasks")
+	if err != nil || len(recs) != n {
+		t.Fatalf("index file: %d records, %v; want %d, whole", len(recs), err, n)
+	}
+}
+
+// saveIndex makes s write its index file now.
+func saveIndex(t *testing.T, s *Store) {
+	t.Helper()
+	s.tasks.mu.Lock()
+	s.tasks.rebuilt = true
+	s.tasks.mu.Unlock()
+	titles(t, s, TaskFilter{})
+}
+
+// titles lists the tasks a store answers, "title:status", by id.
+func titles(t *testing.T, s *Store, f TaskFilter) string {
+	t.Helper()
+	all, err := s.Tasks(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tk := range all {
+		out = append(out, tk.Title+":"+tk.Status)
+	}
+	return strings.Join(out, " ")
+}
+
+func TestIndexFileStartsTheNextProcess(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	mustTask(t, s, NewTask{Title: "B", ParentID: a.ID})
+	c := cancelled(t, s, NewTask{Title: "C", ParentID: a.ID, AssigneeID: "w1"})
+	if got := titles(t, s, TaskFilter{}); got != "A:todo B:backlog C:cancelled" {
+		t.Fatalf("tasks = %s", got)
+	}
+	saveIndex(t, s)
+	wantIndexFile(t, s, 3)
+
+	o := reopen(t, s)
+	if !fromIndex(t, o) {
+		t.Fatal("a new process did not start from the index file")
+	}
+	// The finished task is held as its keys, and read whole when asked for.
+	held := func() *cacheEntry[Task] {
+		o.tasks.mu.Lock()
+		defer o.tasks.mu.Unlock()
+		return o.tasks.ents[c.ID]
+	}
+	if e := held(); e == nil || e.v != nil || e.k[tkStatus] != StatusCancelled {
+		t.Errorf("cancelled task held as %+v, want its keys only", e)
+	}
+	// Unfinished work and counts need no finished task's file.
+	if got := titles(t, o, TaskFilter{Unfinished: true}); got != "A:todo B:backlog" {
+		t.Errorf("unfinished = %s", got)
+	}
+	if n, _ := o.TaskStatusCounts(); n[StatusCancelled] != 1 || n[StatusTodo] != 1 || n.Total() != 3 {
+		t.Errorf("counts = %v", n)
+	}
+	if e := held(); e == nil || e.v != nil {
+		t.Errorf("cancelled task read by a query that does not need it: %+v", e)
+	}
+	if got := titles(t, o, TaskFilter{}); got != "A:todo B:backlog C:cancelled" {
+		t.Errorf("from the index: tasks = %s", got)
+	}
+	if e := held(); e == nil || e.v == nil || e.v.Title != "C" {
+		t.Errorf("cancelled task once read: held as %+v", e)
+	}
+	if got := titles(t, o, TaskFilter{AssigneeID: "w1", Status: StatusCancelled}); got != "C:cancelled" {
+		t.Errorf("by assignee and status: %s", got)
+	}
+	if sum, _ := o.SubtreeSummary(a.ID); sum[StatusCancelled] != 1 || sum[StatusBacklog] != 1 {
+		t.Errorf("subtree summary = %v", sum)
+	}
+	if in, _ := o.InSubtree(a.ID, c.ID); !in {
+		t.Error("InSubtree(A, C) = false")
+	}
+}
+
+func TestIndexFileStale(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	b := mustTask(t, s, NewTask{Title: "B", ParentID: a.ID})
+	c := cancelled(t, s, NewTask{Title: "C"})
+	saveIndex(t, s)
+	wantIndexFile(t, s, 3)
+
+	// Writes through aipm after the index file was written are in the journal.
+	w := reopen(t, s)
+	if _, err := w.SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	d := mustTask(t, w, NewTask{Title: "D", ParentID: a.ID})
+	o := reopen(t, s)
+	if !fromIndex(t, o) {
+		t.Error("writes through aipm alone made the index file untrusted")
+	}
+	if got := titles(t, o, TaskFilter{ParentID: a.ID}); got != "B:backlog D:backlog" {
+		t.Errorf("children after writes through aipm: %s", got)
+	}
+	if got := titles(t, o, TaskFilter{Status: StatusInProgress}); got != "A:in_progress" {
+		t.Errorf("in progress after writes through aipm: %s", got)
+	}
+
+	// Changes beside aipm while no process runs: a file removed, one created by hand,
+	// an unfinished task edited in place (same size), a finished one edited in place.
+	bData, _ := os.ReadFile(s.taskPath(b.ID))
+	os.Remove(s.taskPath(b.ID))
+	eID := d.ID[:len(d.ID)-4] + "zzzz"
+	e := strings.NewReplacer(b.ID, eID, `"B"`, `"E"`).Replace(string(bData))
+	os.WriteFile(s.taskPath(eID), []byte(e), 0o644)
+	handEdit(t, s, d.ID, func(tk *Task) { tk.Status = "tod" + "o"[:0] + "o" })
+	handEdit(t, s, c.ID, func(tk *Task) { tk.Title = "C edited" })
+	n := reopen(t, s)
+	if got := titles(t, n, TaskFilter{ParentID: a.ID}); got != "D:todo E:backlog" {
+		t.Errorf("children after changes beside aipm: %s", got)
+	}
+	if got, _ := n.TasksByID([]string{c.ID}); len(got) != 1 || got[0].Title != "C edited" {
+		t.Errorf("finished task edited in place: %v", got)
+	}
+	wantIndexFile(t, n, 4)
+	// And once more from the index file the last process wrote.
+	if got := titles(t, reopen(t, s), TaskFilter{}); got != "A:in_progress C edited:cancelled D:todo E:backlog" {
+		t.Errorf("from the rebuilt index: %s", got)
+	}
+}
+
+func TestIndexFileUntrusted(t *testing.T) {
+	cases := map[string]func(data string) string{
+		"truncated":    func(d string) string { return d[:len(d)/2] },
+		"empty":        func(string) string { return "" },
+		"other format": func(d string) string { return strings.Replace(d, "aipm-index\t1\t", "aipm-index\t99\t", 1) },
+		"hand-edited":  func(d string) string { return strings.Replace(d, "\tcancelled", "\ttodo", 1) },
+		"records lost": func(d string) string {
+			i := strings.Index(d, "\ntsk_")
+			return d[:i+1] + d[strings.Index(d[i+1:], "\n")+i+2:]
+		},
+		"last line lost": func(d string) string { return d[:strings.LastIndex(d[:len(d)-1], "\n")+1] },
+	}
+	for name, spoil := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := newTestStore(t)
+			a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo})
+			cancelled(t, s, NewTask{Title: "C", ParentID: a.ID})
+			saveIndex(t, s)
+			p := s.tasks.indexPath()
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(p, []byte(spoil(string(data))), 0o644)
+			o := reopen(t, s)
+			if fromIndex(t, o) {
+				t.Fatal("a spoiled index file was trusted")
+			}
+			if got := titles(t, o, TaskFilter{}); got != "A:todo C:cancelled" {
+				t.Errorf("tasks = %s", got)
+			}
+			if got := titles(t, o, TaskFilter{Status: StatusTodo}); got != "A:todo" {
+				t.Errorf("todo = %s", got)
+			}
+			wantIndexFile(t, o, 2) // rebuilt
+			if !fromIndex(t, reopen(t, s)) {
+				t.Error("the rebuilt index file is not used")
+			}
+		})
+	}
+}
+
+func TestIndexFileOfAnotherClone(t *testing.T) {
+	s := newTestStore(t)
+	mustTask(t, s, NewTask{Title: "A"})
+	titles(t, s, TaskFilter{})
+	// A copy of the repository carries runtime/ with it: its tasks directory is another.
+	dst := filepath.Join(t.TempDir(), "copy")
+	if out, err := exec.Command("cp", "-a", s.Root(), dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v %s", err, out)
+	}
+	c, err := Open(dst, Options{Now: s.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustTask(t, s, NewTask{Title: "B"}) // in the original only
+	os.Remove(s.journalPath())
+	if fromIndex(t, c) {
+		t.Error("the copy trusted the original's index file")
+	}
+	if got := titles(t, c, TaskFilter{}); got != "A:backlog" {
+		t.Errorf("copy: %s", got)
+	}
+}
+
+func TestIndexFileJournalStartedAnew(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	titles(t, s, TaskFilter{})
+	// The journal is started anew (it grew too large) after a write the index file does
+	// not know: the journal no longer says what changed since.
+	if _, err := reopen(t, s).SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.journalPath())
+	mustTask(t, reopen(t, s), NewTask{Title: "B"})
+	o := reopen(t, s)
+	if fromIndex(t, o) {
+		t.Error("an index file older than the journal was trusted")
+	}
+	if got := titles(t, o, TaskFilter{}); got != "A:in_progress B:backlog" {
+		t.Errorf("tasks = %s", got)
+	}
+}
+
+// The cache-truth checks of cache_test.go, each answered by a new process started from
+// the index file the previous one left.
+func TestCacheTruthFromIndexFile(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	b := mustTask(t, s, NewTask{Title: "B", Status: StatusTodo, ParentID: a.ID})
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, mustTask(t, s, NewTask{Title: fmt.Sprint("T", i)}).ID)
+	}
+	titles(t, s, TaskFilter{})
+	next := func() *Store { return reopen(t, s) }
+
+	// In-place edit of the same size.
+	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = "backlo" + "g" })
+	if got := statusOf(t, next(), a.ID); got != StatusBacklog {
+		t.Errorf("in-place edit: status = %s, want backlog", got)
+	}
+	if got := titles(t, next(), TaskFilter{Status: StatusBacklog, AssigneeID: "w1"}); got != "A:backlog" {
+		t.Errorf("in-place edit, by status: %s", got)
+	}
+	// Deleted, then created again with other content.
+	data, _ := os.ReadFile(s.taskPath(b.ID))
+	os.Remove(s.taskPath(b.ID))
+	if got := titles(t, next(), TaskFilter{ParentID: a.ID}); got != "" {
+		t.Errorf("deleted child still a child: %s", got)
+	}
+	os.WriteFile(s.taskPath(b.ID), []byte(strings.Replace(string(data), `"todo"`, `"blocked"`, 1)), 0o644)
+	if got := titles(t, next(), TaskFilter{ParentID: a.ID}); got != "B:blocked" {
+		t.Errorf("re-created: %s", got)
+	}
+	// A rename storm: files swapped pairwise.
+	tmp := filepath.Join(t.TempDir(), "x")
+	for i := 0; i+1 < len(ids); i += 2 {
+		p, q := s.taskPath(ids[i]), s.taskPath(ids[i+1])
+		os.Rename(p, tmp)
+		os.Rename(q, p)
+		os.Rename(tmp, q)
+	}
+	n := next()
+	for i, id := range ids {
+		tk, _ := n.TasksByID([]string{id})
+		if len(tk) != 1 || tk[0].ID != ids[i^1] {
+			t.Fatalf("tasks/%s.json: %v, want the content of %s", id, tk, ids[i^1])
+		}
+	}
+	// The journal started anew after an edit nobody reported.
+	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = StatusTodo })
+	os.Remove(s.journalPath())
+	mustTask(t, next(), NewTask{Title: "Z"})
+	if got := statusOf(t, next(), a.ID); got != StatusTodo {
+		t.Errorf("after a new journal: status = %s, want todo", got)
+	}
+	// The directory replaced wholesale, as a checkout may.
+	dir := s.path("tasks")
+	os.Rename(dir, dir+".old")
+	os.Mkdir(dir, 0o755)
+	if got := titles(t, next(), TaskFilter{}); got != "" {
+		t.Errorf("tasks after the directory was replaced: %s", got)
+	}
+}
+
+func TestPlainEntityID(t *testing.T) {
+	for _, id := range []string{"tsk_01jd2x0k8m3q7v5w9z1b4c6e8f", "tsk_a", "tsk_a.b-c_d", "tsk_", "cnv_01jd", "tsk_-a", "tsk_A1",
+		"tsk_../x", "tsk_a/b", "tsk_" + strings.Repeat("a", 63), "tsk_" + strings.Repeat("a", 64), "tsk_a\tb", "tsk_é"} {
+		if got, want := plainEntityID(PrefixTask, id), ValidateEntityID(PrefixTask, id) == nil; got != want {
+			t.Errorf("plainEntityID(%q) = %v, ValidateEntityID says %v", id, got, want)
+		}
+	}
+}
+
+// TaskPage keeps only a page's worth of ids while it counts the matches: every page of
+// every listing is the sorted listing cut at the cursor.
+func TestTaskPageMatchesTheSortedListing(t *testing.T) {
+	s := newTestStore(t)
+	top := mustTask(t, s, NewTask{Title: "top"})
+	for i := range 23 {
+		n := NewTask{Title: fmt.Sprint("t", i), ParentID: top.ID}
+		if i%3 == 0 {
+			n.AssigneeID, n.Status = "w1", StatusTodo
+		}
+		if i%4 == 0 {
+			cancelled(t, s, n)
+		} else {
+			mustTask(t, s, n)
+		}
+	}
+	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
+		all, _ := s.Tasks(f)
+		for _, limit := range []int{1, 2, 5, 50} {
+			var got []string
+			after := ""
+			for pages := 0; ; pages++ {
+				p, err := s.TaskPage(f, after, limit)
+				if err != nil || p.Total != len(all) || pages > len(all)+1 {
+					t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
+				}
+				for _, tk := range p.Tasks {
+					got = append(got, tk.ID)
+				}
+				if p.Next == "" {
+					break
+				}
+				after = p.Next
+			}
+			var want []string
+			for _, tk := range all {
+				want = append(want, tk.ID)
+			}
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
+			}
+		}
+		if p, err := s.TaskPage(f, "", 0); err != nil || p.Total != len(all) || len(p.Tasks) != 0 || p.Next != "" {
+			t.Errorf("%+v limit 0: %+v, %v; want the count alone", f, p, err)
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package filestore
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Usage is what a session cost its agent in tool calls: how many it made and the bytes of
+// their arguments and results. Every call is one model request carrying the whole context,
+// so the count is the figure to keep low.
+type Usage struct {
+	Calls        int   `json:"tool_calls"`
+	RequestBytes int64 `json:"request_bytes"`
+	ResultBytes  int64 `json:"result_bytes"`
+}
+
+// Add counts one call.
+func (u *Usage) Add(request, result int) {
+	u.Calls++
+	u.RequestBytes += int64(request)
+	u.ResultBytes += int64(result)
+}
+
+// Plus is the sum of two usages.
+func (u Usage) Plus(v Usage) Usage {
+	return Usage{Calls: u.Calls + v.Calls, RequestBytes: u.RequestBytes + v.RequestBytes, ResultBytes: u.ResultBytes + v.ResultBytes}
+}
+
+func (s *Store) usagePath(sessionID string) string {
+	return s.path("runtime", "usage", sessionID+".json")
+}
+
+// WriteUsage records a session's usage so far in runtime/usage/<ses-id>.json. Only the
+// process serving the session writes it, once per call, so it takes no store lock and no
+// fsync: a count lost in a crash costs nothing, a slower call costs the agent. Nothing
+// watches the file.
+func (s *Store) WriteUsage(sessionID string, u Usage) error {
+	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
+		return err
+	}
+	path := s.usagePath(sessionID)
+	if err := ensureDir(filepath.Dir(path)); err != nil {
+		return err
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// SessionUsage reads a session's usage; a session that made no counted call has none.
+func (s *Store) SessionUsage(sessionID string) (Usage, error) {
+	var u Usage
+	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
+		return u, err
+	}
+	if err := s.readJSON(s.usagePath(sessionID), &u); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return u, err
+	}
+	return u, nil
+}
+
+// SettleUsage copies a session's usage into its execution record once the record is
+// closed: the calls that close it (report_completed, logout) are counted after they ran.
+// A running record gets its figures when it closes.
+func (s *Store) SettleUsage(sessionID string) error {
+	return s.locked(func() error {
+		se, err := s.readSession(sessionID)
+		if err != nil || se.ExecutionID == "" {
+			return err
+		}
+		ex, err := s.Execution(se.ExecutionID)
+		if err != nil || ex.Status == ExecRunning {
+			return err
+		}
+		u, err := s.SessionUsage(sessionID)
+		if err != nil || u == ex.Usage {
+			return err
+		}
+		ex.Usage = u
+		ex.UpdatedAt = s.Now()
+		ex.Version++
+		return writeJSON(s.executionPath(ex.ID), ex, 0o644)
+	})
+}
+
+// String is the usage in a few words: "12 tool calls, 1.9 KB requests, 14.2 KB results".
+func (u Usage) String() string {
+	kb := func(n int64) string { return strconv.FormatFloat(float64(n)/1024, 'f', 1, 64) + " KB" }
+	return strconv.Itoa(u.Calls) + " tool calls, " + kb(u.RequestBytes) + " requests, " + kb(u.ResultBytes) + " results"
+}

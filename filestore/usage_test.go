@@ -1,0 +1,66 @@
+package filestore
+
+import (
+	"os"
+	"testing"
+)
+
+// A session's usage reaches its run record when the record closes, and the calls that
+// close it (counted after they ran) are settled into it; a killed process's run keeps what
+// was counted before.
+func TestUsageReachesTheRunRecord(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeTask, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	se := r.Session
+	if u, err := s.SessionUsage(se.ID); err != nil || u != (Usage{}) {
+		t.Errorf("usage before any call: %+v, %v", u, err)
+	}
+	ex, err := s.StartExecution(se.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var u Usage
+	u.Add(40, 300)
+	u.Add(2, 1200)
+	if err := s.WriteUsage(se.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	// Running: the record has no figures yet, and settling leaves it alone.
+	if err := s.SettleUsage(se.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Execution(ex.ID); got.Calls != 0 {
+		t.Errorf("a running record got figures: %+v", got.Usage)
+	}
+	if err := s.EndSession(se.ID, "logout"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Execution(ex.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Usage{Calls: 2, RequestBytes: 42, ResultBytes: 1500}); got.Usage != want {
+		t.Errorf("closed record: %+v, want %+v", got.Usage, want)
+	}
+	// The closing call, counted after it ran, is settled into the closed record.
+	u.Add(10, 50)
+	if err := s.WriteUsage(se.ID, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SettleUsage(se.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Execution(ex.ID); got.Calls != 3 || got.RequestBytes != 52 || got.ResultBytes != 1550 {
+		t.Errorf("settled record: %+v", got.Usage)
+	}
+	if got := u.String(); got != "3 tool calls, 0.1 KB requests, 1.5 KB results" {
+		t.Errorf("String() = %q", got)
+	}
+	if err := s.WriteUsage("../x", u); err == nil {
+		t.Error("a bad session id was written")
+	}
+}
