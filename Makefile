@@ -1,7 +1,7 @@
 # Each target is a command a person could type.
 GO ?= go
 
-.PHONY: test demo bench fuzz update fmt vet build agentclis
+.PHONY: test quick script demo bench fuzz update fmt vet build agentclis
 
 # What CI runs: vet, then every test (unit tests and testscript scenarios) with the race detector.
 # atexit_sleep_ms=0: the scenarios start many short-lived server processes, and the race
@@ -11,6 +11,16 @@ test: vet
 
 vet:
 	$(GO) vet ./...
+
+# The inner loop, in seconds rather than minutes: vet, and the unit tests of every package
+# but the scenarios of cmd/aipm (no race detector, -short skips the slowest tests). Then
+# run the scenarios an edit touches with `make script RUN=<regexp>`, e.g. RUN='sync_|run_team'.
+quick: vet
+	$(GO) test -short -count=1 ./filestore/... ./tools/ ./watch/ ./cmd/aipm/internal/...
+
+RUN ?= .
+script:
+	GORACE=atexit_sleep_ms=0 $(GO) test -race -count=1 -run 'TestScripts/($(RUN))' ./cmd/aipm
 
 # The main job on its embedded default: a temporary project, agents, a task tree, a real MCP session.
 demo:

@@ -20,6 +20,8 @@
 //	                                and whether it has a live chat session there (lease.go)
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
+//	  .git                          (a file) when .ai-pm is the worktree of the state branch
+//	                                aipm/state (cmd/aipm/internal/gitstate); Git's, not aipm's
 //	  runtime/                      git-ignored machine-local state:
 //	    machine.json                  this machine's id {"id", "created_at"}, made by Init
 //	                                  and Prepare or on first use (AIPM_MACHINE_ID overrides it)
@@ -312,6 +314,12 @@
 // pending duplicate ended with end_reason duplicate), each with a history event via
 // "merge"; the last two have no safe repair, and Check names them with the fix. `aipm run`
 // repairs on every look at the store, `aipm doctor --repair` by hand.
+//
+// In a clone with a remote, .ai-pm is instead a worktree of its own branch, aipm/state,
+// which the code branches ignore; `aipm sync` merges another clone's changes path by path
+// from Git's objects — entity files by Merge, JSONL files by MergeLines (each record once,
+// in time order) — and writes the results through Files (Store.Exclusive): atomically,
+// under the store lock, noted in the change journal like any write of the store's own.
 //
 // # A clone is untrusted input
 //

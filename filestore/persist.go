@@ -33,16 +33,17 @@ import (
 //
 //	aipm-index <format> <dir>
 //	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
-//	<id> <inode> <size> <mtime ns> s <key>...   a finished entity: its index keys
-//	<id> <inode> <size> <mtime ns> f <json>     an entity held in full
-//	<id> <inode> <size> <mtime ns> x            a file that did not parse
+//	<id> <inode> <size> <mtime ns> <ctime ns> s <key>...   a finished entity: its index keys
+//	<id> <inode> <size> <mtime ns> <ctime ns> f <json>     an entity held in full
+//	<id> <inode> <size> <mtime ns> <ctime ns> x            a file that did not parse
 //	end <records> <crc32 of everything before this line, hex>
 //
 // Keys are escaped (\\, \t, \n). Any process writes it (atomically) after it compared
 // the directory file by file, or when the journal has grown well past it.
 
 // indexFormat changes whenever the records or the values they hold change meaning.
-const indexFormat = 1
+// (2: a file's identity includes its status change time.)
+const indexFormat = 2
 
 // indexSaveEvery is how many changed entries make a process bring the index file up to
 // date (when the file on disk is that far behind the journal).
@@ -240,17 +241,19 @@ func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, int
 	ino, r, ok2 := strings.Cut(r, "\t")
 	size, r, ok3 := strings.Cut(r, "\t")
 	mtime, r, ok4 := strings.Cut(r, "\t")
+	ctime, r, ok5 := strings.Cut(r, "\t")
 	kind, rest, more := strings.Cut(r, "\t")
-	if !ok1 || !ok2 || !ok3 || !ok4 || !plainEntityID(c.prefix, id) {
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !plainEntityID(c.prefix, id) {
 		return "", keys, false
 	}
 	i, err1 := strconv.ParseUint(ino, 10, 64)
 	n, err2 := strconv.ParseInt(size, 10, 64)
 	m, err3 := strconv.ParseInt(mtime, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
+	ct, err4 := strconv.ParseInt(ctime, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return "", keys, false
 	}
-	st := stamp{ino: i, size: n, mtime: m}
+	st := stamp{ino: i, size: n, mtime: m, ctime: ct}
 	switch kind {
 	case "x":
 		*e = cacheEntry[T]{st: st}
@@ -310,7 +313,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	n := 0
 	for id, e := range c.ents {
 		b.WriteString(id + "\t" + strconv.FormatUint(e.st.ino, 10) + "\t" + strconv.FormatInt(e.st.size, 10) + "\t" +
-			strconv.FormatInt(e.st.mtime, 10))
+			strconv.FormatInt(e.st.mtime, 10) + "\t" + strconv.FormatInt(e.st.ctime, 10))
 		switch {
 		case e.v != nil && (c.done == nil || !c.done(e.v)):
 			data, err := json.Marshal(e.v)

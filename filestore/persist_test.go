@@ -169,10 +169,12 @@ func TestIndexFileStale(t *testing.T) {
 
 func TestIndexFileUntrusted(t *testing.T) {
 	cases := map[string]func(data string) string{
-		"truncated":    func(d string) string { return d[:len(d)/2] },
-		"empty":        func(string) string { return "" },
-		"other format": func(d string) string { return strings.Replace(d, "aipm-index\t1\t", "aipm-index\t99\t", 1) },
-		"hand-edited":  func(d string) string { return strings.Replace(d, "\tcancelled", "\ttodo", 1) },
+		"truncated": func(d string) string { return d[:len(d)/2] },
+		"empty":     func(string) string { return "" },
+		"other format": func(d string) string {
+			return strings.Replace(d, fmt.Sprintf("aipm-index\t%d\t", indexFormat), "aipm-index\t99\t", 1)
+		},
+		"hand-edited": func(d string) string { return strings.Replace(d, "\tcancelled", "\ttodo", 1) },
 		"records lost": func(d string) string {
 			i := strings.Index(d, "\ntsk_")
 			return d[:i+1] + d[strings.Index(d[i+1:], "\n")+i+2:]
@@ -291,11 +293,12 @@ func TestCacheTruthFromIndexFile(t *testing.T) {
 		os.Rename(q, p)
 		os.Rename(tmp, q)
 	}
+	// A file's id is its name; its content is what was swapped in.
 	n := next()
 	for i, id := range ids {
 		tk, _ := n.TasksByID([]string{id})
-		if len(tk) != 1 || tk[0].ID != ids[i^1] {
-			t.Fatalf("tasks/%s.json: %v, want the content of %s", id, tk, ids[i^1])
+		if want := fmt.Sprint("T", i^1); len(tk) != 1 || tk[0].ID != id || tk[0].Title != want {
+			t.Fatalf("tasks/%s.json: %v, want id %s with the content of %s (title %s)", id, tk, id, ids[i^1], want)
 		}
 	}
 	// The journal started anew after an edit nobody reported.

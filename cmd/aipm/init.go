@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -33,6 +35,24 @@ func (a *app) cmdInit(args []string) error {
 		// A clone (or a re-run): the project is there, this machine's side of it may not be.
 		return a.prepareClone(dir, fs.json)
 	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		// A linked worktree of a clone whose state is on its own branch has no .ai-pm
+		// checked out: it uses the clone's store, like any linked worktree.
+		if _, linked, err := clone.SharedRoot(abs); err == nil && linked {
+			return a.prepareClone(dir, fs.json)
+		}
+	}
+	stateBranch := atMainTop(dir)
+	if stateBranch {
+		// A clone of a project whose state is on its own branch: check it out.
+		ok, err := gitstate.Checkout(dir)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return a.prepareClone(dir, fs.json)
+		}
+	}
 	exe, err := coordinator.Executable()
 	if err != nil {
 		return err
@@ -54,6 +74,17 @@ func (a *app) cmdInit(args []string) error {
 	if err != nil {
 		return err
 	}
+	// With a remote the state goes on its own branch at once; without one (a first try,
+	// a repository of one) it stays a plain directory until `aipm migrate`.
+	remote := ""
+	if stateBranch {
+		remote = gitstate.Remote(s.Root())
+	}
+	if remote != "" {
+		if err := gitstate.Adopt(s.Root()); err != nil {
+			return err
+		}
+	}
 	if fs.json {
 		return a.printJSON(p)
 	}
@@ -65,7 +96,26 @@ func (a *app) cmdInit(args []string) error {
 	if driver != "" {
 		a.printf("%s\n", driver)
 	}
+	if remote != "" {
+		a.printf("%s\n", stateLine(remote))
+	}
 	return nil
+}
+
+// atMainTop reports whether dir is the top of a clone's main worktree, where the state
+// can live on its own branch.
+func atMainTop(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	w, ok := clone.Find(abs)
+	return ok && w.Main == "" && w.Top == abs && clone.IsRepo(abs)
+}
+
+func stateLine(remote string) string {
+	return fmt.Sprintf("state on branch %s (%s is its worktree; `git -C %s log -p` shows its history), synced with %s by `aipm sync` and `aipm run`",
+		gitstate.Branch, filestore.DirName, filestore.DirName, remoteName(remote))
 }
 
 // prepareClone is `aipm init` where the project exists: like re-running `git init`, it
@@ -106,6 +156,9 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 		return err
 	}
 	a.printf("Project %q is already in %s; prepared this clone:\n", p.Name, s.Dir())
+	if gitstate.Attached(s.Root()) {
+		a.printf("  %s\n", stateLine(gitstate.Remote(s.Root())))
+	}
 	if linked {
 		a.printf("  this is a linked worktree: it uses the clone's store above, never its own copy in %s\n", filepath.Join(root, filestore.DirName))
 	}

@@ -83,7 +83,7 @@ func mcpConfigBlock(cli, exe, root string) string {
 	if cli == "codex" {
 		// Codex starts the server in ~/.codex for `codex mcp list`: the store is named.
 		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
-		return fmt.Sprintf("[mcp_servers.aipm]\ncommand = %s\nargs = [\"mcp\"]\nenv = { AIPM_ROOT = %s }\nenv_vars = [\"AIPM_AGENT_ID\", \"AIPM_SPAWN_TICKET\"]\n",
+		return fmt.Sprintf("[mcp_servers.aipm]\ncommand = %s\nargs = [\"mcp\"]\nenv = { AIPM_ROOT = %s }\nenv_vars = [\"AIPM_AGENT_ID\", \"AIPM_SPAWN_TICKET\", \"XDG_CONFIG_HOME\"]\n",
 			q(exe), q(root))
 	}
 	data, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"aipm": mcpServerEntry(exe)}}, "", "  ")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 )
 
 // cmdRun is the coordinator: it watches the store and starts each AI agent's configured
@@ -21,8 +22,13 @@ func (a *app) cmdRun(args []string) error {
 	timeout := fs.Duration("timeout", 0, "stop (and stop the agents) after this long; 0 = run until interrupted")
 	backoff := fs.Duration("backoff", time.Second, "delay after a failed or fruitless start; doubles per failure, up to 5m")
 	timeline := fs.Bool("timeline", false, "also print the project's history and messages as they happen")
+	noSync := fs.Bool("no-sync", false, "do not sync the state branch with its remote (aipm sync)")
+	syncEvery := fs.Duration("sync-interval", defaultSyncInterval, "time between syncs of the state branch")
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
+	}
+	if *syncEvery <= 0 {
+		return &usageError{msg: "--sync-interval must be positive, e.g. --sync-interval 2s", path: "run"}
 	}
 	s, err := a.open()
 	if err != nil {
@@ -54,6 +60,26 @@ func (a *app) cmdRun(args []string) error {
 		AgentWorktree: func(agentID string) (string, bool, error) { return clone.AgentWorktree(s.Root(), agentID) }})
 	if err != nil {
 		return err
+	}
+	// Whenever the state branch has a remote, the coordinator keeps it in sync: another
+	// clone's message or task reaches this one's agents within a round or two.
+	if remote := gitstate.Remote(s.Root()); !*noSync && remote != "" && gitstate.Attached(s.Root()) {
+		sy := newStateSyncer(s, remote, a.stdout)
+		wake, stopWatch, err := a.wakeOn(s.Dir(), syncRelevant)
+		if err != nil {
+			return err
+		}
+		defer stopWatch()
+		syncCtx, stopSync := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sy.Loop(syncCtx, *syncEvery, wake, roundReporter(a.stdout, a.stderr, remote, !*timeline))
+		}()
+		runErr := c.Run(ctx)
+		stopSync()
+		<-done // the last round pushes what the agents did last
+		return runErr
 	}
 	return c.Run(ctx)
 }

@@ -40,7 +40,7 @@ func DefaultAgentCommands() map[string]filestore.AgentCommand {
 			Command: []string{"codex", "exec", "--sandbox", "workspace-write", "--skip-git-repo-check", "--cd", "{workdir}",
 				"-c", `mcp_servers.aipm.command="{aipm}"`,
 				"-c", `mcp_servers.aipm.args=["mcp"]`,
-				"-c", `mcp_servers.aipm.env_vars=["AIPM_ROOT","AIPM_AGENT_ID","AIPM_SPAWN_TICKET"]`,
+				"-c", `mcp_servers.aipm.env_vars=["AIPM_ROOT","AIPM_AGENT_ID","AIPM_SPAWN_TICKET","XDG_CONFIG_HOME"]`,
 				"{prompt}"},
 		},
 		"gemini": {

@@ -243,7 +243,7 @@ async function diagnose() {
     if (r.status === 403) {
       es.close();
       banner('This tab\'s link is no longer valid: this aipm ui was started with another token. ' +
-        'Open the URL `aipm ui` printed when it started (the token is kept on this machine, in aipm\'s directory for this repository).');
+        'Open the URL `aipm ui` printed when it started (the token is kept on this machine, outside the repository).');
       document.getElementById('live').textContent = 'stale link';
     }
   } catch {

@@ -1,0 +1,440 @@
+package gitstate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofrs/flock"
+
+	"github.com/aipm/aipm/filestore"
+)
+
+// Syncer moves one clone's state to and from its remote. Its zero hooks do nothing.
+type Syncer struct {
+	// Store is the clone's store; its .ai-pm is the state branch's worktree (Attached).
+	Store *filestore.Store
+	// Remote is the remote to fetch from and push to; "" commits only.
+	Remote string
+
+	// AfterMerge, if set, runs after another clone's changes were applied to the store,
+	// outside the store lock, with the paths (relative to .ai-pm) the merge wrote and the
+	// entity files left with conflict markers. It is the place for repairs of states
+	// that no single clone allowed: what it writes through the store is committed by the
+	// next round. An error is reported with the round's and does not stop the round.
+	AfterMerge func(ctx context.Context, changed []string) error
+	// AfterRound, if set, runs at the end of every round, pushed or not (for instance to
+	// renew what must stay fresh in the shared state, which the next round then syncs).
+	AfterRound func(ctx context.Context, r *Round) error
+}
+
+// Round is what one round did.
+type Round struct {
+	Committed bool     `json:"committed"` // local changes were committed
+	Merged    []string `json:"merged"`    // paths another clone changed, written into the store
+	Conflicts []string `json:"conflicts"` // entity files left with conflict markers
+	Pushed    bool     `json:"pushed"`    // the remote's branch moved to ours
+	Rejected  int      `json:"rejected"`  // pushes refused because the remote moved meanwhile
+}
+
+// maxAttempts bounds the fetch–merge–push loop of one round when other clones keep
+// pushing first.
+const maxAttempts = 8
+
+// Once runs one round: commit, fetch, merge, push; a rejected push fetches and merges
+// again. It never forces a push.
+func (s *Syncer) Once(ctx context.Context) (*Round, error) {
+	root := s.Store.Root()
+	if !Attached(root) {
+		return nil, fmt.Errorf("%s is not the worktree of branch %s: run `aipm migrate` to move the state onto it", stateDir(root), Branch)
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	r := &Round{}
+	var hookErr error
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		theirs, found := "", false
+		if s.Remote != "" {
+			var err error
+			if theirs, found, err = fetchState(root, s.Remote); err != nil {
+				return r, err
+			}
+		}
+		merged, conflicts, err := s.commitAndMerge(theirs, found, r)
+		if err != nil {
+			return r, err
+		}
+		r.Merged = appendNew(r.Merged, merged...)
+		r.Conflicts = appendNew(r.Conflicts, conflicts...)
+		if len(merged) > 0 && s.AfterMerge != nil {
+			if err := s.AfterMerge(ctx, merged); err != nil {
+				hookErr = errors.Join(hookErr, err)
+			}
+		}
+		if s.Remote == "" {
+			break
+		}
+		if found {
+			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
+			if err != nil {
+				return r, err
+			}
+			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
+				break // nothing of ours that the remote lacks
+			}
+		}
+		rejected, err := push(root, s.Remote)
+		if err != nil {
+			return r, err
+		}
+		if !rejected {
+			r.Pushed = true
+			break
+		}
+		r.Rejected++
+		if attempt+1 >= maxAttempts {
+			return r, fmt.Errorf("push of %s to %s refused %d times: other clones keep pushing first; the next round tries again", Branch, s.Remote, r.Rejected)
+		}
+	}
+	if r.Committed || len(r.Merged) > 0 {
+		pack(root)
+	}
+	if s.AfterRound != nil {
+		if err := s.AfterRound(ctx, r); err != nil {
+			hookErr = errors.Join(hookErr, err)
+		}
+	}
+	return r, hookErr
+}
+
+// Loop runs a round every interval until ctx ends, then one last round so that what was
+// done just before the end is pushed. A signal on wake (a local change: the caller
+// watches the store) starts the next round early, so this clone's changes leave at once
+// rather than at the next tick — but never sooner than minGap after the previous round,
+// so a busy agent does not turn the loop into a stream of pushes. report sees every
+// round's outcome.
+func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan struct{}, report func(*Round, error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		r, err := s.Once(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		report(r, err)
+		if !pause(ctx, t.C, wake, min(interval, minGap)) {
+			break
+		}
+	}
+	last, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	r, err := s.Once(last)
+	report(r, err)
+}
+
+// minGap is the least time between a round and one a local change starts.
+const minGap = 250 * time.Millisecond
+
+// pause waits for the next round: the tick, or a wake once gap has passed. It is false
+// when ctx ended.
+func pause(ctx context.Context, tick <-chan time.Time, wake <-chan struct{}, gap time.Duration) bool {
+	g := time.NewTimer(gap)
+	defer g.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+		return true
+	case <-g.C:
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tick:
+	case <-wake:
+	}
+	return true
+}
+
+// looseLimit is the size of loose objects (KiB) past which a round packs them.
+const looseLimit = 32 << 10
+
+// pack keeps the history small. Every commit stores whole new objects: a new blob for
+// each mailbox appended to and a new tree for each directory changed — at 10,000 tasks,
+// the tasks/ tree alone is half a megabyte. Git's own `gc --auto` counts loose objects,
+// not bytes, so gigabytes could pile up before it acts; packing deltifies these objects
+// against their previous versions to a few hundred bytes each. So: when the loose
+// objects pass looseLimit, `git repack -d` packs them, and `git gc --auto` then merges
+// the packs if they have grown many. One cheap `count-objects` a round checks it.
+func pack(root string) {
+	g := gitCmd{dir: root}
+	out, err := g.run("count-objects", "-v")
+	if err != nil {
+		return
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "size: "); ok {
+			if kib, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && kib > looseLimit {
+				g.ok("repack", "-d", "-q")
+				g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+			}
+		}
+	}
+}
+
+// lock takes the clone's sync lock, so `aipm sync` and `aipm run` never run git in the
+// state's worktree at once.
+func (s *Syncer) lock() (func(), error) {
+	p := filepath.Join(s.Store.Dir(), "runtime", "locks", "sync.lock")
+	if err := filestore.EnsureDir(filepath.Dir(p)); err != nil {
+		return nil, err
+	}
+	lk := flock.New(p, flock.SetPermissions(0o644))
+	if err := lk.Lock(); err != nil {
+		return nil, fmt.Errorf("lock %s: %w", p, err)
+	}
+	return func() { lk.Unlock() }, nil
+}
+
+// commitAndMerge holds the store lock while it commits the local changes and merges
+// theirs into the files and the branch.
+func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
+	root := s.Store.Root()
+	g := gitCmd{dir: stateDir(root), env: identity(root)}
+	err = s.Store.Exclusive(func(f *filestore.Files) error {
+		committed, err := commitLocal(g)
+		if err != nil {
+			return err
+		}
+		r.Committed = r.Committed || committed
+		if !found {
+			return nil
+		}
+		head, err := g.run("rev-parse", "HEAD")
+		if err != nil {
+			return err
+		}
+		if g.ok("merge-base", "--is-ancestor", theirs, head) {
+			return nil // nothing new there
+		}
+		base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
+		merged, conflicts, err = mergeInto(f, g, base, head, theirs)
+		if err != nil {
+			return err
+		}
+		if _, err := g.run("add", "-A", "."); err != nil {
+			return err
+		}
+		if base == head {
+			// Nothing of ours since the base: the files are now theirs, and so is the
+			// branch.
+			_, err := g.run("reset", "-q", "--soft", theirs)
+			return err
+		}
+		tree, err := g.run("write-tree")
+		if err != nil {
+			return err
+		}
+		msg := "aipm: merge the state of " + s.Remote
+		if len(conflicts) > 0 {
+			msg += "\n\nConflicting free text (run `aipm doctor`):\n  " + strings.Join(conflicts, "\n  ")
+		}
+		c, err := g.run("commit-tree", "--no-gpg-sign", tree, "-p", head, "-p", theirs, "-m", msg)
+		if err != nil {
+			return err
+		}
+		_, err = g.run("update-ref", "-m", "aipm sync: merge", "HEAD", c, head)
+		return err
+	})
+	return merged, conflicts, err
+}
+
+// commitLocal commits every change of the working copy; the caller holds the store
+// lock, so the files stand still while git reads them. The commit starts no detached
+// `git gc` of its own: pack does it, in the round, after the lock is released.
+func commitLocal(g gitCmd) (bool, error) {
+	if _, err := g.run("add", "-A", "."); err != nil {
+		return false, err
+	}
+	staged, err := g.run("diff", "--cached", "--name-only", "-z")
+	if err != nil || staged == "" {
+		return false, err
+	}
+	n := len(strings.Split(strings.TrimRight(staged, "\x00"), "\x00"))
+	msg := fmt.Sprintf("aipm: %d file(s) changed", n)
+	if host, _ := os.Hostname(); host != "" {
+		msg += " on " + host
+	}
+	_, err = g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
+	return err == nil, err
+}
+
+// push pushes the state branch; rejected is true when the remote moved meanwhile.
+func push(root, remote string) (rejected bool, err error) {
+	out, errb, err := gitCmd{dir: root}.run3("push", "--porcelain", "--no-verify", remote, ref+":"+ref)
+	if err == nil {
+		return false, nil
+	}
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "!") && strings.Contains(l, "[rejected]") {
+			return true, nil
+		}
+		if strings.HasPrefix(l, "!") && strings.Contains(l, "[remote rejected] (failed to update ref)") {
+			return true, nil // the ref moved between the remote's answer and our update: another push landed
+		}
+	}
+	msg := strings.TrimSpace(string(errb))
+	if msg == "" {
+		msg = strings.TrimSpace(string(out))
+	}
+	return false, fmt.Errorf("git push %s %s: %s", remote, Branch, msg)
+}
+
+// mergeInto writes into the store, through f, the three-way merge of every path that
+// differs between base and theirs, reading the three versions from Git's objects.
+func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged, conflicts []string, err error) {
+	var out string
+	if base == "" {
+		out, err = g.run("ls-tree", "-r", "-z", "--name-only", theirs)
+	} else {
+		out, err = g.run("diff", "--name-only", "--no-renames", "-z", base, theirs)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var paths []string
+	for _, p := range strings.Split(out, "\x00") {
+		if p == "" || strings.HasPrefix(p, "runtime/") {
+			continue // machine-local: never taken from another clone
+		}
+		paths = append(paths, p)
+	}
+	specs := make([]string, 0, 3*len(paths))
+	for _, p := range paths {
+		b := base
+		if b == "" {
+			b = ours // unrelated histories: no common version
+		}
+		specs = append(specs, b+":"+p, ours+":"+p, theirs+":"+p)
+	}
+	objs, err := g.catBatch(specs)
+	if err != nil {
+		return nil, nil, err
+	}
+	for i, p := range paths {
+		b, o, t := objs[3*i], objs[3*i+1], objs[3*i+2]
+		if base == "" {
+			b = object{}
+		}
+		data, write, remove, conflict, err := merge3(g, p, b, o, t)
+		if err != nil {
+			return merged, conflicts, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
+		}
+		switch {
+		case remove:
+			err = f.Remove(p)
+		case write:
+			err = f.Replace(p, data)
+		default:
+			continue
+		}
+		if err != nil {
+			return merged, conflicts, err
+		}
+		merged = append(merged, p)
+		if conflict {
+			conflicts = append(conflicts, p)
+		}
+	}
+	return merged, conflicts, nil
+}
+
+// merge3 decides one path: what to write (write), or to remove it (remove), or nothing.
+func merge3(g gitCmd, p string, b, o, t object) (data []byte, write, remove, conflict bool, err error) {
+	switch {
+	case !t.ok: // theirs removed it
+		if o.ok && b.ok && bytes.Equal(o.data, b.data) {
+			return nil, false, true, false, nil
+		}
+		return nil, false, false, false, nil // ours changed or never had it: ours stands
+	case o.ok && bytes.Equal(o.data, t.data):
+		return nil, false, false, false, nil
+	case !o.ok || (b.ok && bytes.Equal(o.data, b.data)):
+		return t.data, true, false, false, nil // only theirs changed it (or ours removed it)
+	}
+	// Both sides changed it.
+	switch {
+	case strings.HasSuffix(p, ".jsonl"):
+		data = filestore.MergeLines(p, b.data, o.data, t.data)
+	case filestore.EntityKind(p) != "":
+		base := b.data
+		if !b.ok {
+			base = o.data // added on both sides: ours stands for the ancestor
+		}
+		res, merr := filestore.Merge(filestore.EntityKind(p), base, o.data, t.data)
+		if merr != nil {
+			data, conflict, err = lineMerge(g, b.data, o.data, t.data)
+			break
+		}
+		data, conflict = res.Data, len(res.Conflicts) > 0
+	default:
+		data, conflict, err = lineMerge(g, b.data, o.data, t.data)
+	}
+	if err != nil {
+		return nil, false, false, false, err
+	}
+	return data, !bytes.Equal(data, o.data), false, conflict, nil
+}
+
+// lineMerge is `git merge-file -p`: Git's line merge, with markers where lines conflict.
+func lineMerge(g gitCmd, base, ours, theirs []byte) ([]byte, bool, error) {
+	dir, err := os.MkdirTemp("", "aipm-merge-")
+	if err != nil {
+		return nil, false, err
+	}
+	defer os.RemoveAll(dir)
+	names := []string{"base", "ours", "theirs"}
+	for i, d := range [][]byte{base, ours, theirs} {
+		if err := os.WriteFile(filepath.Join(dir, names[i]), d, 0o600); err != nil {
+			return nil, false, err
+		}
+	}
+	out, _, err := gitCmd{dir: dir}.run3("merge-file", "-p", "-L", "ours", "-L", "base", "-L", "theirs",
+		filepath.Join(dir, "ours"), filepath.Join(dir, "base"), filepath.Join(dir, "theirs"))
+	var ee interface{ ExitCode() int }
+	switch {
+	case err == nil:
+		return out, false, nil
+	case errors.As(err, &ee) && ee.ExitCode() > 0 && ee.ExitCode() < 128:
+		return out, true, nil
+	}
+	return nil, false, err
+}
+
+func appendNew(list []string, add ...string) []string {
+	for _, a := range add {
+		found := false
+		for _, l := range list {
+			if l == a {
+				found = true
+				break
+			}
+		}
+		if !found {
+			list = append(list, a)
+		}
+	}
+	return list
+}

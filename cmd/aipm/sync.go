@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
+	"github.com/aipm/aipm/filestore"
+)
+
+// defaultSyncInterval is how often `aipm sync` and `aipm run` sync the state branch.
+const defaultSyncInterval = 2 * time.Second
+
+// cmdSync is `aipm sync`: commit, fetch, merge and push the state branch, once or in a
+// loop.
+func (a *app) cmdSync(args []string) error {
+	fs := newFlags(a, "sync")
+	once := fs.Bool("once", false, "one round, then exit")
+	interval := fs.Duration("interval", defaultSyncInterval, "time between rounds")
+	if _, err := fs.parse(args, 0, 0, "[--once] [--interval 2s]"); err != nil {
+		return err
+	}
+	if *interval <= 0 {
+		return &usageError{msg: "--interval must be positive, e.g. --interval 2s", path: "sync"}
+	}
+	s, err := a.open()
+	if err != nil {
+		return err
+	}
+	sy, err := newSyncer(s, a.stdout)
+	if err != nil {
+		return err
+	}
+	if *once {
+		r, err := sy.Once(context.Background())
+		if err != nil {
+			return err
+		}
+		if fs.json {
+			return a.printJSON(r)
+		}
+		a.printf("%s\n", describeRound(r, sy.Remote))
+		return nil
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	wake, stopWatch, err := a.wakeOn(s.Dir(), syncRelevant)
+	if err != nil {
+		return err
+	}
+	defer stopWatch()
+	a.printf("syncing %s with %s every %s and after local changes (Ctrl-C stops)\n", gitstate.Branch, remoteName(sy.Remote), *interval)
+	sy.Loop(ctx, *interval, wake, roundReporter(a.stdout, a.stderr, sy.Remote, false))
+	return nil
+}
+
+// syncRelevant tells the changes a sync round commits: not the machine-local runtime
+// area, Git's own file, or a write in progress.
+func syncRelevant(p string) bool {
+	first, _, _ := strings.Cut(p, "/")
+	return first != "runtime" && first != ".git" && !strings.HasSuffix(p, ".tmp")
+}
+
+// newSyncer returns the syncer of the store's clone, or says what to do when its state
+// is not on the state branch.
+func newSyncer(s *filestore.Store, out io.Writer) (*gitstate.Syncer, error) {
+	if !gitstate.Attached(s.Root()) {
+		if gitstate.TrackedOnCode(s.Root()) {
+			return nil, fmt.Errorf("%s is tracked on the code branch here: run `aipm migrate` once to move it to branch %s, which aipm syncs itself",
+				filestore.DirName, gitstate.Branch)
+		}
+		return nil, fmt.Errorf("%s is not on branch %s: run `aipm migrate` (in a Git repository) to put it there", s.Dir(), gitstate.Branch)
+	}
+	return newStateSyncer(s, gitstate.Remote(s.Root()), out), nil
+}
+
+// newStateSyncer returns a syncer whose merges keep the rules: after another clone's
+// changes are applied, RepairMerged repairs what the two sides broke together (an agent
+// over max_parallel_tasks, a task running under a blocked parent, ...), with the history
+// and the agents told as for any change, and out names each repair.
+func newStateSyncer(s *filestore.Store, remote string, out io.Writer) *gitstate.Syncer {
+	return &gitstate.Syncer{Store: s, Remote: remote,
+		AfterMerge: func(ctx context.Context, changed []string) error {
+			found, err := s.RepairMerged(filestore.SystemSender)
+			for _, b := range found {
+				if b.Repaired {
+					fmt.Fprintf(out, "repaired after the merge: %s\n", b)
+				}
+			}
+			return err
+		}}
+}
+
+func remoteName(r string) string {
+	if r == "" {
+		return "no remote (commits only)"
+	}
+	return r
+}
+
+// describeRound says in one line what a round did.
+func describeRound(r *gitstate.Round, remote string) string {
+	var parts []string
+	if r.Committed {
+		parts = append(parts, "committed local changes")
+	}
+	if n := len(r.Merged); n > 0 {
+		parts = append(parts, fmt.Sprintf("merged %d file(s) from %s", n, remote))
+	}
+	if n := len(r.Conflicts); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d conflict(s) to settle (%s; run `aipm doctor`)", n, strings.Join(r.Conflicts, ", ")))
+	}
+	if r.Rejected > 0 {
+		parts = append(parts, fmt.Sprintf("push refused %d time(s), fetched and merged again", r.Rejected))
+	}
+	if r.Pushed {
+		parts = append(parts, "pushed to "+remote)
+	}
+	if len(parts) == 0 {
+		return "up to date"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// roundReporter prints rounds that did something (all of them with verbose) and every
+// error, once per distinct message so an unreachable remote does not flood the output.
+func roundReporter(out, errw io.Writer, remote string, quiet bool) func(*gitstate.Round, error) {
+	last := ""
+	return func(r *gitstate.Round, err error) {
+		if err != nil {
+			if msg := err.Error(); msg != last {
+				fmt.Fprintf(errw, "aipm sync: %v\n", err)
+				last = msg
+			}
+			return
+		}
+		last = ""
+		if r == nil || quiet {
+			return
+		}
+		if d := describeRound(r, remote); d != "up to date" {
+			fmt.Fprintf(out, "%s sync: %s\n", time.Now().Format("15:04:05"), d)
+		}
+	}
+}
+
+// cmdMigrate is `aipm migrate`: move .ai-pm onto the state branch, keeping its history.
+func (a *app) cmdMigrate(args []string) error {
+	fs := newFlags(a, "migrate")
+	if _, err := fs.parse(args, 0, 0, ""); err != nil {
+		return err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root := cwd
+	if r, ferr := filestore.Find(cwd); ferr == nil {
+		root = r
+	} else if !errors.Is(ferr, filestore.ErrNoStore) {
+		return ferr
+	}
+	m, err := gitstate.Migrate(root)
+	if err != nil {
+		return err
+	}
+	if fs.json {
+		return a.printJSON(m)
+	}
+	if !m.Done() {
+		a.printf("%s is already on branch %s: nothing to do\n", filestore.DirName, gitstate.Branch)
+		return nil
+	}
+	if m.Replayed > 0 {
+		a.printf("replayed %d commit(s) of %s's history onto branch %s\n", m.Replayed, filestore.DirName, gitstate.Branch)
+	} else if m.CreatedBranch {
+		a.printf("created branch %s from %s\n", gitstate.Branch, filestore.DirName)
+	}
+	if m.Untracked != "" {
+		a.printf("committed %s on the code branch: %s is no longer tracked there (and is ignored)\n", m.Untracked, filestore.DirName)
+	}
+	if m.Attached {
+		a.printf("%s is now a worktree of branch %s (`git -C %s log` shows its history)\n", filestore.DirName, gitstate.Branch, filestore.DirName)
+	}
+	if m.Pending {
+		a.printf("committed the changes made since the last code commit to branch %s\n", gitstate.Branch)
+	}
+	a.printf("next: push the code branch, and run `aipm sync --once` to push %s\n", gitstate.Branch)
+	return nil
+}

@@ -1,0 +1,92 @@
+package filestore
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+)
+
+// Files writes files of the store on behalf of a source of changes that is not one of
+// the store's verbs — the state branch's sync merging what another clone did. It exists
+// only inside Exclusive, so every write holds the store lock; each one replaces its file
+// atomically (readers see the old file or the new, never a mix) and is noted in the change
+// journal, so the caches of every process and the watchers that wake agents treat it
+// exactly as a local write.
+type Files struct {
+	s *Store
+}
+
+// Exclusive runs fn holding the store lock: no aipm process writes the store until it
+// returns, so fn sees files that stand still (a commit of the state branch reads them)
+// and may replace them through f.
+func (s *Store) Exclusive(fn func(f *Files) error) error {
+	return s.locked(func() error { return fn(&Files{s: s}) })
+}
+
+// checkRel refuses a path that is not a plain file path inside .ai-pm, or that names
+// the machine-local runtime area: paths come from another clone, which is untrusted.
+func checkRel(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") || strings.Contains(rel, "\\") || path.Clean(rel) != rel ||
+		rel == "." || rel == ".." || strings.HasPrefix(rel, "../") {
+		return fmt.Errorf("%q is not a path inside %s", rel, DirName)
+	}
+	first, _, _ := strings.Cut(rel, "/")
+	if first == "runtime" || first == ".git" {
+		return fmt.Errorf("%s/%s is machine-local: another clone cannot write it", DirName, rel)
+	}
+	return nil
+}
+
+// Read returns the current content of the file at rel (slash-separated, relative to
+// .ai-pm); ok is false when there is none.
+func (f *Files) Read(rel string) (data []byte, ok bool, err error) {
+	if err := checkRel(rel); err != nil {
+		return nil, false, err
+	}
+	data, err = readFileSafe(f.s.path(strings.Split(rel, "/")...), maxJSONLFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return data, true, nil
+}
+
+// Replace writes data as the file at rel, atomically, making its directories.
+func (f *Files) Replace(rel string, data []byte) error {
+	if err := checkRel(rel); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(f.s.path(strings.Split(rel, "/")...), data, 0o644); err != nil {
+		return err
+	}
+	f.noted(rel)
+	return nil
+}
+
+// Remove deletes the file at rel; a file already gone is no error.
+func (f *Files) Remove(rel string) error {
+	if err := checkRel(rel); err != nil {
+		return err
+	}
+	p := f.s.path(strings.Split(rel, "/")...)
+	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not a file", f.s.Rel(p))
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f.noted(rel)
+	return nil
+}
+
+// noted tells the other processes (the journal) and this one (its caches) that rel
+// changed.
+func (f *Files) noted(rel string) {
+	f.s.noteWrite(rel)
+	f.s.markPath(rel)
+}
