@@ -34,12 +34,16 @@ type Delegation struct {
 	Status        string `json:"status"`
 	Result        string `json:"result"`
 	// ConversationID is the latest conversation started for the delegation.
-	ConversationID string     `json:"conversation_id"`
-	CreatedAt      time.Time  `json:"created_at"`
-	ProcessedAt    *time.Time `json:"processed_at"`
-	CompletedAt    *time.Time `json:"completed_at"`
-	UpdatedAt      time.Time  `json:"updated_at"`
-	Version        int        `json:"version"`
+	ConversationID string `json:"conversation_id"`
+	// ChatSessionID is the chat session a processing delegation was last handed to by
+	// get_next_action (ResumeDelegation); when that session is gone the delegation is
+	// handed to the agent's next chat session.
+	ChatSessionID string     `json:"chat_session_id,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	ProcessedAt   *time.Time `json:"processed_at"`
+	CompletedAt   *time.Time `json:"completed_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+	Version       int        `json:"version"`
 }
 
 // Finished reports whether the delegation is completed or failed.
@@ -208,6 +212,46 @@ func (s *Store) TakeDelegation(actor Actor) (*Delegation, error) {
 		return s.processLocked(actor, out)
 	})
 	return out, err
+}
+
+// ResumeDelegation hands the agent's chat session se a delegation an earlier chat session
+// of the agent left processing (it exited, crashed or was paused mid-way): the delegation
+// belongs to the task session's agent, not to one chat process. The conversation it was
+// carrying, if still open, is ended first (its partner is told), so the new session starts
+// afresh; prev names it. nil when there is none.
+func (s *Store) ResumeDelegation(actor Actor, se *Session) (d *Delegation, prev string, err error) {
+	if err := ValidateAgentID(actor.ID); err != nil {
+		return nil, "", err
+	}
+	err = s.locked(func() error {
+		list, err := s.Delegations(DelegationFilter{AgentID: actor.ID, Status: DelegationProcessing})
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(list, func(d *Delegation) bool {
+			return d.ChatSessionID != se.ID && d.ProcessedAt != nil && d.ProcessedAt.Before(se.CreatedAt)
+		})
+		if i < 0 {
+			return nil
+		}
+		d = list[i]
+		if d.ConversationID != "" {
+			prev = d.ConversationID
+			c, err := s.conversationLocked(d.ConversationID)
+			if err == nil && c.Live() {
+				now := s.Now()
+				ev := Event{Change: "state", From: c.State, To: ConvTerminating, Reason: EndSessionExpired}
+				c.State, c.EndedAt, c.EndedBy, c.EndReason = ConvTerminating, &now, actor.ID, EndSessionExpired
+				c.notify(actor.ID)
+				if err := s.saveConversationLocked(actor, c, ev); err != nil {
+					return err
+				}
+			}
+		}
+		d.ChatSessionID = se.ID
+		return s.saveDelegationLocked(actor, d, Event{Change: "handed_over", To: se.ID, Reason: "its chat session ended before it finished"})
+	})
+	return d, prev, err
 }
 
 // processLocked moves a pending delegation to processing.

@@ -12,6 +12,7 @@
 //	  tasks/<task-id>.json          one task per file
 //	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
 //	  delegations/<dlg-id>.json     a task session's request to its own chat session
+//	                                (chat_session_id: the session it was last handed to)
 //	  executions/<exec-id>.json     a task session's run record, with the session's tool calls
 //	                                and the bytes of their arguments and results once it closes
 //	  events.jsonl                  history: every change, who made it, when, from what to what

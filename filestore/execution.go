@@ -30,6 +30,10 @@ type Execution struct {
 	ExitCode        *int       `json:"exit_code"`
 	LogPath         string     `json:"log_path"`
 	Summary         string     `json:"summary"`
+	// Interrupted marks a failed run whose process its coordinator stopped while shutting
+	// down (or the next coordinator stopped after its coordinator died): not the agent's
+	// failure, and not something a person must act on.
+	Interrupted bool `json:"interrupted,omitempty"`
 	// Usage is the session's tool calls and their bytes, from authenticate on; written
 	// when the record closes and settled after the closing call.
 	Usage

@@ -58,6 +58,17 @@ type Settings struct {
 	// beside the repository, on branch aipm/<agent-id>, made on the agent's first start
 	// and left for a human to review and merge. They share the clone's one store.
 	AgentWorktrees bool `json:"agent_worktrees,omitempty"`
+	// ManualTaskStart turns the per-agent queue off: an assigned todo task then starts only
+	// when someone sets it in progress. Off (the default), `aipm run` starts each top-level
+	// todo task whose dependencies are done as soon as its agent has room under
+	// max_parallel_tasks, the highest priority first (StartQueued).
+	ManualTaskStart bool `json:"manual_task_start,omitempty"`
+	// StartTimeoutSeconds: a process `aipm run` started that has not authenticated this long
+	// is stopped, recorded and backed off (default 120, the life of its spawn ticket).
+	StartTimeoutSeconds int `json:"start_timeout_seconds,omitempty"`
+	// SilenceTimeoutSeconds: a process whose sessions made no tool call this long, while
+	// not waiting in a long poll, is stopped, recorded and backed off (default 1800).
+	SilenceTimeoutSeconds int `json:"silence_timeout_seconds,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
 }
@@ -80,6 +91,12 @@ func (s Settings) MaxProcesses() int {
 	}
 	return 4
 }
+
+// StartTimeout returns how long a started agent process may take to authenticate.
+func (s Settings) StartTimeout() time.Duration { return seconds(s.StartTimeoutSeconds, 120) }
+
+// SilenceTimeout returns how long a working agent process may make no tool call.
+func (s Settings) SilenceTimeout() time.Duration { return seconds(s.SilenceTimeoutSeconds, 1800) }
 
 // Lease returns the effective session lease.
 func (s Settings) Lease() time.Duration {

@@ -49,6 +49,7 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
 		return nil, err
 	}
+	summary = s.ScrubPaths(summary) // committed: no path of this machine in it
 	var out *Completion
 	s.warmTasks()
 	err := s.locked(func() error {

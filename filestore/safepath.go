@@ -284,3 +284,19 @@ func OpenRead(path string) (*os.File, error) { return openRead(path, 0) }
 func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
 	return openSafe(path, flag, perm, 0)
 }
+
+// ScrubPaths rewrites the absolute paths of this machine's checkout in text that is
+// committed (a blocked reason, a completion summary): the repository root becomes
+// relative, and a sibling of it (an agent's worktree beside the repository) "../…". An
+// agent's error message would otherwise put this machine's layout into every clone.
+func (s *Store) ScrubPaths(text string) string {
+	root := s.Root()
+	if root == "" || !strings.Contains(text, string(filepath.Separator)) {
+		return text
+	}
+	text = strings.ReplaceAll(text, root+string(filepath.Separator), "")
+	if parent := filepath.Dir(root); parent != root && parent != string(filepath.Separator) {
+		text = strings.ReplaceAll(text, parent+string(filepath.Separator), ".."+string(filepath.Separator))
+	}
+	return text
+}

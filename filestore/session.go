@@ -322,7 +322,9 @@ type Work struct {
 	Chat bool
 	// Unread counts unread mailbox messages.
 	Unread int
-	// PendingDelegations counts the agent's delegations its chat session has not taken.
+	// PendingDelegations counts the agent's delegations its chat session has not taken,
+	// and, when it has no live chat session, those left processing by one that ended
+	// (ResumeDelegation hands them to the next).
 	PendingDelegations int
 	// ConversationRequests counts pending conversations in which it is the participant.
 	ConversationRequests int
@@ -410,6 +412,13 @@ func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
 		return err
 	}
 	w.PendingDelegations = len(dl)
+	if !w.LiveChat {
+		left, err := s.Delegations(DelegationFilter{AgentID: a.ID, Status: DelegationProcessing})
+		if err != nil {
+			return err
+		}
+		w.PendingDelegations += len(left)
+	}
 	k, err := s.convClock()
 	if err != nil {
 		return err

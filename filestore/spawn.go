@@ -17,13 +17,19 @@ import (
 // process exits the coordinator ends exactly those sessions — never a sibling of the other
 // purpose — and attaches the captured output to their execution records.
 type Spawn struct {
-	ID              string     `json:"id"`
-	AgentID         string     `json:"agent_id"`
-	Purpose         string     `json:"purpose"`
-	TaskID          string     `json:"task_id"`
-	AIType          string     `json:"ai_type"`
-	Command         string     `json:"command"`
-	PID             int        `json:"pid"`
+	ID      string `json:"id"`
+	AgentID string `json:"agent_id"`
+	Purpose string `json:"purpose"`
+	TaskID  string `json:"task_id"`
+	AIType  string `json:"ai_type"`
+	// Machine is the machine whose coordinator started it (only that machine's next
+	// coordinator may stop what is left of it).
+	Machine string `json:"machine,omitempty"`
+	Command string `json:"command"`
+	PID     int    `json:"pid"`
+	// PIDStart identifies the process beside its pid (its start time, where the system
+	// tells it): a recycled pid is not this spawn's process.
+	PIDStart        string     `json:"pid_start,omitempty"`
 	LogPath         string     `json:"log_path"`
 	TicketHash      string     `json:"ticket_hash"`
 	TicketExpiresAt time.Time  `json:"ticket_expires_at"`
@@ -48,6 +54,7 @@ func (s *Store) SpawnLogPath(id string) string { return s.path("runtime", "spawn
 // NewSpawn is a process the coordinator is about to start.
 type NewSpawn struct {
 	AgentID, Purpose, TaskID, AIType string
+	Machine                          string
 	// TicketTTL bounds how long the process may take to authenticate.
 	TicketTTL time.Duration
 }
@@ -65,7 +72,7 @@ func (s *Store) CreateSpawn(n NewSpawn) (*Spawn, string, error) {
 		n.TicketTTL = 2 * time.Minute
 	}
 	now := s.Now()
-	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType,
+	sp := &Spawn{ID: NewID(PrefixSpawn, now), AgentID: n.AgentID, Purpose: n.Purpose, TaskID: n.TaskID, AIType: n.AIType, Machine: n.Machine,
 		TicketExpiresAt: now.Add(n.TicketTTL), SessionIDs: []string{}, StartedAt: now, UpdatedAt: now, Version: 1}
 	secret := newSecret("")
 	h, err := s.boundHash(sp.ID, secret)
@@ -137,7 +144,7 @@ func (s *Store) SetSpawnBackoff(id string, until time.Time) error {
 // SetSpawnPID records the started process.
 func (s *Store) SetSpawnPID(id string, pid int, command string) error {
 	return s.updateSpawn(id, func(sp *Spawn) error {
-		sp.PID, sp.Command = pid, command
+		sp.PID, sp.Command, sp.PIDStart = pid, command, processStart(pid)
 		return nil
 	})
 }
@@ -164,6 +171,49 @@ func (s *Store) updateSpawnLocked(id string, fn func(*Spawn) error) error {
 	sp.Version++
 	return writeJSON(s.spawnPath(sp.ID), &sp, 0o600)
 }
+
+// OutcomeShutdown is the outcome of a process its coordinator stopped because it was
+// shutting down itself (Ctrl-C, --timeout, --exit-when-idle): not a failure of the agent.
+const OutcomeShutdown = "stopped: aipm run shut down"
+
+// Failed reports whether an ended spawn counts as a failed start for the people watching:
+// it failed, was stopped as hung, or was held back — not when its coordinator stopped it
+// while shutting down or because the agent moved to another machine, nor when the next
+// coordinator cleaned up after a dead one.
+func (sp *Spawn) Failed() bool {
+	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved {
+		return false
+	}
+	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
+}
+
+// OutcomeMoved is the outcome of a process its coordinator stopped because the agent's
+// lease went to another machine: not a failure of the agent.
+const OutcomeMoved = "stopped: its lease moved to another machine"
+
+// OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
+// stopped what was left of it and closed the record. Not a failure of the agent.
+const OutcomeOrphaned = "orphaned: its aipm run died; stopped by the next one"
+
+// OpenSpawns lists the spawn records with no end: processes a coordinator started and has
+// not seen exit (it is running, or it was killed before it could record the exit).
+func (s *Store) OpenSpawns() ([]*Spawn, error) {
+	all, err := s.Spawns()
+	if err != nil {
+		return nil, err
+	}
+	var out []*Spawn
+	for _, sp := range all {
+		if sp.EndedAt == nil {
+			out = append(out, sp)
+		}
+	}
+	return out, nil
+}
+
+// Alive reports whether the spawn's process still runs (the same process: not a recycled
+// pid).
+func (sp *Spawn) Alive() bool { return processAlive(sp.PID, sp.PIDStart) }
 
 // IsSpawnTicket reports whether a credential has the shape of a spawn ticket rather than a
 // passkey.
@@ -218,7 +268,7 @@ func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, err
 				ended = append(ended, sid)
 			}
 			if se.ExecutionID != "" {
-				if err := s.attachRunLocked(se.ExecutionID, &sp, exitCode); err != nil {
+				if err := s.attachRunLocked(se.ExecutionID, &sp, exitCode, outcome); err != nil {
 					return err
 				}
 			}
@@ -237,8 +287,9 @@ func (s *Store) EndSpawn(id string, exitCode int, outcome string) ([]string, err
 
 // attachRunLocked gives an execution record the exit code and output of the process that
 // ran it: the spawn log is copied to executions/<id>.log (committed records, git-ignored
-// logs). A record still running is closed as failed: the process ended without reporting.
-func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
+// logs). A record still running is closed as failed: the process ended without reporting
+// (or was stopped as hung: its outcome starts with "stopped: ").
+func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome string) error {
 	ex, err := s.Execution(execID)
 	if err != nil {
 		return err
@@ -250,6 +301,15 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int) error {
 		if ex, err = s.Execution(execID); err != nil {
 			return err
 		}
+	}
+	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved) && ex.Status == ExecFailed {
+		// Not the agent's failure: the run was cut short, and its work starts again.
+		ex.Interrupted = true
+		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"
+	} else if why, ok := strings.CutPrefix(outcome, "stopped: "); ok && ex.Status == ExecFailed {
+		// The coordinator stopped it as hung: the record says so and why, whatever the
+		// process's own server wrote as it went down.
+		ex.Summary = "aipm run stopped the agent process before report_completed: " + why
 	}
 	dst := s.path("executions", ex.ID+".log")
 	if err := copyFile(s.SpawnLogPath(sp.ID), dst); err != nil && !errors.Is(err, os.ErrNotExist) {

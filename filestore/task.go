@@ -550,6 +550,7 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 	}
 	now := s.Now()
 	ch := &StatusChange{Task: t, Previous: t.Status}
+	reason = s.ScrubPaths(reason) // committed: no path of this machine in it
 	setStatus(t, actor, to, reason, now)
 	ev := tmpl
 	ev.Change, ev.From, ev.To, ev.Reason = "status", ch.Previous, to, reason
@@ -762,7 +763,7 @@ func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 				}
 			}
 			if n >= a.MaxParallel() {
-				return newErr(ErrConflict, "max_parallel_tasks_reached", "finish or block one of the agent's running tasks first",
+				return newErr(ErrConflict, "max_parallel_tasks_reached", "leave it todo: `aipm run` starts it when the agent has room (its queue); or finish or block one of the agent's running tasks first",
 					"agent %s already has %d top-level task(s) in progress (max_parallel_tasks %d)", a.ID, n, a.MaxParallel())
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -245,4 +246,57 @@ func (s *Store) approveLocked(cmds map[string]AgentCommand, aipm string, added *
 		return err
 	}
 	return writeJSON(path, t, 0o600)
+}
+
+// Unapproved is an agent command that active AI agents use and this machine has not
+// approved: `aipm run` starts nothing with it.
+type Unapproved struct {
+	Name   string   `json:"name"`   // the key in settings.agent_commands (an ai_type)
+	Agents []string `json:"agents"` // the active AI agents that use it
+}
+
+// UnapprovedCommands lists the configured agent commands used by active AI agents that this
+// machine has not approved (new, or changed since they were approved, their program
+// included), by name, resolving each program as `aipm trust` does (in the repository, with
+// aipm the aipm executable). An ai_type with no command is not listed (`aipm doctor`
+// reports it).
+func (s *Store) UnapprovedCommands(aipm string) ([]Unapproved, error) {
+	p, err := s.Project()
+	if err != nil {
+		return nil, err
+	}
+	agents, err := s.Agents()
+	if err != nil {
+		return nil, err
+	}
+	users := map[string][]string{}
+	for _, a := range agents {
+		if a.Type != AgentAI || a.Status != AgentActive {
+			continue
+		}
+		t := a.AIType
+		if t == "" {
+			t = "claude"
+		}
+		if _, ok := p.Settings.AgentCommands[t]; ok {
+			users[t] = append(users[t], a.ID)
+		}
+	}
+	var out []Unapproved
+	for t, ids := range users {
+		ac := p.Settings.AgentCommands[t]
+		prog, err := s.CommandProgram(ac, aipm, s.Root())
+		if err != nil {
+			return nil, err
+		}
+		ok, err := s.CommandApproved(t, ac, prog)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			out = append(out, Unapproved{Name: t, Agents: ids})
+		}
+	}
+	slices.SortFunc(out, func(a, b Unapproved) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
 }

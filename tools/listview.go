@@ -108,6 +108,7 @@ var listBriefs = map[string]string{
 	"start_task_from_chat":        "Start a task because a superior asked in chat.",
 	"update_task_from_chat":       "Change a task because a superior asked in chat.",
 	"update_task_status":          "Move a task of your task tree to a new status.",
+	"update_task_dependencies":    "Add or drop dependencies.",
 }
 
 // firstSentence is s up to its first full stop followed by a space.

@@ -23,6 +23,11 @@ type chatAction struct {
 	TaskID         string `json:"task_id,omitempty"`
 	Context        string `json:"context,omitempty"`
 	UnreadCount    int    `json:"unread_count,omitempty"`
+	// Resumed marks a delegation an earlier chat session of the agent left unfinished;
+	// PreviousConversationID is the conversation it was carrying (ended now; its messages
+	// are readable with get_conversation_messages).
+	Resumed                bool   `json:"resumed,omitempty"`
+	PreviousConversationID string `json:"previous_conversation_id,omitempty"`
 	// RemainingIdleSeconds is how long the session may stay without messages before it is
 	// told to log out.
 	RemainingIdleSeconds int `json:"remaining_idle_seconds,omitempty"`
@@ -104,6 +109,18 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 			return nil, true, err
 		}
 		return c.expiredAction(cv), true, nil
+	}
+	if d, prev, err := st.ResumeDelegation(actor, se); err != nil || d != nil {
+		if err != nil {
+			return nil, true, err
+		}
+		ins := c.text("chat.delegation_resumed", d.ID)
+		if prev != "" {
+			ins += c.text("chat.delegation_resumed.conversation", prev)
+		}
+		return &chatAction{Action: "process_delegation", State: "process_delegation", DelegationID: d.ID, TargetAgentID: d.TargetAgentID,
+			Purpose: d.Purpose, Context: d.Context, TaskID: d.TaskID, Resumed: true, PreviousConversationID: prev,
+			Instruction: ins + c.text("chat.process_delegation", d.TargetAgentID, d.Purpose, d.TargetAgentID, d.ID)}, true, nil
 	}
 	if d, err := st.TakeDelegation(actor); err != nil || d != nil {
 		if err != nil {
@@ -200,6 +217,16 @@ func (c *call) endedAction(cv *filestore.Conversation, me string) *chatAction {
 	if endedBy == "" {
 		endedBy = "system"
 	}
-	return &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
+	a := &chatAction{Action: "conversation_ended", State: "conversation_ended", ConversationID: cv.ID, EndedBy: endedBy, Reason: cv.EndReason,
 		TaskID: cv.TaskID, Instruction: c.text("chat.conversation_ended", cv.ID, cv.Partner(me), cv.EndReason)}
+	// Say which delegation it served, so a session that did not start it knows.
+	if ds, err := c.srv.store.Delegations(filestore.DelegationFilter{AgentID: me}); err == nil {
+		for _, d := range ds {
+			if d.ConversationID == cv.ID {
+				a.DelegationID = d.ID
+				a.Instruction += c.text("chat.conversation_ended.delegation", d.ID, d.Status)
+			}
+		}
+	}
+	return a
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -29,10 +30,12 @@ type nextAction struct {
 	DispatchableSubtasks []subtaskLine `json:"dispatchable_subtasks,omitempty"`
 	InProgressSubtasks   []subtaskLine `json:"in_progress_subtasks,omitempty"`
 	WaitingSubtasks      []waitingLine `json:"waiting_subtasks,omitempty"`
-	SelfBlocked          []blockedLine `json:"self_blocked_subtasks,omitempty"`
-	UserBlocked          []blockedLine `json:"user_blocked_subtasks,omitempty"`
-	OtherBlocked         []blockedLine `json:"other_blocked_subtasks,omitempty"`
-	AvailableWorkers     []workerLine  `json:"available_workers,omitempty"`
+	// DeadDependencies are sub-tasks waiting for a task that will never be done.
+	DeadDependencies []deadDependency `json:"dead_dependencies,omitempty"`
+	SelfBlocked      []blockedLine    `json:"self_blocked_subtasks,omitempty"`
+	UserBlocked      []blockedLine    `json:"user_blocked_subtasks,omitempty"`
+	OtherBlocked     []blockedLine    `json:"other_blocked_subtasks,omitempty"`
+	AvailableWorkers []workerLine     `json:"available_workers,omitempty"`
 	// Changes lists what happened to the sub-tasks while a manager waited.
 	Changes []string `json:"changes,omitempty"`
 	// Options are the select_action choices valid now.
@@ -78,6 +81,14 @@ type waitingLine struct {
 	ID         string   `json:"id"`
 	Title      string   `json:"title"`
 	WaitingFor []string `json:"waiting_for"` // "id (status)"
+}
+
+// deadDependency is a sub-task that depends on a cancelled (or missing) task.
+type deadDependency struct {
+	ID              string `json:"id"`
+	Title           string `json:"title"`
+	DependsOn       string `json:"depends_on"`
+	DependsOnStatus string `json:"depends_on_status"` // cancelled, or missing
 }
 
 type blockedLine struct {
@@ -662,12 +673,16 @@ func (s *situation) manager() decision {
 	if sel == selectWait {
 		if s.fingerprint() != s.session.Baseline || len(b.finished) == len(s.children) {
 			d := s.withSelection("", "").manager()
-			if d.wait {
-				// A wait the manager chose ends at any change, and says what it was.
+			if d.wait && d.next.State != "waiting_for_unblock" {
+				// A wait the manager chose ends at any change, and says what it was. (A
+				// wait for a block someone else holds is said as such.)
 				d = s.keep(s.awareness(b, prog))
 				d.selected, d.baseline = "", ""
 			}
 			d.next.Changes = s.changes()
+			// The wait ended: say what changed at once, even when the answer is to wait
+			// again (for a block someone else holds); the next call waits.
+			d.wait = false
 			return d
 		}
 		n := &nextAction{Action: "wait", State: "waiting_for_workers", Task: brief(m), SubtaskProgress: prog, InProgressSubtasks: s.lines(b.running),
@@ -697,13 +712,34 @@ func (s *situation) manager() decision {
 		}
 		return clear(n)
 	}
+	// A sub-task that waits for a cancelled (or missing) task would wait for ever: say so,
+	// and the ways out, before anything else.
+	if dead := s.deadDependencies(); len(dead) > 0 {
+		var lines []string
+		for _, d := range dead {
+			lines = append(lines, s.text("next.dead_dependency", d.ID, d.Title, d.DependsOn, d.DependsOnStatus))
+		}
+		return clear(&nextAction{Action: "resolve_dead_dependencies", State: "dead_dependencies", Task: brief(m), SubtaskProgress: prog,
+			DeadDependencies: dead, Instruction: s.text("next.manager.dead_dependencies", strings.Join(lines, "; "), dead[0].ID, dead[0].DependsOn)})
+	}
 	// Only blocked sub-tasks left (held ones may wait on them): nothing moves without a fix.
 	if len(b.blocked) > 0 && len(b.running)+len(b.unassigned)+len(b.ready) == 0 && b.subtreeRunning == 0 {
 		self, user, other := s.blockedBy(b.blocked)
+		left := s.leftLines(b)
+		if len(self) == 0 && !slices.ContainsFunc(b.blocked, func(t *filestore.Task) bool { return t.Status != filestore.StatusBlocked }) {
+			// Every block is someone else's to lift (none is a rejected request): wait for
+			// them, as wait does, instead of giving the team's task up.
+			n := &nextAction{Action: "wait", State: "waiting_for_unblock", Task: brief(m), SubtaskProgress: prog,
+				UserBlocked: user, OtherBlocked: other, Subtasks: s.lines(append(append([]*filestore.Task{}, b.blocked...), b.held...)),
+				Instruction: s.text("next.manager.wait_unblock", left)}
+			d := clear(n)
+			d.wait = true
+			return d
+		}
 		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), SubtaskProgress: prog,
 			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: briefs(b.finished), AvailableWorkers: b.workers}
 		var ins strings.Builder
-		ins.WriteString(s.text("next.manager.blocks"))
+		ins.WriteString(s.text("next.manager.blocks", left))
 		if len(self) > 0 {
 			ins.WriteString(s.text("next.manager.blocks.self", blockedIDs(self)))
 		}
@@ -781,6 +817,50 @@ func (s *situation) sinceWait() []string {
 		return nil
 	}
 	return s.changes()
+}
+
+// deadDependencies lists the unfinished direct sub-tasks' dependencies on a cancelled or
+// missing task.
+func (s *situation) deadDependencies() []deadDependency {
+	var out []deadDependency
+	for _, t := range s.children {
+		if filestore.Finished(t.Status) {
+			continue
+		}
+		for _, d := range t.Dependencies {
+			dt := s.all[d]
+			switch {
+			case dt == nil:
+				out = append(out, deadDependency{ID: t.ID, Title: t.Title, DependsOn: d, DependsOnStatus: "missing"})
+			case dt.Status == filestore.StatusCancelled:
+				out = append(out, deadDependency{ID: t.ID, Title: t.Title, DependsOn: d, DependsOnStatus: dt.Status})
+			}
+		}
+	}
+	return out
+}
+
+// leftLines names every unfinished direct sub-task of a board where only blocks are left,
+// and why each cannot move: who blocked it and why, a rejected request, or which of its
+// dependencies it waits for.
+func (s *situation) leftLines(b *board) string {
+	var parts []string
+	for _, t := range b.blocked {
+		if t.Status != filestore.StatusBlocked {
+			parts = append(parts, s.text("next.left.rejected", t.ID, t.Title, s.orNone(t.RejectedReason)))
+			continue
+		}
+		parts = append(parts, s.text("next.left.blocked", t.ID, t.Title, s.orNone(t.StatusChangedBy), s.orNone(t.BlockedReason)))
+	}
+	for _, t := range b.held {
+		open := s.unmet(t)
+		if len(open) == 0 {
+			parts = append(parts, s.text("next.left.approval", t.ID, t.Title, t.Status))
+			continue
+		}
+		parts = append(parts, s.text("next.left.waits", t.ID, t.Title, t.Status, strings.Join(open, ", ")))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (s *situation) withSelection(sel, baseline string) *situation {

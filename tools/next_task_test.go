@@ -370,7 +370,8 @@ func TestManagerNextAction(t *testing.T) {
 				}
 			}},
 		{name: "only held and nothing running: situational awareness, without an invitation to explore", agent: "mgr", phase: fetched,
-			tasks:  []*filestore.Task{main(), calc(td, "w2")},
+			// (what tsk_c waits for is outside the manager's tree: a missing one is dead)
+			tasks:  []*filestore.Task{main(), calc(td, "w2"), tk("tsk_g", td, "w1", "", "owner")},
 			action: "situational_awareness", check: func(t *testing.T, d decision) {
 				if strings.Contains(d.next.Instruction, "list_tasks") {
 					t.Errorf("instruction invites exploration: %s", d.next.Instruction)
@@ -381,14 +382,34 @@ func TestManagerNextAction(t *testing.T) {
 			action: "report_completion", contains: []string{`report_completed(result="success"`}},
 		{name: "blocked by a worker: manager may put it back to todo", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), changedBy(gen(blk, "w1"), "w1", "missing input"), calc(td, "w2")},
-			action: "review_and_resolve_blocks", contains: []string{`status="todo"`}, check: func(t *testing.T, d decision) {
+			action: "review_and_resolve_blocks", contains: []string{`status="todo"`,
+				// every sub-task left, and why: the blocked one and the one waiting for it
+				"tsk_g (title of tsk_g) blocked by w1: missing input; tsk_c (title of tsk_c, todo) waits for tsk_g (blocked)"}, check: func(t *testing.T, d decision) {
 				if len(d.next.SelfBlocked) != 1 {
 					t.Errorf("a subordinate's block counts as the manager's own: %+v", d.next)
 				}
 			}},
-		{name: "blocked by the owner", agent: "mgr", phase: fetched,
-			tasks:  []*filestore.Task{main(), changedBy(gen(blk, "w1"), "owner", "hold")},
-			action: "review_and_resolve_blocks", contains: []string{"do not unblock"}},
+		{name: "blocked by the owner: the manager waits for the owner", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), changedBy(gen(blk, "w1"), "owner", "hold"), calc(td, "w2")},
+			action: "wait", state: "waiting_for_unblock", wait: true, contains: []string{"do not unblock them", "do not report your task blocked",
+				"tsk_g (title of tsk_g) blocked by owner: hold; tsk_c (title of tsk_c, todo) waits for tsk_g (blocked)"},
+			check: func(t *testing.T, d decision) {
+				if !d.wait || len(d.next.UserBlocked) != 1 || len(d.next.Subtasks) != 2 {
+					t.Errorf("wait=%v user=%v subtasks=%v", d.wait, d.next.UserBlocked, d.next.Subtasks)
+				}
+			}},
+		{name: "a dependency on a cancelled task is named, with the ways out", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), gen(cn, "w1"), calc(td, "w2")},
+			action: "resolve_dead_dependencies", state: "dead_dependencies",
+			contains: []string{"tsk_c (title of tsk_c) depends on tsk_g, which is cancelled", `update_task_dependencies(task_id="tsk_c", remove=["tsk_g"])`, "cancel the sub-task"},
+			check: func(t *testing.T, d decision) {
+				if len(d.next.DeadDependencies) != 1 || d.next.DeadDependencies[0].DependsOnStatus != "cancelled" {
+					t.Errorf("dead = %+v", d.next.DeadDependencies)
+				}
+			}},
+		{name: "a rejected request is not waited for", agent: "mgr", phase: fetched,
+			tasks:  []*filestore.Task{main(), rejected(gen(td, "w1"), "owner", "not now")},
+			action: "review_and_resolve_blocks", contains: []string{"tsk_g (title of tsk_g) rejected: not now", `report_completed(result="blocked"`}},
 		{name: "no workers", agent: "mgr", phase: fetched, noStaff: true,
 			tasks:  []*filestore.Task{main(), gen(td, "")},
 			action: "no_available_workers", contains: []string{`report_completed(result="blocked"`}},
@@ -396,4 +417,9 @@ func TestManagerNextAction(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t) })
 	}
+}
+
+func rejected(t *filestore.Task, by, reason string) *filestore.Task {
+	t.Approval, t.ApprovedBy, t.RejectedReason = filestore.ApprovalRejected, by, reason
+	return t
 }

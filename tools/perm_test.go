@@ -18,7 +18,7 @@ var specPerm = map[string]Perm{
 	"get_my_execution_history": Authenticated, "get_execution_log": Authenticated,
 	"dispatch_subtasks": ManagerOnly,
 	"get_my_task":       TaskOnly, "create_task": TaskOnly, "create_tasks_batch": TaskOnly, "split_task": TaskOnly,
-	"update_task_status": TaskOnly, "report_completed": TaskOnly, "delegate_to_chat_session": TaskOnly,
+	"update_task_status": TaskOnly, "update_task_dependencies": TaskOnly, "report_completed": TaskOnly, "delegate_to_chat_session": TaskOnly,
 	"get_task_conversations": TaskOnly, "get_conversation_messages": TaskOnly,
 	"send_message": ChatOnly, "respond_chat": ChatOnly, "get_pending_messages": ChatOnly,
 	"start_conversation": ChatOnly, "end_conversation": ChatOnly, "report_delegation_completed": ChatOnly,

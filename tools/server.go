@@ -550,7 +550,7 @@ func (c *call) notificationSentence(unread int) string {
 // task. A session whose task is no longer its agent's may call none of them; it may end
 // with report_completed, which then leaves the task alone (seed 004's interrupt flow).
 var changesTask = map[string]bool{"get_my_task": true, "create_task": true, "create_tasks_batch": true, "split_task": true,
-	"update_task_status": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true, "dispatch_subtasks": true,
+	"update_task_status": true, "update_task_dependencies": true, "assign_task": true, "select_action": true, "delegate_to_chat_session": true, "dispatch_subtasks": true,
 	"approve_task_request": true, "reject_task_request": true}
 
 // taskStillMine refuses a task session whose task was reassigned to someone else or

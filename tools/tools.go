@@ -41,6 +41,7 @@ func catalog(s *Server) []*tool {
 		splitTaskTool(),
 		startConversationTool(),
 		startTaskFromChatTool(),
+		updateTaskDependenciesTool(),
 		updateTaskFromChatTool(),
 		updateTaskStatusTool(),
 	}

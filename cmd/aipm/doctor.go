@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"sort"
 
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/filestore"
@@ -49,6 +51,7 @@ func (a *app) cmdDoctor(args []string) error {
 	}
 	probs = append(probs, cmdProbs...)
 	probs = append(probs, cloneProblems(s)...)
+	probs = append(probs, worktreeProblems(s)...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -89,6 +92,27 @@ func cloneProblems(s *filestore.Store) []filestore.Problem {
 				return append(out, filestore.Problem{Path: at, Line: 1, Problem: fmt.Sprintf("the merge driver registered in this clone runs %s, which is not there; run `aipm init` again", prog)})
 			}
 		}
+	}
+	return out
+}
+
+// worktreeProblems reports the agents' worktrees deleted by hand that Git still registers:
+// harmless to aipm run, which prunes and recreates one at the agent's next start, but the
+// agent's uncommitted work there is gone.
+func worktreeProblems(s *filestore.Store) []filestore.Problem {
+	stale, err := clone.StaleAgentWorktrees(s.Root())
+	if err != nil || len(stale) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(stale))
+	for id := range stale {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var out []filestore.Problem
+	for _, id := range ids {
+		out = append(out, filestore.Problem{Path: s.Rel(filepath.Join(s.Dir(), "agents", id, "agent.json")), Line: 1,
+			Problem: fmt.Sprintf("the worktree of agent %s (branch aipm/%s) was deleted but Git still registers it; aipm run recreates it at the agent's next start, or run `git worktree prune` to clear it now", id, id)})
 	}
 	return out
 }

@@ -182,6 +182,20 @@ func declaresAipm(path string) bool {
 	return json.Unmarshal(data, &cfg) == nil && cfg.MCPServers["aipm"] != nil
 }
 
+// commandApproved reports whether this machine approved the agent command called name, its
+// program resolved as `aipm trust` resolves it.
+func commandApproved(s *filestore.Store, name string, ac filestore.AgentCommand) (bool, error) {
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return false, err
+	}
+	prog, err := s.CommandProgram(ac, exe, s.Root())
+	if err != nil {
+		return false, err
+	}
+	return s.CommandApproved(name, ac, prog)
+}
+
 // agentCommandProblems are the doctor's findings about the agent commands: every ai_type
 // an active AI agent uses is configured, its program is on PATH, and a Gemini CLI command
 // finds the aipm server in the project's .gemini/settings.json.
@@ -231,6 +245,10 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) has an empty command; give it a program and its arguments", t, who)})
 			continue
+		}
+		if ok, err := commandApproved(s, t, ac); err == nil && !ok {
+			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
+				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) is not approved on this machine (new, or changed since it was approved), so aipm run starts nothing with it; review it and approve it with `aipm trust`", t, who)})
 		}
 		prog := ac.Command[0]
 		if prog == "{aipm}" {

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -26,6 +27,9 @@ type statusView struct {
 	// Failing are the agent processes whose latest start by `aipm run` failed or was
 	// held back: what went wrong and where its output is.
 	Failing []startFailure `json:"failing_starts"`
+	// Unapproved are the agent commands this machine has not approved: aipm run starts
+	// nothing with them until `aipm trust`.
+	Unapproved []filestore.Unapproved `json:"unapproved_commands"`
 	// Blocked are the blocked tasks with why; Invalid the tasks whose file a hand edit
 	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
 	Blocked []taskNote `json:"blocked_tasks"`
@@ -40,6 +44,8 @@ type taskNote struct {
 	Title      string `json:"title"`
 	AssigneeID string `json:"assignee_id,omitempty"`
 	Why        string `json:"why"`
+	// WithIt counts the sub-tasks blocked only by this task's block (listed once, here).
+	WithIt int `json:"blocked_with_it,omitempty"`
 }
 
 // startFailure is the latest start for an agent and purpose that failed (or changed
@@ -70,9 +76,7 @@ func failingStarts(spawns []*filestore.Spawn, now time.Time) []startFailure {
 		}
 		byKey[k] = append(byKey[k], sp)
 	}
-	bad := func(sp *filestore.Spawn) bool {
-		return sp.EndedAt != nil && (sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0)
-	}
+	bad := func(sp *filestore.Spawn) bool { return sp.Failed() }
 	var out []startFailure
 	for _, k := range keys {
 		list := byKey[k]
@@ -210,6 +214,16 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	v := statusView{Project: p, Store: s.Dir(), TaskCounts: map[string]int{}, LiveSessions: live,
 		Conversations: []*filestore.Conversation{}, Delegations: []*filestore.Delegation{}, Failing: failingStarts(spawns, s.Now())}
 	v.Conversations = append(v.Conversations, convs...)
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
+	if v.Unapproved, err = s.UnapprovedCommands(exe); err != nil {
+		return err
+	}
+	if v.Unapproved == nil {
+		v.Unapproved = []filestore.Unapproved{}
+	}
 	for _, d := range dels {
 		if !d.Finished() {
 			v.Delegations = append(v.Delegations, d)
@@ -219,6 +233,17 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		v.TaskCounts[st] = 0
 	}
 	v.Blocked, v.Invalid, v.Approvals = []taskNote{}, []taskNote{}, []taskNote{}
+	// A task blocked under a blocked ancestor counts once, at the topmost such ancestor.
+	byID := map[string]*filestore.Task{}
+	for _, t := range tasks {
+		byID[t.ID] = t
+	}
+	roots := filestore.BlockRoots(byID)
+	withIt := map[string]int{}
+	for _, root := range roots {
+		withIt[root]++
+	}
+	cascaded := func(t *filestore.Task) bool { return roots[t.ID] != "" }
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
 			v.TaskCounts["invalid"]++
@@ -234,12 +259,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			}
 			v.Approvals = append(v.Approvals, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why})
 		}
-		if t.Status == filestore.StatusBlocked {
+		if t.Status == filestore.StatusBlocked && !cascaded(t) {
 			why := t.BlockedReason
 			if why == "" {
 				why = "no reason recorded"
 			}
-			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why})
+			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why, WithIt: withIt[t.ID]})
 		}
 	}
 	for _, ag := range agents {
@@ -300,7 +325,11 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if len(v.Blocked) > 0 {
 		a.printf("\nBlocked tasks:\n")
 		for _, n := range v.Blocked {
-			a.printf("  %s  %s  %s: %s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why))
+			with := ""
+			if n.WithIt > 0 {
+				with = fmt.Sprintf(" (and %d sub-task(s) blocked with it)", n.WithIt)
+			}
+			a.printf("  %s  %s  %s: %s%s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why), with)
 		}
 	}
 	if len(v.Invalid) > 0 {
@@ -365,6 +394,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 		if err := tw.Flush(); err != nil {
 			return err
+		}
+	}
+	if len(v.Unapproved) > 0 {
+		a.printf("\nCommands not approved on this machine (aipm run starts nothing with them; review and approve with `aipm trust`):\n")
+		for _, u := range v.Unapproved {
+			a.printf("  settings.agent_commands.%s (used by %s)\n", u.Name, strings.Join(u.Agents, ", "))
 		}
 	}
 	if len(v.Failing) > 0 {

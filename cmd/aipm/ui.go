@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/cmd/aipm/internal/ui"
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -70,7 +71,11 @@ func (a *app) cmdUI(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
-	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts}), 0)
+	exe, err := coordinator.Executable()
+	if err != nil {
+		return err
+	}
+	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts, Aipm: exe}), 0)
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)

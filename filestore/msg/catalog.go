@@ -132,7 +132,24 @@ var texts = map[string]text{
 			"then call report_completed(result=\"success\", summary=\"<what your team delivered>\") for %s. Only if work is missing, call select_action(action=\"adjust\") instead.",
 		"すべてのサブタスクが終了しました。結果を確認し（完了サマリーは下記、成果物は作業ディレクトリで確認）、" +
 			"%[1]s について report_completed(result=\"success\", summary=\"<チームが成し遂げたこと>\") を呼び出してください。作業が足りない場合に限り、代わりに select_action(action=\"adjust\") を呼び出してください。"},
-	"next.manager.blocks": {"Only blocked sub-tasks are left. ", "残っているのはブロックされたサブタスクだけです。"},
+	"next.manager.blocks": {"Only blocked sub-tasks, and sub-tasks that wait for them, are left: %s. ", "残っているのはブロックされたサブタスクと、それを待つサブタスクだけです: %[1]s。"},
+	"next.manager.wait_unblock": {
+		"Only sub-tasks someone else holds are left: %s. Their blocks are a human's or another agent's to lift: do not unblock them, and do not report your task blocked. " +
+			"Call get_next_action again right away: it waits until one of them changes and then tells you what to do. Do not sleep or exit.",
+		"残っているのは他者が止めているサブタスクだけです: %[1]s。ブロックを解除するのは人間または他のエージェントです。解除せず、タスクを blocked として報告もしないでください。" +
+			"すぐに get_next_action をもう一度呼び出してください。どれかに変化があるまで待ち、次にすべきことを伝えます。sleep や終了はしないでください。"},
+	"next.dead_dependency": {"%s (%s) depends on %s, which is %s", "%[1]s（%[2]s）は %[3]s に依存していますが、%[3]s は %[4]s です"},
+	"next.manager.dead_dependencies": {
+		"Some sub-tasks wait for a task that will never be done: %s. Ways out, for each: drop the dependency if the sub-task can go on without it, " +
+			"e.g. update_task_dependencies(task_id=%q, remove=[%q]); cancel the sub-task if it is no longer needed (update_task_status cancelled); " +
+			"or create a replacement (create_task) and make the sub-task depend on it instead (update_task_dependencies with add and remove). Then call get_next_action.",
+		"完了することのないタスクを待っているサブタスクがあります: %[1]s。それぞれ次のいずれかで解決してください: サブタスクがそれなしで進められるなら依存関係を外す" +
+			"（例: update_task_dependencies(task_id=%[2]q, remove=[%[3]q])）、不要ならサブタスクをキャンセルする（update_task_status で cancelled）、" +
+			"または代わりのタスクを作成し（create_task）、サブタスクがそちらに依存するようにする（update_task_dependencies の add と remove）。その後 get_next_action を呼び出してください。"},
+	"next.left.blocked":  {"%s (%s) blocked by %s: %s", "%[1]s（%[2]s）は %[3]s がブロック: %[4]s"},
+	"next.left.rejected": {"%s (%s) rejected: %s", "%[1]s（%[2]s）は却下: %[3]s"},
+	"next.left.waits":    {"%s (%s, %s) waits for %s", "%[1]s（%[2]s、%[3]s）は %[4]s を待っています"},
+	"next.left.approval": {"%s (%s, %s) awaits approval", "%[1]s（%[2]s、%[3]s）は承認待ちです"},
 	"next.manager.blocks.self": {
 		"%s were blocked by you or your workers: read the reasons (get_task); when the cause is resolved, call update_task_status(task_id=\"<id>\", status=\"todo\"), reassign with assign_task if another worker fits better, and dispatch it again. ",
 		"%[1]s はあなたかワーカーがブロックしました。理由を読み（get_task）、原因が解消したら update_task_status(task_id=\"<id>\", status=\"todo\") を呼び出し、別のワーカーが適任なら assign_task で割り当て直して、もう一度ディスパッチしてください。"},
@@ -187,6 +204,15 @@ var texts = map[string]text{
 	"chat.process_delegation": {
 		"Your task session asks you to talk to %s: %s. For an exchange, call start_conversation(target_agent_id=%q, purpose=..., initial_message=...) (for an AI agent) and carry it through; for a one-way note, send_message. When done, call report_delegation_completed(delegation_id=%q, result=\"<what came of it>\").",
 		"タスクセッションから %[1]s と話すよう依頼されています: %[2]s。やり取りが必要なら（相手が AI エージェントの場合）start_conversation(target_agent_id=%[3]q, purpose=..., initial_message=...) を呼び出して最後まで進めてください。一方的な連絡なら send_message を使ってください。終わったら report_delegation_completed(delegation_id=%[4]q, result=\"<結果>\") を呼び出してください。"},
+	"chat.delegation_resumed": {
+		"Delegation %s was left unfinished by your previous chat session, which ended: it is yours to finish now. ",
+		"委任 %[1]s は前のチャットセッションが終了したため未完了のまま残っています。これからあなたが完了させてください。"},
+	"chat.delegation_resumed.conversation": {
+		"Its conversation %s has been ended (read it with get_conversation_messages if useful); start a new one. ",
+		"その会話 %[1]s は終了させました（必要なら get_conversation_messages で読めます）。新しい会話を始めてください。"},
+	"chat.conversation_ended.delegation": {
+		" It served delegation %s (now %s).",
+		"（この会話は委任 %[1]s のためのものでした。現在 %[2]s。）"},
 	"chat.pending_messages": {
 		"Call get_pending_messages and answer. A chat session talks; real work happens in task sessions (request_task for work requests, notify_task_session to pass things on).",
 		"get_pending_messages を呼び出して応答してください。チャットセッションは会話をするためのもので、実際の作業はタスクセッションで行います（作業の依頼は request_task、タスクセッションへの伝達は notify_task_session）。"},
@@ -243,6 +269,9 @@ var texts = map[string]text{
 	"approve_task_request.done": {
 		"Task %s is approved. %s may work on it once it is moved to todo and then in_progress.",
 		"タスク %[1]s を承認しました。todo、続いて in_progress に移されると、%[2]s が作業できます。"},
+	"update_task_dependencies.done": {
+		"Dependencies changed. Call get_next_action.",
+		"依存関係を変更しました。get_next_action を呼び出してください。"},
 	"assign_task.done": {"Start it with update_task_status in_progress when its dependencies are done.", "依存先が完了したら update_task_status で in_progress にして開始してください。"},
 	"create_task.worker": {
 		"Created and assigned to you. Create the remaining sub-tasks, then start them in dependency order with update_task_status.",

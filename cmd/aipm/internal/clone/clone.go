@@ -237,7 +237,51 @@ func AgentWorktree(root, agentID string) (dir string, created bool, err error) {
 		args = []string{"worktree", "add", "-q", "-b", branch, wt}
 	}
 	if _, err := git(top, args...); err != nil {
-		return "", false, err
+		// A worktree deleted by hand (rm -rf) stays registered, and Git refuses to add
+		// its branch again: prune the registrations whose directory is gone, and retry.
+		if _, perr := git(top, "worktree", "prune"); perr != nil {
+			return "", false, err
+		}
+		if _, err := git(top, args...); err != nil {
+			return "", false, err
+		}
 	}
 	return dir, true, nil
+}
+
+// StaleAgentWorktrees lists the agents' worktrees (branch aipm/<agent>) that Git still
+// registers but whose directory is gone: deleted by hand. aipm run recreates one at the
+// agent's next start; `git worktree prune` clears them all.
+func StaleAgentWorktrees(root string) (map[string]string, error) {
+	w, ok := Find(root)
+	if !ok {
+		return nil, nil
+	}
+	top := w.Top
+	if w.Main != "" {
+		top = w.Main
+	}
+	out, err := git(top, "worktree", "list", "--porcelain")
+	if err != nil {
+		return nil, err
+	}
+	stale := map[string]string{} // agent id → the registered path
+	for _, rec := range strings.Split(out, "\n\n") {
+		var path, agent string
+		for _, line := range strings.Split(rec, "\n") {
+			if p, ok := strings.CutPrefix(line, "worktree "); ok {
+				path = p
+			}
+			if b, ok := strings.CutPrefix(line, "branch refs/heads/aipm/"); ok {
+				agent = b
+			}
+		}
+		if path == "" || agent == "" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {
+			stale[agent] = path
+		}
+	}
+	return stale, nil
 }

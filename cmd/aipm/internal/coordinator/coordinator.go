@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -79,6 +80,11 @@ type proc struct {
 	manager   bool // a manager's task process: its sub-tasks are others' work
 	started   time.Time
 	before    string // the work's fingerprint at start: unchanged at exit means no progress
+	// authenticated is set once its spawn ticket was used; stopReason once the coordinator
+	// stops it (supervise); done is closed when it has exited.
+	authenticated bool
+	stopReason    string
+	done          chan struct{}
 	// moved: stopped because the agent's lease went to another machine; its exit is no
 	// failure.
 	moved bool
@@ -110,7 +116,10 @@ type Coordinator struct {
 	wasted    int      // starts that backed off: failed, never authenticated, or changed nothing
 	peak      int      // the most agent processes alive at once
 	spawned   []string // the spawn records of this run, for its usage
-	tl        *timeline
+	// unapproved maps each agent with work that an unapproved command keeps from starting
+	// to that command's name, as of the last evaluation.
+	unapproved map[string]string
+	tl         *timeline
 	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
 	// the agents whose lease this machine held at the last look.
 	machine  string
@@ -187,6 +196,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		}
 	}()
 	c.Say("coordinating %s on machine %s (at most %d agent processes)", c.s.Root(), c.machine, c.maxProcs())
+	c.reclaim(ctx)
 	if c.tl != nil {
 		c.tl.poll()
 	}
@@ -213,6 +223,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			}
 			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once; %s",
 				c.starts, c.wasted, c.peak, c.usage())
+			if len(c.unapproved) > 0 {
+				// Said last: work is left that only an approval can start.
+				var who []string
+				for ag, name := range c.unapproved {
+					who = append(who, fmt.Sprintf("%s (settings.agent_commands.%s)", ag, name))
+				}
+				sort.Strings(who)
+				c.Say("not started for want of an approval on this machine, although they have work: %s; review and approve with `aipm trust`, then run again",
+					strings.Join(who, ", "))
+			}
 			return nil
 		}
 		// Leases and conversation deadlines pass without a file changing: look again at
@@ -313,6 +333,18 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	if started, err := c.s.StartQueued(c.notElsewhere(tasks, now)); err != nil {
+		c.Say("starting queued tasks: %v", err)
+	} else if len(started) > 0 {
+		for _, t := range started {
+			c.Say("queue: started task %s (%s) for %s", t.ID, t.Title, t.AssigneeID)
+		}
+		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+			c.Say("cannot list tasks: %v", err)
+			return false, now.Add(time.Second)
+		}
+	}
+	c.unapproved = map[string]string{}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
@@ -332,7 +364,14 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	busy := 0
 	open := c.openDelegations()
 	told := c.toldToWait()
+	if due := c.supervise(p.Settings, now, works, tasks, open, told); !due.IsZero() {
+		next = due
+	}
 	for k, pr := range c.running {
+		if pr.stopReason != "" {
+			idle = false // being stopped: its slot is free already
+			continue
+		}
 		switch c.waiting(pr, works[k.agent], tasks, open, told) {
 		case "":
 			busy++
@@ -363,6 +402,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			}
 			if ok, prog, err := c.approved(AIType(ag), ac, c.s.Root()); !ok {
 				// A command from a clone or a pull runs only once this machine approved it.
+				c.unapproved[ag.ID] = AIType(ag)
 				key := "trust:" + filestore.CommandHash(AIType(ag), ac, prog)
 				if !c.warned[key] {
 					c.warned[key] = true
@@ -465,6 +505,27 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		}
 	}
 	return mine
+}
+
+// notElsewhere are the tasks not assigned to an agent whose lease another machine holds
+// now: the queue starts only what this machine may run, so two machines never start two
+// tasks of one agent.
+func (c *Coordinator) notElsewhere(tasks []*filestore.Task, now time.Time) []*filestore.Task {
+	leases, err := c.s.Leases()
+	if err != nil {
+		c.Say("cannot read the agent leases: %v", err)
+		return nil
+	}
+	elsewhere := map[string]bool{}
+	for _, l := range leases {
+		if l.MachineID != c.machine && l.Held(now) {
+			elsewhere[l.AgentID] = true
+		}
+	}
+	if len(elsewhere) == 0 {
+		return tasks
+	}
+	return slices.DeleteFunc(slices.Clone(tasks), func(t *filestore.Task) bool { return elsewhere[t.AssigneeID] })
 }
 
 // leaseHolder says where an agent runs instead of here.
@@ -677,11 +738,17 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	fail := func(sp *filestore.Spawn, err error) {
 		c.Say("start %s failed: %v", k, err)
 		if sp != nil {
+			// The log the record names says why, as a process's own output would.
+			if f, lerr := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID)); lerr == nil {
+				fmt.Fprintf(f, "aipm run: cannot start %s: %v\n", k, err)
+				f.Close()
+			}
 			c.s.EndSpawn(sp.ID, -1, "start_failed")
 		}
 		c.backoff(k, sp, "the start failed")
 	}
-	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag)})
+	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag), Machine: c.machine,
+		TicketTTL: p.Settings.StartTimeout()})
 	if err != nil {
 		fail(nil, err)
 		return false
@@ -745,7 +812,8 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		return false
 	}
 	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
-	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks)}
+	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks),
+		done: make(chan struct{})}
 	c.running[k] = pr
 	c.spawned = append(c.spawned, sp.ID)
 	c.starts++
@@ -760,6 +828,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	c.Say("start %s for %s: %s, pid %d, %s", ag.ID, what, AIType(ag), cmd.Process.Pid, sp.ID)
 	go func() {
 		err := cmd.Wait()
+		close(pr.done)
 		c.exits <- exitEvent{p: pr, err: err}
 	}()
 	return true
@@ -832,6 +901,13 @@ func (c *Coordinator) exited(ev exitEvent) {
 			code, outcome = -1, "failed"
 		}
 	}
+	if pr.stopReason != "" {
+		outcome = "stopped: " + pr.stopReason
+	} else if c.stopping && outcome != "exited" {
+		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
+	} else if pr.moved && outcome != "exited" {
+		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
+	}
 	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
 	if err != nil {
 		c.Say("%s: recording the exit: %v", pr.key, err)
@@ -879,6 +955,171 @@ func (c *Coordinator) exited(ev exitEvent) {
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
 	}
+}
+
+// reclaim deals with what a coordinator that died (kill -9, a crash) left: the processes
+// it started run on unsupervised, and their spawn records have no end. Each one still
+// alive is stopped (SIGTERM to its process group, SIGKILL after 5 s) and every such record
+// is closed, ending its sessions and closing its runs, before anything is evaluated: their
+// work is then detected as any other and started again under this coordinator, which so
+// never reports "idle" while one of them still works.
+func (c *Coordinator) reclaim(ctx context.Context) {
+	open, err := c.s.OpenSpawns()
+	if err != nil {
+		c.Say("cannot list the spawn records: %v", err)
+		return
+	}
+	if len(open) == 0 {
+		return
+	}
+	// Only this machine's: another machine's coordinator runs its own (its lock is not
+	// this one), and this machine's lock says no other coordinator of it runs.
+	open = slices.DeleteFunc(open, func(sp *filestore.Spawn) bool { return sp.Machine != "" && sp.Machine != c.machine })
+	if len(open) == 0 {
+		return
+	}
+	var live []*filestore.Spawn
+	for _, sp := range open {
+		if orphanAlive(sp) {
+			live = append(live, sp)
+			syscall.Kill(-sp.PID, syscall.SIGTERM)
+		}
+	}
+	c.Say("a previous aipm run left %d spawn record(s) open, %d process(es) still running: stopping them; their work starts again here",
+		len(open), len(live))
+	deadline := time.Now().Add(5 * time.Second)
+	killed := false
+	for {
+		live = slices.DeleteFunc(live, func(sp *filestore.Spawn) bool { return !orphanAlive(sp) })
+		if len(live) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			if killed {
+				c.Say("%d orphaned process(es) did not stop even after SIGKILL", len(live))
+				break
+			}
+			for _, sp := range live {
+				syscall.Kill(-sp.PID, syscall.SIGKILL)
+			}
+			killed, deadline = true, time.Now().Add(2*time.Second)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	for _, sp := range open {
+		ended, err := c.s.EndSpawn(sp.ID, -1, filestore.OutcomeOrphaned)
+		if err != nil {
+			c.Say("%s: closing the record of %s/%s: %v", sp.ID, sp.AgentID, sp.Purpose, err)
+			continue
+		}
+		msg := fmt.Sprintf("closed %s/%s %s (pid %d): %s", sp.AgentID, sp.Purpose, sp.ID, sp.PID, filestore.OutcomeOrphaned)
+		if len(ended) > 0 {
+			msg += "; ended its session(s) " + strings.Join(ended, ", ")
+		}
+		c.Say("%s", msg)
+	}
+}
+
+// orphanAlive reports whether anything of a spawn's process group still runs: the process
+// itself (the same one, by its start time), or, once it is gone, the rest of its group
+// (its aipm mcp) — no other process can take the group's id while that group exists.
+func orphanAlive(sp *filestore.Spawn) bool {
+	if sp.PID <= 0 {
+		return false
+	}
+	if sp.Alive() {
+		return true
+	}
+	if err := syscall.Kill(sp.PID, 0); err == nil || errors.Is(err, syscall.EPERM) {
+		return false // the pid is another process's now
+	}
+	err := syscall.Kill(-sp.PID, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// supervise stops the running processes that hang: one that has not authenticated within
+// settings.start_timeout_seconds, and one that works (it is not waiting in a long poll, see
+// waiting) but whose sessions made no tool call for settings.silence_timeout_seconds. A
+// stopped process is recorded (its spawn's outcome says why), backed off like a failure,
+// and its slot is free at once. next is when the earliest of those deadlines passes.
+// A session's last call is known to within min(lease/10, 1 minute): the renewal's step.
+func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map[string]filestore.Work, tasks []*filestore.Task,
+	open map[workKey]int, told map[string]string) (next time.Time) {
+	soonest := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	var calls map[string]time.Time
+	for k, pr := range c.running {
+		if pr.stopReason != "" {
+			continue
+		}
+		if !pr.authenticated {
+			if sp, err := c.s.Spawn(pr.spawn.ID); err == nil && sp.TicketUsedAt != nil {
+				pr.authenticated = true
+			}
+		}
+		if !pr.authenticated {
+			if d := set.StartTimeout(); now.Sub(pr.started) >= d {
+				c.stop(pr, fmt.Sprintf("it did not authenticate within %s (settings.start_timeout_seconds)", d))
+			} else {
+				soonest(pr.started.Add(d))
+			}
+			continue
+		}
+		if c.waiting(pr, works[k.agent], tasks, open, told) != "" {
+			continue // a long poll or a wait for someone else is not silence
+		}
+		if calls == nil {
+			calls = c.lastCalls()
+		}
+		last := pr.started
+		if t := calls[pr.spawn.ID]; t.After(last) {
+			last = t
+		}
+		if d := set.SilenceTimeout(); now.Sub(last) >= d {
+			c.stop(pr, fmt.Sprintf("it made no tool call for %s (settings.silence_timeout_seconds)", d))
+		} else {
+			soonest(last.Add(d))
+		}
+	}
+	return next
+}
+
+// lastCalls maps each spawn to the latest tool call of its live sessions.
+func (c *Coordinator) lastCalls() map[string]time.Time {
+	out := map[string]time.Time{}
+	all, err := c.s.Sessions("")
+	if err != nil {
+		return out
+	}
+	for _, se := range all {
+		if se.SpawnID != "" && se.LastActivityAt.After(out[se.SpawnID]) {
+			out[se.SpawnID] = se.LastActivityAt
+		}
+	}
+	return out
+}
+
+// stop ends a hung process: SIGTERM to its process group, SIGKILL 5 s later if it is
+// still there. Its exit is handled as any other (exited), as a failure.
+func (c *Coordinator) stop(pr *proc, why string) {
+	pr.stopReason = why
+	c.Say("stop %s: %s; stopping pid %d", pr.key, why, pr.cmd.Process.Pid)
+	pid := pr.cmd.Process.Pid
+	syscall.Kill(-pid, syscall.SIGTERM)
+	go func() {
+		select {
+		case <-pr.done:
+		case <-time.After(5 * time.Second):
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}()
 }
 
 // usage is what the agents this run started spent in tool calls, every session of

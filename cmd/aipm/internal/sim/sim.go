@@ -14,6 +14,7 @@
 //	write <path> random <lo>-<hi>   write a random integer in [lo, hi]
 //	double <in> <out>               read an integer from <in>, write twice it to <out>
 //	sleep <duration>                work that takes time (Go duration: 20s, 1m30s)
+//	hang <duration>                 a hung model: no tool call at all for that long
 //	ask <agent> <question…>         consult another AI agent
 //	shiritori <agent> <rounds> <first-word>
 //	                                play shiritori: <rounds> words from each side
@@ -440,7 +441,12 @@ type simNext struct {
 	AvailableWorkers     []simWorker     `json:"available_workers"`
 	Options              []string        `json:"options"`
 	Delegations          []simDelegation `json:"delegations"`
-	Call                 *simCall        `json:"call"`
+	DeadDependencies     []struct {
+		ID              string `json:"id"`
+		DependsOn       string `json:"depends_on"`
+		DependsOnStatus string `json:"depends_on_status"`
+	} `json:"dead_dependencies"`
+	Call *simCall `json:"call"`
 
 	ConversationID string `json:"conversation_id"`
 	FromAgentID    string `json:"from_agent_id"`
@@ -626,6 +632,15 @@ func (s *simAgent) taskAction(n *simNext) error {
 		return s.report(filestore.ResultBlocked, "dependencies stuck: "+strings.Join(parts, "; "))
 	case "no_available_workers":
 		return s.report(filestore.ResultBlocked, "no available workers")
+	case "resolve_dead_dependencies":
+		// The simplest way out: go on without what will never be done.
+		for _, d := range n.DeadDependencies {
+			if err := s.call("update_task_dependencies", map[string]any{"task_id": d.ID, "remove": []string{d.DependsOn}}, nil); err != nil {
+				return err
+			}
+			s.logf("dropped %s's dependency on %s (%s)", d.ID, d.DependsOn, d.DependsOnStatus)
+		}
+		return nil
 	case "wait", "wait_for_delegation", "adjust":
 		return nil // get_next_action again: it long-polls
 	case "situational_awareness":
@@ -992,6 +1007,10 @@ func (s *simAgent) do(d simDirective) (string, error) {
 			return "", err
 		}
 		return "worked " + d.dur.String(), nil
+	case "hang":
+		s.logf("hanging for %s without a tool call", d.dur)
+		time.Sleep(d.dur)
+		return "hung " + d.dur.String(), nil
 	case "ask":
 		r, err := s.delegate(d.agent, "ask: "+d.question)
 		if err != nil {
@@ -1622,7 +1641,7 @@ func simParseLine(line string) (simDirective, bool) {
 		}
 		d.in, d.out = f[0], f[1]
 		return d, true
-	case "sleep":
+	case "sleep", "hang":
 		if len(f) != 1 {
 			return d, false
 		}
@@ -1708,6 +1727,8 @@ func (d simDirective) title() string {
 		return "Double " + d.in + " into " + d.out
 	case "sleep":
 		return "Work for " + d.dur.String()
+	case "hang":
+		return "Hang for " + d.dur.String()
 	case "ask":
 		return "Ask " + d.agent
 	case "shiritori":

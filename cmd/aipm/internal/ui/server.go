@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -36,6 +37,9 @@ type Options struct {
 	// Heartbeat is how often an idle event stream gets a comment line, so that a page
 	// whose server went away notices; zero means 20 seconds.
 	Heartbeat time.Duration
+	// Aipm is the aipm executable ({aipm} in agent commands), to check the approval of
+	// agent commands as `aipm trust` does; empty means this process's executable.
+	Aipm string
 }
 
 // Server serves the page, its read API, its event stream and its actions.
@@ -49,6 +53,9 @@ type Server struct {
 func New(o Options) *Server {
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 20 * time.Second
+	}
+	if o.Aipm == "" {
+		o.Aipm, _ = os.Executable()
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
 	static, err := fs.Sub(assets, "assets")

@@ -272,3 +272,71 @@ func TestInvalidTaskReported(t *testing.T) {
 		t.Errorf("attention %+v, want the invalid task", got.Attention)
 	}
 }
+
+// "Needs you" lists what keeps agents from starting: a start that really failed, with its
+// log, and a command this machine has not approved — not a stop by Ctrl-C or shutdown.
+func TestNeedsYouStarts(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w2", ParentID: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(st.Dir(), "project.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = []byte(strings.Replace(string(b), `"agent_commands": null`, `"agent_commands": {"claude": {"description": "", "command": ["claude"]}}`, 1))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	end := func(agent, outcome string, code int) *filestore.Spawn {
+		sp, _, err := st.CreateSpawn(filestore.NewSpawn{AgentID: agent, Purpose: filestore.PurposeTask, TaskID: task, AIType: "claude"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.EndSpawn(sp.ID, code, outcome); err != nil {
+			t.Fatal(err)
+		}
+		return sp
+	}
+	failed := end("w1", "failed", 127)
+	end("w2", filestore.OutcomeShutdown, -1) // Ctrl-C
+	code, body := do(t, ts, "GET", "/api/state", "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %s", code, body)
+	}
+	var got state
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	var starts, unapproved []attention
+	for _, a := range got.Attention {
+		switch a.Kind {
+		case "failing_start":
+			starts = append(starts, a)
+		case "unapproved_command":
+			unapproved = append(unapproved, a)
+		}
+	}
+	if len(starts) != 1 || starts[0].AgentID != "w1" || !strings.Contains(starts[0].Text, "(exit code 127); log .ai-pm/runtime/spawns/"+failed.ID+".log") {
+		t.Errorf("failing starts %+v, want w1's only, with its log", starts)
+	}
+	if len(unapproved) != 1 || !strings.Contains(unapproved[0].Text, "settings.agent_commands.claude (used by w1, w2) is not approved") {
+		t.Errorf("unapproved %+v, want claude's", unapproved)
+	}
+	// the task's details show the failed start it has instead of a bare "no runs"
+	code, body = do(t, ts, "GET", "/api/tasks/"+task, "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/tasks: %d %s", code, body)
+	}
+	var d struct {
+		FailedStarts []filestore.Spawn `json:"failed_starts"`
+	}
+	if err := json.Unmarshal([]byte(body), &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.FailedStarts) != 1 || d.FailedStarts[0].ID != failed.ID {
+		t.Errorf("failed starts %+v, want w1's", d.FailedStarts)
+	}
+}

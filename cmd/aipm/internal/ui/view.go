@@ -110,7 +110,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, invalid
+	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid
 	TaskID  string    `json:"task_id,omitempty"`
 	AgentID string    `json:"agent_id,omitempty"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -259,8 +259,16 @@ func (s *Server) readMeta() (*meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	spawns, err := fs.Spawns()
+	if err != nil {
+		return nil, err
+	}
+	un, err := fs.UnapprovedCommands(s.o.Aipm)
+	if err != nil {
+		return nil, err
+	}
 	s.board.mu.Lock()
-	all := needsYou(s.board.rows, unread, runs)
+	all := needsYou(s.board.rows, unread, runs, spawns, un, p.UpdatedAt)
 	s.board.mu.Unlock()
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
@@ -275,7 +283,9 @@ func (s *Server) readMeta() (*meta, error) {
 }
 
 // needsYou is the "Needs you" list, newest first: each source below adds its items.
-func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution) []attention {
+// projectAt dates the items about the project's settings (unapproved commands).
+func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution,
+	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, projectAt time.Time) []attention {
 	out := []attention{}
 	// Tasks: a broken file, a request waiting for approval, a block.
 	for _, t := range rows {
@@ -289,8 +299,9 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 				text += " (requested by " + t.requesterID + ")"
 			}
 			out = append(out, attention{Kind: "approval", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
-		case t.Status == filestore.StatusBlocked && t.cascadeFrom == "":
-			// A task blocked only because an ancestor is counts once, at the ancestor.
+		case t.Status == filestore.StatusBlocked && t.cascadeFrom == "" && !underBlock(rows, t):
+			// A task blocked under a blocked ancestor (by its cascade, or by its worker
+			// stopping because of it) counts once, at the topmost one.
 			text := "blocked: " + t.Title
 			if t.BlockedReason != "" {
 				text += " — " + t.BlockedReason
@@ -303,10 +314,15 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 		out = append(out, attention{Kind: "message", AgentID: msg.SenderID, TaskID: msg.RelatedTaskID,
 			Text: msg.SenderID + ": " + clip(msg.Content, 140), At: msg.CreatedAt})
 	}
-	// Failed runs of open tasks: once the task is done or cancelled, someone has dealt with it.
+	// The latest run of each open task when it failed: once the task is done or cancelled,
+	// or a later run followed, someone has dealt with it. A run cut short by aipm run
+	// shutting down (Ctrl-C) is no failure.
+	latest := map[string]bool{} // tasks whose latest run was seen (runs come newest first)
 	for _, ex := range runs {
 		t, ok := rows[ex.TaskID]
-		if ex.Status != filestore.ExecFailed || !ok || filestore.Finished(t.Status) {
+		seen := latest[ex.TaskID]
+		latest[ex.TaskID] = true
+		if seen || ex.Status != filestore.ExecFailed || ex.Interrupted || !ok || filestore.Finished(t.Status) {
 			continue
 		}
 		text := "run failed: " + ex.AgentID + " on " + t.Title
@@ -314,6 +330,36 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 			text += " (exit code " + strconv.Itoa(*ex.ExitCode) + ")"
 		}
 		out = append(out, attention{Kind: "failed_run", TaskID: ex.TaskID, AgentID: ex.AgentID, RunID: ex.ID, Text: text, At: ex.UpdatedAt})
+	}
+	// What keeps agents from starting: the latest start of an agent and purpose that really
+	// failed (with its log; not a stop by Ctrl-C or shutdown), and the agent commands this
+	// machine has not approved.
+	last := map[string]*filestore.Spawn{}
+	var keys []string
+	for _, sp := range spawns { // oldest first
+		k := sp.AgentID + "/" + sp.Purpose
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = sp
+	}
+	for _, k := range keys {
+		sp := last[k]
+		if !sp.Failed() {
+			continue
+		}
+		text := "cannot start " + k + ": " + sp.Outcome
+		if sp.ExitCode != nil {
+			text += " (exit code " + strconv.Itoa(*sp.ExitCode) + ")"
+		}
+		text += "; log " + sp.LogPath
+		out = append(out, attention{Kind: "failing_start", AgentID: sp.AgentID, TaskID: sp.TaskID, Text: text, At: *sp.EndedAt})
+	}
+	for _, u := range unapproved {
+		out = append(out, attention{Kind: "unapproved_command", AgentID: u.Agents[0],
+			Text: "settings.agent_commands." + u.Name + " (used by " + strings.Join(u.Agents, ", ") +
+				") is not approved on this machine: aipm run starts nothing with it; review and approve it with `aipm trust`",
+			At: projectAt})
 	}
 	slices.SortStableFunc(out, func(a, b attention) int {
 		if c := b.At.Compare(a.At); c != 0 {
@@ -330,6 +376,10 @@ type taskDetails struct {
 	*filestore.Task
 	History []filestore.Event      `json:"history"`
 	Runs    []*filestore.Execution `json:"runs"`
+	// FailedStarts are the latest failed starts of agents for it and its sub-tasks, one
+	// per agent and purpose: a start that never ran has no run record, but a person must
+	// see it (with its log).
+	FailedStarts []*filestore.Spawn `json:"failed_starts"`
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -339,7 +389,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		storeError(w, err)
 		return
 	}
-	d := taskDetails{Task: t, History: []filestore.Event{}, Runs: []*filestore.Execution{}}
+	d := taskDetails{Task: t, History: []filestore.Event{}, Runs: []*filestore.Execution{}, FailedStarts: []*filestore.Spawn{}}
 	hist, err := fs.Events(t.ID)
 	if err != nil {
 		storeError(w, err)
@@ -363,6 +413,28 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	for i := len(all) - 1; i >= 0; i-- { // Executions is newest first; the pane lists oldest first
 		if in[all[i].TaskID] {
 			d.Runs = append(d.Runs, all[i])
+		}
+	}
+	spawns, err := fs.Spawns()
+	if err != nil {
+		storeError(w, err)
+		return
+	}
+	last := map[string]*filestore.Spawn{}
+	var keys []string
+	for _, sp := range spawns { // oldest first: the last one per agent and purpose wins
+		if !in[sp.TaskID] {
+			continue
+		}
+		k := sp.AgentID + "/" + sp.Purpose
+		if _, ok := last[k]; !ok {
+			keys = append(keys, k)
+		}
+		last[k] = sp
+	}
+	for _, k := range keys {
+		if last[k].Failed() {
+			d.FailedStarts = append(d.FailedStarts, last[k])
 		}
 	}
 	writeJSON(w, d)
@@ -418,4 +490,16 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// underBlock reports whether a task has a blocked ancestor.
+func underBlock(rows map[string]taskRow, t taskRow) bool {
+	seen := map[string]bool{t.ID: true}
+	for p, ok := rows[t.ParentID]; ok && !seen[p.ID]; p, ok = rows[p.ParentID] {
+		seen[p.ID] = true
+		if p.Status == filestore.StatusBlocked {
+			return true
+		}
+	}
+	return false
 }
