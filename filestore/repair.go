@@ -85,7 +85,7 @@ func (st *ruleState) missedCascade(t *Task, blockedAt time.Time) bool {
 	if err != nil {
 		return false
 	}
-	cascaded, from := false, ""
+	cascaded, left, from := false, false, ""
 	for _, e := range evs {
 		if e.Change != "status" {
 			continue
@@ -93,11 +93,17 @@ func (st *ruleState) missedCascade(t *Task, blockedAt time.Time) bool {
 		if e.To == StatusBlocked && e.At.Equal(blockedAt) {
 			cascaded = true
 		}
+		// A writer that took the task out of the cascade's block (blocked → todo, say)
+		// saw the block: starting it later under the blocked ancestor is something one
+		// clone allows, not what a merge made.
+		if e.From == StatusBlocked && !e.At.Before(blockedAt) {
+			left = true
+		}
 		if e.To == t.Status && e.At.Equal(*t.StatusChangedAt) {
 			from = e.From
 		}
 	}
-	return cascaded && from != StatusBlocked
+	return cascaded && !left && from != StatusBlocked
 }
 
 // breaches lists the states of st that break a rule, in a stable order: by rule, then by

@@ -287,3 +287,33 @@ func TestBreachesWithoutSafeRepair(t *testing.T) {
 		}
 	}
 }
+
+// TestNoBreachWhenOneWriterLiftedTheCascade: a task the cascade blocked, moved out of that
+// block by hand (blocked → todo) and started while its parent stays blocked, is something
+// one store allows (its writers saw the block), so neither doctor nor a repair calls it a
+// merge's breach.
+func TestNoBreachWhenOneWriterLiftedTheCascade(t *testing.T) {
+	s := newTestStore(t)
+	parent := mustTask(t, s, NewTask{Title: "parent", AssigneeID: "mgr", Status: StatusTodo})
+	child := mustTask(t, s, NewTask{Title: "child", ParentID: parent.ID, AssigneeID: "w1", Status: StatusTodo})
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusBlocked, "waiting"); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _ := s.Task(child.ID); tk.Status != StatusBlocked {
+		t.Fatalf("the cascade left the child %s", tk.Status)
+	}
+	for _, to := range []string{StatusTodo, StatusInProgress} {
+		if _, err := s.SetTaskStatus(human, child.ID, to, ""); err != nil {
+			t.Skipf("the store refuses %s under a blocked parent (%v): nothing to check", to, err)
+		}
+	}
+	if got := problemsOf(t, s); len(got) != 0 {
+		t.Errorf("doctor names a state one store allows:\n%s", strings.Join(got, "\n"))
+	}
+	if got := repairAll(t, s); len(got[RuleBlockedParent]) != 0 {
+		t.Errorf("breaches %+v", got)
+	}
+}
