@@ -290,6 +290,22 @@ func (a *app) openAs(as string) (*filestore.Store, filestore.Actor, error) {
 	return s, actor, err
 }
 
+// openOneAs is how a command that changes one task or agent begins: its one argument
+// parsed (usage as for parse), the store opened as the acting human, and the argument
+// resolved to a whole id by resolve (taskID or agentID).
+func (a *app) openOneAs(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, filestore.Actor, string, error) {
+	pos, err := fs.parse(args, 1, 1, usage)
+	if err != nil {
+		return nil, filestore.Actor{}, "", err
+	}
+	s, actor, err := a.openAs(fs.as)
+	if err != nil {
+		return nil, filestore.Actor{}, "", err
+	}
+	id, err := resolve(s, pos[0])
+	return s, actor, id, err
+}
+
 // actor resolves the acting human: --as, else AIPM_USER, else the project owner. It must be
 // a human agent of the project, so every CLI change is attributed to a real person.
 func (a *app) actor(s *filestore.Store, as string) (filestore.Actor, error) {
