@@ -290,19 +290,30 @@ func (a *app) openAs(as string) (*filestore.Store, filestore.Actor, error) {
 	return s, actor, err
 }
 
-// openOneAs is how a command that changes one task or agent begins: its one argument
-// parsed (usage as for parse), the store opened as the acting human, and the argument
-// resolved to a whole id by resolve (taskID or agentID).
-func (a *app) openOneAs(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, filestore.Actor, string, error) {
+// openOne is how a command about one task or agent begins: its one argument parsed (usage
+// as for parse), the store opened, and the argument resolved to a whole id by resolve
+// (taskID or agentID).
+func (a *app) openOne(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, string, error) {
 	pos, err := fs.parse(args, 1, 1, usage)
 	if err != nil {
-		return nil, filestore.Actor{}, "", err
+		return nil, "", err
 	}
-	s, actor, err := a.openAs(fs.as)
+	s, err := a.open()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := resolve(s, pos[0])
+	return s, id, err
+}
+
+// openOneAs is openOne for a command that changes the task or agent: it also resolves the
+// acting human.
+func (a *app) openOneAs(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, filestore.Actor, string, error) {
+	s, id, err := a.openOne(fs, args, usage, resolve)
 	if err != nil {
 		return nil, filestore.Actor{}, "", err
 	}
-	id, err := resolve(s, pos[0])
+	actor, err := a.actor(s, fs.as)
 	return s, actor, id, err
 }
 
