@@ -20,7 +20,8 @@ import (
 // lists a short list instead of every tool the session may call (visibleTools):
 //
 //   - the core of its purpose (coreTools): the tools of the flow get_next_action leads,
-//     those of them its hierarchy may call, and authenticate until the session is open;
+//     those of them its hierarchy may call, and authenticate until a session is open (the
+//     ticket opens one: after it has, even once it ended, authenticate is no use);
 //   - every tool the latest answer names: an answer that says "call split_task" or
 //     spells out {"tool":"assign_task",...} lists that tool for the next request;
 //   - every tool help described to the session (help with tool_name), for as long as
@@ -84,10 +85,13 @@ func (s *Server) namedTools(text string) map[string]bool {
 }
 
 // shortListed reports whether tool name is in the short list of a spawned process now, for
-// a session of purpose. authenticated says whether the connection has an open session.
+// a session of purpose. authenticated says whether the connection has opened a session.
 // s.mu is held.
 func (s *Server) shortListed(name, purpose string, authenticated bool) bool {
-	if slices.Contains(coreTools[purpose], name) || name == "authenticate" && !authenticated {
+	if name == "authenticate" {
+		return !authenticated // whatever an answer says of it
+	}
+	if slices.Contains(coreTools[purpose], name) {
 		return true
 	}
 	return s.list.named[name] || s.list.asked[name]

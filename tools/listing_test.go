@@ -168,6 +168,14 @@ func TestShortListFollowsTheFlow(t *testing.T) {
 	if ans := lc.call("get_my_tasks", nil); strings.Contains(ans, `"error"`) {
 		t.Errorf("get_my_tasks, unlisted, failed: %s", ans)
 	}
+	// the ticket opened the process's one session: once it has ended, authenticate is no
+	// use and is not listed again
+	if ans := lc.call("report_completed", map[string]any{"result": "success", "summary": "done"}); strings.Contains(ans, `"error"`) {
+		t.Fatalf("report_completed: %s", ans)
+	}
+	if got := lc.names(); slices.Contains(got, "authenticate") {
+		t.Errorf("after the session ended the list is %v: authenticate again", got)
+	}
 }
 
 // A chat session lists the core and what its answers name; never the task tools.

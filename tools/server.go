@@ -196,7 +196,9 @@ func (s *Server) Close(reason string) {
 // described.
 func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	se, agent := s.currentSession()
-	authenticated := se != nil
+	s.mu.Lock()
+	authenticated := len(s.ownedAs) > 0 // a spawn ticket opens one session: no authenticate after it
+	s.mu.Unlock()
 	if se == nil {
 		se, agent = s.ticketView()
 	}
