@@ -455,9 +455,15 @@ func (s *situation) workerFlow() decision {
 	}
 	if len(running) > 0 {
 		t := running[0]
-		return s.keep(&nextAction{Action: "execute_subtask", State: "executing_subtask", Task: brief(m), CurrentSubtask: brief(t), Progress: prog,
+		n := &nextAction{Action: "execute_subtask", State: "executing_subtask", Task: brief(m), CurrentSubtask: brief(t), Progress: prog,
 			Instruction: s.text("next.worker.execute_subtask", t.ID, t.Title, t.ID, t.ID),
-			Call:        &nextCall{Tool: "update_task_status", Arguments: map[string]any{"task_id": t.ID, "status": filestore.StatusDone}}})
+			Call:        &nextCall{Tool: "update_task_status", Arguments: map[string]any{"task_id": t.ID, "status": filestore.StatusDone}}}
+		if len(running) == 1 && len(mine) > 0 {
+			// Another of its own sub-tasks waits: finishing this one can start it.
+			n.Instruction = s.text("next.worker.execute_subtask.start_next", t.ID, t.Title, t.ID, t.ID)
+			n.Call.Arguments["start_next"] = true
+		}
+		return s.keep(n)
 	}
 	for _, t := range mine {
 		if s.startable(t) {

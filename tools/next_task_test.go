@@ -178,9 +178,22 @@ func TestWorkerNextAction(t *testing.T) {
 			}},
 		{name: "backlog sub-task goes through todo", agent: "w1", phase: fetched, tasks: []*filestore.Task{main(), tk("tsk_a", bl, "w1", "tsk_m", "w1")},
 			action: "start_subtask", contains: []string{`status="todo"), then update_task_status(task_id="tsk_a", status="in_progress")`}},
-		{name: "running sub-task is executed", agent: "w1", phase: fetched,
+		{name: "running sub-task is executed; its finish starts the next", agent: "w1", phase: fetched,
 			tasks:  []*filestore.Task{main(), tk("tsk_a", ip, "w1", "tsk_m", "w1"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
-			action: "execute_subtask", contains: []string{`update_task_status(task_id="tsk_a", status="done")`}},
+			action: "execute_subtask", contains: []string{`update_task_status(task_id="tsk_a", status="done", start_next=true)`},
+			check: func(t *testing.T, d decision) {
+				if c := d.next.Call; c == nil || c.Arguments["task_id"] != "tsk_a" || c.Arguments["start_next"] != true {
+					t.Errorf("call = %+v", c)
+				}
+			}},
+		{name: "the last sub-task's finish starts nothing", agent: "w1", phase: fetched,
+			tasks:  []*filestore.Task{main(), tk("tsk_a", dn, "w1", "tsk_m", "w1"), tk("tsk_b", ip, "w1", "tsk_m", "w1", "tsk_a")},
+			action: "execute_subtask", contains: []string{`update_task_status(task_id="tsk_b", status="done")`},
+			check: func(t *testing.T, d decision) {
+				if c := d.next.Call; c == nil || c.Arguments["start_next"] != nil {
+					t.Errorf("call = %+v", c)
+				}
+			}},
 		{name: "next after the dependency is done", agent: "w1", phase: fetched,
 			tasks:  []*filestore.Task{main(), tk("tsk_a", dn, "w1", "tsk_m", "w1"), tk("tsk_b", td, "w1", "tsk_m", "w1", "tsk_a")},
 			action: "start_subtask", contains: []string{`task_id="tsk_b"`}},

@@ -13,6 +13,8 @@ type updateStatusResult struct {
 	PreviousStatus string   `json:"previous_status"`
 	NewStatus      string   `json:"new_status"`
 	Cascaded       []string `json:"cascaded,omitempty"`
+	// Started is the sub-task start_next started after this change ("" if none).
+	Started string `json:"started_task_id,omitempty"`
 	// Next is what get_next_action answers now, for a task of the session's own tree.
 	Next        *nextAction `json:"next_action,omitempty"`
 	Instruction string      `json:"instruction"`
@@ -27,6 +29,7 @@ func updateTaskStatusTool() *tool {
 			mcp.WithString("status", mcp.Required(), mcp.Enum(filestore.Statuses...), mcp.Description("The new status")),
 			mcp.WithString("reason", mcp.Description("Why; recorded (and kept as blocked_reason when blocking)")),
 			mcp.WithString("blocked_reason", mcp.Description("Why the task is blocked (with status blocked; the same as reason)")),
+			mcp.WithBoolean("start_next", mcp.Description("With status done: also start your next ready sub-task, the one get_next_action would have you start (one call instead of two)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -56,6 +59,13 @@ func updateTaskStatusTool() *tool {
 				}
 				reason = blocked
 			}
+			startNext, err := c.optBool("start_next", false)
+			if err != nil {
+				return nil, err
+			}
+			if startNext && status != filestore.StatusDone {
+				return nil, badArg("start_next", "applies only with status done, not %s", status)
+			}
 			if err := c.requireInSessionTree(id); err != nil {
 				return nil, err
 			}
@@ -78,7 +88,19 @@ func updateTaskStatusTool() *tool {
 					out.Instruction = c.text("update_task_status.all_finished")
 				}
 			}
-			if out.Next = c.followUp(); out.Next != nil {
+			out.Next = c.followUp()
+			if next := out.Next; startNext && next != nil && next.Action == "start_subtask" && next.Call != nil &&
+				next.Call.Arguments["status"] == filestore.StatusInProgress {
+				// The start the answer asks for, made now: the same change as the call it
+				// spells out, under the same rules.
+				nextID, _ := next.Call.Arguments["task_id"].(string)
+				if _, err := st.SetTaskStatus(c.actor(), nextID, filestore.StatusInProgress, ""); err != nil {
+					return nil, err
+				}
+				out.Started = nextID
+				out.Next = c.followUp()
+			}
+			if out.Next != nil {
 				out.Instruction = c.text("next.follow")
 			}
 			return out, nil

@@ -92,6 +92,9 @@ var texts = map[string]text{
 	"next.worker.execute_subtask": {
 		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"): its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
 		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出してください。その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+	"next.worker.execute_subtask.start_next": {
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\", start_next=true): that also starts your next sub-task once it is ready, and its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\", start_next=true) を呼び出してください。準備のできた次のサブタスクも開始され、その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
 	"next.worker.start_subtask": {
 		"Start sub-task %s (%q): call %s. Its result says how to go on.",
 		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出してください。その結果が続け方を示します。"},

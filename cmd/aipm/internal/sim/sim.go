@@ -592,12 +592,15 @@ func (s *simAgent) taskAction(n *simNext) error {
 		if s.next != nil && s.next.Action == "execute_subtask" {
 			return nil // the result says to do it now: the next round does
 		}
-		return s.runSubtask(n.NextSubtask)
+		return s.runSubtask(n.NextSubtask, false)
 	case "execute_subtask":
 		if n.CurrentSubtask == nil {
 			return errors.New("execute_subtask without current_subtask")
 		}
-		return s.runSubtask(n.CurrentSubtask)
+		// The finish the answer spells out, with its start of the next sub-task if it
+		// offers one.
+		startNext := n.Call != nil && n.Call.Tool == "update_task_status" && n.Call.Arguments["start_next"] == true
+		return s.runSubtask(n.CurrentSubtask, startNext)
 	case "work":
 		if n.Task == nil {
 			return errors.New("work without a task")
@@ -727,7 +730,7 @@ func (s *simAgent) start(id, status string) error {
 	return err
 }
 
-func (s *simAgent) runSubtask(t *simTask) error {
+func (s *simAgent) runSubtask(t *simTask, startNext bool) error {
 	summary, err := s.perform(t.Description)
 	var se *simStepError
 	if errors.As(err, &se) {
@@ -737,7 +740,21 @@ func (s *simAgent) runSubtask(t *simTask) error {
 	if err != nil {
 		return err
 	}
-	return s.setStatus(t.ID, filestore.StatusDone, summary)
+	if !startNext {
+		return s.setStatus(t.ID, filestore.StatusDone, summary)
+	}
+	var r struct {
+		Started string `json:"started_task_id"`
+	}
+	if err := s.call("update_task_status", map[string]any{"task_id": t.ID, "status": filestore.StatusDone,
+		"reason": simClip(summary, simMaxReply), "start_next": true}, &r); err != nil {
+		return err
+	}
+	s.logf("%s → %s", t.ID, filestore.StatusDone)
+	if r.Started != "" {
+		s.logf("%s → %s", r.Started, filestore.StatusInProgress)
+	}
+	return nil
 }
 
 // decompose splits a worker's task into one sub-task per step, in a chain, when it has
