@@ -204,12 +204,20 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 	src := filepath.Join(cache, fmt.Sprintf("%s-%d-%d-%d-%d-%d", sz.Name, sz.Background, sz.BigSubtasks, sz.Messages, sz.Conversations, sz.Events))
 	metaPath := src + ".json"
 	var m scaleMeta
-	if data, err := os.ReadFile(metaPath); err != nil || json.Unmarshal(data, &m) != nil {
+	// Passkeys and approvals live on the machine, under a directory named after the store's
+	// path, and each test run has a configuration directory of its own: the cache keeps the
+	// generated store's machine files beside it (DIR/<store>.machine) for each copy.
+	_, noMachine := os.Stat(src + ".machine")
+	if data, err := os.ReadFile(metaPath); err != nil || json.Unmarshal(data, &m) != nil || noMachine != nil {
 		os.RemoveAll(src)
 		if err := os.MkdirAll(src, 0o755); err != nil {
 			b.Fatal(err)
 		}
 		st := buildScaleStore(b, exe, src, sz)
+		os.RemoveAll(src + ".machine")
+		if err := copyMachineFiles(src, src+".machine", true); err != nil {
+			b.Fatal(err)
+		}
 		m = scaleMeta{Tasks: st.tasks, Messages: st.messages, Conversations: st.conversations, Events: st.events,
 			W1Task: st.w1Task, M1Task: st.m1Task, BigTask: st.bigTask, CPUTasks: st.cpuTasks, GenTime: st.genTime}
 		data, _ := json.Marshal(m)
@@ -222,9 +230,47 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		b.Fatalf("copy the cached store: %v\n%s", err, out)
 	}
+	if err := copyMachineFiles(dst, src+".machine", false); err != nil {
+		b.Fatal(err)
+	}
 	scaleProgress("%s store: copied from %s in %v", sz.Name, src, time.Since(t0).Round(time.Millisecond))
 	return &scaleStore{dir: dst, size: sz, tasks: m.Tasks, messages: m.Messages, conversations: m.Conversations, events: m.Events,
 		w1Task: m.W1Task, m1Task: m.M1Task, bigTask: m.BigTask, cpuTasks: m.CPUTasks, genTime: m.GenTime}
+}
+
+// copyMachineFiles copies the files of the machine directory of the store at
+// dir, all but "repo" (the file naming the store's path), to other (save), or
+// the files in other into it.
+func copyMachineFiles(dir, other string, save bool) error {
+	st, err := filestore.Open(dir, filestore.Options{})
+	if err != nil {
+		return err
+	}
+	mdir, err := st.MachineDir()
+	if err != nil {
+		return err
+	}
+	from, to := other, mdir
+	if save {
+		from, to = mdir, other
+	}
+	if err := os.MkdirAll(to, 0o700); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() == "repo" {
+			continue
+		}
+		os.RemoveAll(filepath.Join(to, e.Name()))
+		if out, err := exec.Command("cp", "-a", filepath.Join(from, e.Name()), to).CombinedOutput(); err != nil {
+			return fmt.Errorf("copy %s: %v\n%s", e.Name(), err, out)
+		}
+	}
+	return nil
 }
 
 // scaleGen accumulates the generated entities, then writes them.
