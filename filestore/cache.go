@@ -562,6 +562,9 @@ func (s *Store) markJournalLine(line string, watched bool) {
 	s.markPath(rel)
 	before, after, ok := parseTimes(times)
 	dir, _, _ := strings.Cut(rel, "/")
+	if dir == "tasks" {
+		s.seq.journaled(rel, before, after, ok)
+	}
 	for _, c := range s.caches() {
 		if c.dirName() == dir {
 			c.follow(before, after, ok, watched)
@@ -623,6 +626,7 @@ func (s *Store) markPath(rel string) {
 }
 
 func (s *Store) markAll() {
+	s.seq.forget()
 	for _, c := range s.caches() {
 		c.markAll()
 	}
