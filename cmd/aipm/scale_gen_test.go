@@ -204,18 +204,15 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 	src := filepath.Join(cache, fmt.Sprintf("%s-%d-%d-%d-%d-%d", sz.Name, sz.Background, sz.BigSubtasks, sz.Messages, sz.Conversations, sz.Events))
 	metaPath := src + ".json"
 	var m scaleMeta
-	// Passkeys and approvals live on the machine, under a directory named after the store's
-	// path, and each test run has a configuration directory of its own: the cache keeps the
-	// generated store's machine files beside it (DIR/<store>.machine) for each copy.
-	_, noMachine := os.Stat(src + ".machine")
-	if data, err := os.ReadFile(metaPath); err != nil || json.Unmarshal(data, &m) != nil || noMachine != nil {
+	if data, err := os.ReadFile(metaPath); err != nil || json.Unmarshal(data, &m) != nil {
 		os.RemoveAll(src)
 		if err := os.MkdirAll(src, 0o755); err != nil {
 			b.Fatal(err)
 		}
 		st := buildScaleStore(b, exe, src, sz)
-		os.RemoveAll(src + ".machine")
-		if err := copyMachineFiles(src, src+".machine", true); err != nil {
+		// What this machine trusts for the store (its passkeys' credentials, its key) lives
+		// outside it, under a directory named after its path: kept beside it.
+		if err := copyDir(scaleMachineDir(b, src), src+".machine"); err != nil {
 			b.Fatal(err)
 		}
 		m = scaleMeta{Tasks: st.tasks, Messages: st.messages, Conversations: st.conversations, Events: st.events,
@@ -230,44 +227,43 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		b.Fatalf("copy the cached store: %v\n%s", err, out)
 	}
-	if err := copyMachineFiles(dst, src+".machine", false); err != nil {
-		b.Fatal(err)
+	if err := copyDir(src+".machine", scaleMachineDir(b, dst)); err != nil {
+		b.Fatalf("copy what the machine trusts for the cached store (generate it again: remove %s): %v", metaPath, err)
 	}
 	scaleProgress("%s store: copied from %s in %v", sz.Name, src, time.Since(t0).Round(time.Millisecond))
 	return &scaleStore{dir: dst, size: sz, tasks: m.Tasks, messages: m.Messages, conversations: m.Conversations, events: m.Events,
 		w1Task: m.W1Task, m1Task: m.M1Task, bigTask: m.BigTask, cpuTasks: m.CPUTasks, genTime: m.GenTime}
 }
 
-// copyMachineFiles copies the files of the machine directory of the store at
-// dir, all but "repo" (the file naming the store's path), to other (save), or
-// the files in other into it.
-func copyMachineFiles(dir, other string, save bool) error {
+// scaleMachineDir is the directory of what this machine trusts for the store in dir.
+func scaleMachineDir(b *testing.B, dir string) string {
 	st, err := filestore.Open(dir, filestore.Options{})
 	if err != nil {
-		return err
+		b.Fatal(err)
 	}
-	mdir, err := st.MachineDir()
+	m, err := st.MachineDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// copyDir copies the files of src into dst (made if needed), but for the file that
+// names the repository's path.
+func copyDir(src, dst string) error {
+	ents, err := os.ReadDir(src)
 	if err != nil {
 		return err
 	}
-	from, to := other, mdir
-	if save {
-		from, to = mdir, other
-	}
-	if err := os.MkdirAll(to, 0o700); err != nil {
+	if err := os.MkdirAll(dst, 0o700); err != nil {
 		return err
 	}
-	entries, err := os.ReadDir(from)
-	if err != nil {
-		return err
-	}
-	for _, e := range entries {
+	for _, e := range ents {
 		if e.Name() == "repo" {
 			continue
 		}
-		os.RemoveAll(filepath.Join(to, e.Name()))
-		if out, err := exec.Command("cp", "-a", filepath.Join(from, e.Name()), to).CombinedOutput(); err != nil {
-			return fmt.Errorf("copy %s: %v\n%s", e.Name(), err, out)
+		if out, err := exec.Command("cp", "-a", filepath.Join(src, e.Name()), dst).CombinedOutput(); err != nil {
+			return fmt.Errorf("cp: %v %s", err, out)
 		}
 	}
 	return nil
