@@ -15,9 +15,9 @@ import (
 
 // writeFileAtomic replaces path with data so that a reader sees either the old or the new
 // content, never a mix, and a crash leaves one of the two: temp file (in runtime/tmp, see
-// below), fsync, rename, then fsync of the file's directory so the rename itself is durable. Under .ai-pm
-// every step goes through the store's os.Root, so no rename of a directory meanwhile can
-// carry the write outside the store.
+// below), fsync, rename, then fsync of the file's directory so the rename itself is
+// durable. Under .ai-pm every step goes through the store's os.Root, so no rename of a
+// directory meanwhile can carry the write outside the store.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	root, rel, inStore, err := openStoreRoot(path, true)
 	if err != nil {
