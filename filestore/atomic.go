@@ -9,14 +9,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
 // writeFileAtomic replaces path with data so that a reader sees either the old or the new
-// content, never a mix, and a crash leaves one of the two: temp file in the same directory,
-// fsync, rename, then fsync of the directory so the rename itself is durable. Under .ai-pm
-// every step goes through the store's os.Root, so no rename of a directory meanwhile can
-// carry the write outside the store.
+// content, never a mix, and a crash leaves one of the two: temp file (in runtime/tmp, see
+// below), fsync, rename, then fsync of the file's directory so the rename itself is
+// durable. Under .ai-pm every step goes through the store's os.Root, so no rename of a
+// directory meanwhile can carry the write outside the store.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	root, rel, inStore, err := openStoreRoot(path, true)
 	if err != nil {
@@ -35,10 +36,31 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
 		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
+	// The temp file is made in runtime/tmp, which no watcher watches (UnwatchedDirs): its
+	// creation, writes and rename would otherwise reach every watching process, while
+	// only the rename into place is news. A store whose directories are on other
+	// filesystems (a rename cannot cross them) gets it beside the file, as before.
+	tmpDir := TempDir
+	if err := checkDirsIn(root, base, tmpDir, true); err != nil || dirRel == tmpDir {
+		tmpDir = dirRel
+	}
+	err = writeAtomicVia(root, tmpDir, dirRel, rel, data, perm)
+	if errors.Is(err, syscall.EXDEV) && tmpDir != dirRel {
+		err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm)
+	}
+	return err
+}
+
+// TempDir is where writeFileAtomic makes its temp files, relative to .ai-pm.
+const TempDir = "runtime/tmp"
+
+// writeAtomicVia is writeFileAtomic with its temp file in tmpDir: write, fsync, rename to
+// rel, fsync rel's directory dirRel.
+func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode) (err error) {
 	var f *os.File
 	var tmp string
 	for range 10 {
-		tmp = filepath.Join(dirRel, "."+filepath.Base(rel)+"."+newSecret("")[:12]+".tmp")
+		tmp = filepath.Join(tmpDir, "."+filepath.Base(rel)+"."+newSecret("")[:12]+".tmp")
 		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			break

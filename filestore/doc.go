@@ -44,6 +44,7 @@
 //	    delivery.json                 the message being sent, {"to","message"}, between its two
 //	                                  mailbox lines; empty when no send is under way
 //	    locks/store.lock              the store lock file
+//	    tmp/                          the temp files of atomic writes, renamed into place
 //
 // What this machine trusts is not in the repository at all (machine_trust.go): in
 // <user config dir>/aipm/repos/<name>-<hash of the store path>/, commands.json holds the
@@ -251,9 +252,12 @@
 // A read-modify-write holds the store lock: a sync.Mutex for goroutines of one process and
 // an exclusive flock(2) on runtime/locks/store.lock for other processes. The lock file is
 // never replaced; data files are, by rename, so locking them would lock a dead inode.
-// Entity writes are atomic: temp file in the same directory, fsync, rename, fsync of the
-// directory. Readers take no lock: they see the old file or the new one, never a mix. Temp
-// files older than a minute, left by killed writers, are removed when a store is opened.
+// Entity writes are atomic: temp file in runtime/tmp (beside the file when the two are on
+// different filesystems), fsync, rename, fsync of the file's directory. Readers take no
+// lock: they see the old file or the new one, never a mix. Watchers leave runtime/tmp,
+// runtime/usage, runtime/index and runtime/locks out (UnwatchedDirs): only the rename into
+// place is news. Temp files older than a minute, left by killed writers, are removed when
+// a store is opened.
 //
 // # Caches
 //

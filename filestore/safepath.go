@@ -177,60 +177,66 @@ func relToRepo(p string) string {
 // path under .ai-pm is opened through the store's os.Root, so it cannot resolve outside
 // the store whatever is renamed meanwhile.
 func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, error) {
+	f, _, err := openSafeInfo(path, flag, perm, limit)
+	return f, err
+}
+
+// openSafeInfo is openSafe that also returns what the open file's stat said.
+func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
 	var f *os.File
 	root, rel, inStore, err := openStoreRoot(path, flag&os.O_CREATE != 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if inStore {
 		defer root.Close()
 		cp := filepath.Clean(path)
 		if err := checkDirsIn(root, cp[:storeBase(cp)], filepath.Dir(rel), flag&os.O_CREATE != 0); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f, err = root.OpenFile(rel, flag|openNoFollow, perm)
 		if err != nil {
 			if fi, lerr := root.Lstat(rel); lerr == nil && !fi.Mode().IsRegular() {
-				return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 			}
-			return nil, err
+			return nil, nil, err
 		}
 	} else {
 		if flag&os.O_CREATE != 0 {
 			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		f, err = os.OpenFile(path, flag|openNoFollow, perm)
 		if err != nil {
 			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-				return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 			}
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
 	// A file aipm appends to or rewrites in place must be its own: a hard link would carry
 	// the write to a file elsewhere (a link to a file outside the store).
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && inStore {
 		if n, ok := linkCount(fi); ok && n > 1 {
 			f.Close()
-			return nil, &UnsafePathError{Path: relToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
+			return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
 		}
 	}
 	if limit > 0 && fi.Size() > limit {
 		f.Close()
-		return nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size(), Limit: limit}
+		return nil, nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size(), Limit: limit}
 	}
-	return f, nil
+	return f, fi, nil
 }
 
 // openRead opens a store file for reading (see openSafe).
@@ -240,12 +246,28 @@ func openRead(path string, limit int64) (*os.File, error) {
 
 // readFileSafe is os.ReadFile through openSafe.
 func readFileSafe(path string, limit int64) ([]byte, error) {
-	f, err := openRead(path, limit)
+	f, fi, err := openSafeInfo(path, os.O_RDONLY, 0, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return io.ReadAll(io.LimitReader(f, limit+1))
+	// Room for the size the file had when opened and a byte more to meet its end (as
+	// os.ReadFile): one allocation and two reads for a file nobody is changing.
+	r := io.LimitReader(f, limit+1)
+	data := make([]byte, 0, min(fi.Size(), limit)+1)
+	for {
+		n, err := r.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(data) == cap(data) {
+			data = append(data, 0)[:len(data)] // it grew meanwhile
+		}
+	}
 }
 
 // ensureDir is os.MkdirAll for directories under .ai-pm, refusing links on the way.

@@ -34,6 +34,7 @@ type Store struct {
 
 	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
 	journal journal
+	seq     seqState // the highest task sequence number (taskid.go)
 	tasks   *dirCache[Task]
 	tix     taskIndex
 	convs   *dirCache[Conversation]

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 var human = Actor{ID: "owner", Via: ViaCLI}
@@ -437,6 +440,40 @@ func TestCleanTemp(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); err != nil {
 		t.Error("a fresh temp file (a writer in progress) was removed")
+	}
+}
+
+// An atomic write makes its temp file in runtime/tmp, which watchers leave out: a
+// watcher of tasks/ sees the task file appear and nothing else.
+func TestAtomicWriteTempFileOutOfWatchedDirectories(t *testing.T) {
+	s := newTestStore(t)
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(s.path("tasks")); err != nil {
+		t.Fatal(err)
+	}
+	tk := mustTask(t, s, NewTask{Title: "watched"})
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-w.Events:
+			if base := filepath.Base(ev.Name); base != tk.ID+".json" {
+				t.Fatalf("a watcher of tasks/ saw %s %s: a temp file in a watched directory", ev.Op, base)
+			}
+			if ev.Has(fsnotify.Create) {
+				if !slices.Contains(UnwatchedDirs, TempDir) {
+					t.Errorf("%s is not among the unwatched directories", TempDir)
+				}
+				return
+			}
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatal("the task file's creation was not seen")
+		}
 	}
 }
 

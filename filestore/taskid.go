@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"errors"
 	"os"
+	"path"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -50,23 +52,9 @@ func taskSeq(id string) int {
 // mintTaskIDs returns n fresh task ids in creation order. The caller holds the store lock, so
 // no other process of this clone mints the same sequence numbers.
 func (s *Store) mintTaskIDs(n int, now time.Time) ([]string, error) {
-	// The names alone, unsorted and unvalidated (taskSeq reads only a well-formed number):
-	// this runs for every task created, and a directory of 10,000 tasks is read in a few
-	// milliseconds so.
-	next := seqMin
-	d, err := os.Open(s.path("tasks"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	next, err := s.nextTaskSeq()
+	if err != nil {
 		return nil, err
-	}
-	if err == nil {
-		names, err := d.Readdirnames(-1)
-		d.Close()
-		if err != nil {
-			return nil, err
-		}
-		for _, name := range names {
-			next = max(next, taskSeq(name)+1)
-		}
 	}
 	out := make([]string, n)
 	for i := range out {
@@ -79,6 +67,81 @@ func (s *Store) mintTaskIDs(n int, now time.Time) ([]string, error) {
 		next++
 	}
 	return out, nil
+}
+
+// seqState is what a process knows of the sequence numbers in tasks/ between two mints:
+// the highest, as of the directory identity at, once every write the journal names is
+// counted. The journal names every task written through aipm; a file made beside aipm (a
+// checkout, a hand copy) changes the directory's identity. So a mint under the store lock
+// reads the journal and stats the directory instead of listing it: at 100,000 tasks the
+// listing cost more than the rest of a write.
+type seqState struct {
+	mu sync.Mutex
+	hi int
+	at stamp
+	ok bool
+}
+
+// journaled counts a journal line naming rel under tasks/, written when the directory's
+// modification time went from before to after (known false: the line does not say).
+func (q *seqState) journaled(rel string, before, after int64, known bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.ok {
+		return
+	}
+	name := path.Base(rel)
+	q.hi = max(q.hi, taskSeq(name))
+	if !known || before != q.at.mtime && after != q.at.mtime {
+		q.ok = false // something else changed the directory in between
+		return
+	}
+	q.at.mtime = after
+}
+
+// forget drops what is known: the journal no longer says what changed.
+func (q *seqState) forget() {
+	q.mu.Lock()
+	q.ok = false
+	q.mu.Unlock()
+}
+
+// nextTaskSeq is one more than the highest sequence number in tasks/ (at least seqMin).
+// The caller holds the store lock.
+func (s *Store) nextTaskSeq() (int, error) {
+	s.pullJournal() // counts the writes of other processes (journaled)
+	fi, statErr := os.Lstat(s.path("tasks"))
+	q := &s.seq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if statErr == nil && q.ok {
+		if now := dirStamp(fi); now.mtime == q.at.mtime && now.ino == q.at.ino {
+			return max(seqMin, q.hi+1), nil
+		}
+	}
+	// The names alone, unsorted and unvalidated (taskSeq reads only a well-formed number).
+	q.ok = false
+	d, err := os.Open(s.path("tasks"))
+	if errors.Is(err, os.ErrNotExist) {
+		return seqMin, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return 0, err
+	}
+	hi := 0
+	for _, name := range names {
+		hi = max(hi, taskSeq(name))
+	}
+	// The identity from before the listing: a change during it shows at the next mint.
+	if statErr == nil {
+		q.hi, q.at, q.ok = hi, dirStamp(fi), true
+	}
+	return max(seqMin, hi+1), nil
 }
 
 // cloneTag is two base32 digits that differ, with odds of 1023 in 1024, between two clones

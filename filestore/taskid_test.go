@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTaskIDsAreShortAndOrdered(t *testing.T) {
@@ -77,5 +78,61 @@ func TestTaskSeqRunsOut(t *testing.T) {
 	tk := mustTask(t, s, NewTask{Title: "after"})
 	if !strings.HasPrefix(tk.ID, "tsk_z") || tk.ID <= last || ValidateEntityID(PrefixTask, tk.ID) != nil {
 		t.Errorf("after the last sequence number: %s", tk.ID)
+	}
+}
+
+// A task id is minted from what the journal told of tasks/ since the last mint, without
+// listing the directory, when nothing else changed it; a file made beside aipm (a
+// checkout, a hand copy) in the meantime is still counted.
+func TestMintWithoutListingSeesFilesMadeBesideAipm(t *testing.T) {
+	s := newTestStore(t)
+	other := reopen(t, s) // another process on the same store
+	a := mustTask(t, s, NewTask{Title: "a"})
+	b := mustTask(t, other, NewTask{Title: "b"})
+	c := mustTask(t, s, NewTask{Title: "c"})
+	if !strings.HasPrefix(b.ID, "tsk_8002") || !strings.HasPrefix(c.ID, "tsk_8003") {
+		t.Fatalf("minted %s, %s, %s: want tsk_8001…, tsk_8002…, tsk_8003…", a.ID, b.ID, c.ID)
+	}
+	// s listed the directory for a, then learned of b from the journal and of c as it
+	// wrote it: it knows the directory without listing it.
+	mint := func(st *Store) (next int) {
+		t.Helper()
+		err := st.locked(func() error {
+			var err error
+			next, err = st.nextTaskSeq()
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return next
+	}
+	if next := mint(s); next != taskSeq(c.ID)+1 {
+		t.Errorf("next sequence number %d, want %d", next, taskSeq(c.ID)+1)
+	}
+	s.seq.mu.Lock()
+	known := s.seq.ok
+	s.seq.mu.Unlock()
+	if !known {
+		t.Error("after writes through aipm alone, the directory had to be listed")
+	}
+	// A file from elsewhere, with a higher sequence number, not in the journal.
+	pulled := seqTaskID(seqMin+40, "zz")
+	if err := os.WriteFile(s.taskPath(pulled), []byte(`{"id":"`+pulled+`","title":"pulled","status":"todo","priority":"medium"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Later than the last write through aipm, as a checkout would be (a file made within
+	// the same clock tick keeps the directory's time: the watcher reports it).
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(s.path("tasks"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []*Store{s, other} {
+		if next := mint(st); next <= taskSeq(pulled) {
+			t.Errorf("next sequence number %d, not after the file made beside aipm %s", next, pulled)
+		}
+	}
+	if d := mustTask(t, s, NewTask{Title: "after the pull"}); d.ID <= pulled {
+		t.Errorf("created %s, not after the file made beside aipm %s", d.ID, pulled)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 )
 
 // Usage is what a session cost its agent in tool calls: how many it made and the bytes of
@@ -42,7 +43,7 @@ func (s *Store) WriteUsage(sessionID string, u Usage) error {
 		return err
 	}
 	path := s.usagePath(sessionID)
-	if err := ensureDir(filepath.Dir(path)); err != nil {
+	if err := ensureUsageDir(filepath.Dir(path)); err != nil {
 		return err
 	}
 	data, err := json.Marshal(u)
@@ -54,6 +55,29 @@ func (s *Store) WriteUsage(sessionID string, u Usage) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// usageDirs holds each usage directory as ensureDir last found it safe.
+var usageDirs sync.Map // directory path → os.FileInfo
+
+// ensureUsageDir is ensureDir for the usage directory, which every tool call writes to: once
+// the directories on the way were found real, a stat that finds the same directory at the
+// path is enough (a link anywhere on the way would show another one, or none).
+func ensureUsageDir(dir string) error {
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+		if was, ok := usageDirs.Load(dir); ok && os.SameFile(was.(os.FileInfo), fi) {
+			return nil
+		}
+	}
+	before, _ := os.Lstat(dir)
+	if err := ensureDir(dir); err != nil {
+		return err
+	}
+	// Remembered only if nothing was swapped while ensureDir looked.
+	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && before != nil && os.SameFile(before, fi) {
+		usageDirs.Store(dir, fi)
+	}
+	return nil
 }
 
 // SessionUsage reads a session's usage; a session that made no counted call has none.

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"errors"
 	"os"
 	"testing"
 )
@@ -62,5 +63,35 @@ func TestUsageReachesTheRunRecord(t *testing.T) {
 	}
 	if err := s.WriteUsage("../x", u); err == nil {
 		t.Error("a bad session id was written")
+	}
+}
+
+// The usage directory is checked like every store directory on each write, though only
+// the first write walks it: a link put in its place later is refused, and nothing is
+// written where it points.
+func TestUsageDirectorySwappedForALink(t *testing.T) {
+	s := newTestStore(t)
+	id := NewID(PrefixSession, s.Now())
+	if err := s.WriteUsage(id, Usage{Calls: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WriteUsage(id, Usage{Calls: 2}); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	dir := s.path("runtime", "usage")
+	if err := os.Rename(dir, dir+".old"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, dir); err != nil {
+		t.Fatal(err)
+	}
+	err := s.WriteUsage(id, Usage{Calls: 3})
+	var unsafe *UnsafePathError
+	if !errors.As(err, &unsafe) {
+		t.Errorf("write through a link: %v, want an UnsafePathError", err)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
+		t.Errorf("written outside the store: %v", entries)
 	}
 }

@@ -12,7 +12,7 @@ import (
 // long-poll wakes within milliseconds of a change by any process: another agent, the CLI,
 // a human's editor or git. It returns once the watcher is running.
 func Watch(ctx context.Context, store *filestore.Store, hub *watch.Hub, logf func(string, ...any)) error {
-	w, err := watch.New(store.Dir(), watch.Options{Logf: logf})
+	w, err := watch.New(store.Dir(), watch.Options{Logf: logf, Skip: filestore.UnwatchedDirs})
 	if err != nil {
 		return err
 	}

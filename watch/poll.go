@@ -63,7 +63,7 @@ func (w *Watcher) scan() map[string]fs.FileInfo {
 		if err != nil || path == w.root {
 			return nil // vanished or unreadable: absent until a later scan sees it
 		}
-		if ignored(d.Name()) {
+		if ignored(d.Name()) || w.skipped(path) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

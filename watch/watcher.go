@@ -42,6 +42,12 @@ type Options struct {
 	// mounts).
 	ForcePoll bool
 
+	// Skip names directories, relative to the root and slash-separated (for
+	// example "runtime/usage"), whose contents are neither watched nor
+	// reported: files that change on every call and that no waiter looks
+	// at. Every other process's write there would otherwise wake this one.
+	Skip []string
+
 	// Logf reports the one-time switch to polling and unexpected fsnotify
 	// errors. If it is nil, each message goes to os.Stderr as one line.
 	Logf func(format string, args ...any)
@@ -212,7 +218,7 @@ func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
 func (w *Watcher) event(ev fsnotify.Event, fn func([]Change)) error {
 	// Chmod alone changes no content. inotify also sends it on unlink,
 	// before the Remove.
-	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) {
+	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) || w.skipped(ev.Name) {
 		return nil
 	}
 	if ev.Name == w.root {
@@ -244,7 +250,7 @@ func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
 			// Vanished or unreadable. Polling could not see it either.
 			return nil
 		}
-		if path != w.root && ignored(d.Name()) {
+		if path != w.root && (ignored(d.Name()) || w.skipped(path)) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}
@@ -366,6 +372,21 @@ func (w *Watcher) logf(format string, args ...any) {
 		return
 	}
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// skipped reports whether the absolute path abs is one of Options.Skip or
+// under one.
+func (w *Watcher) skipped(abs string) bool {
+	if len(w.opts.Skip) == 0 {
+		return false
+	}
+	rel := w.rel(abs)
+	for _, d := range w.opts.Skip {
+		if rel == d || strings.HasPrefix(rel, d+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ignored reports whether a file or directory name is a writer's scratch

@@ -304,6 +304,32 @@ func (l *logs) get() []string {
 	return append([]string(nil), l.msgs...)
 }
 
+// A skipped directory is not reported, whether it existed at the start or
+// is made later, nor is anything below it; a sibling with a longer name is.
+func TestSkippedDirectories(t *testing.T) {
+	for _, poll := range []bool{false, true} {
+		t.Run(fmt.Sprintf("poll=%v", poll), func(t *testing.T) {
+			root := t.TempDir()
+			write(t, filepath.Join(root, "runtime/usage/old.json"), "{}")
+			ch := start(t, root, Options{Skip: []string{"runtime/usage", "runtime/tmp"}, ForcePoll: poll, PollInterval: 10 * time.Millisecond})
+			write(t, filepath.Join(root, "runtime/usage/a.json"), "{}")
+			writeAtomic(t, filepath.Join(root, "runtime/usage/old.json"), "{\"v\":2}")
+			write(t, filepath.Join(root, "runtime/tmp/deep/b.json"), "{}")
+			write(t, filepath.Join(root, "runtime/usages/c.json"), "{}")
+			write(t, filepath.Join(root, "done"), "")
+			seen := collect(t, ch, present("done"))
+			if count(seen, "runtime/usages/c.json") != 1 {
+				t.Errorf("a directory beside a skipped one was not reported: %+v", seen)
+			}
+			for _, c := range seen {
+				if strings.HasPrefix(c.Path, "runtime/usage/") || c.Path == "runtime/usage" || strings.HasPrefix(c.Path, "runtime/tmp") {
+					t.Errorf("skipped directory reported: %+v", c)
+				}
+			}
+		})
+	}
+}
+
 func TestPollFallback(t *testing.T) {
 	root := t.TempDir()
 	var log logs

@@ -298,7 +298,8 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 // stores only; 0 skips), AIPM_BENCH_MIXED_SECONDS (90: a mixed run stops
 // there and says so), AIPM_BENCH_TOOL_SECONDS (15) and
 // AIPM_BENCH_WAKE_SECONDS (45), the time limits of one tool's series and of
-// the wake series (a series cut short shows its n). Progress, and the table
+// the wake series (a series cut short shows its n); AIPM_BENCH_ONLY_THIRTY=1
+// measures only the thirty processes on the large stores. Progress, and the table
 // so far after each store, go to stderr.
 //
 // Per store, real `aipm mcp` processes are driven over stdio by mcp-go
@@ -341,6 +342,11 @@ func BenchmarkScale(b *testing.B) {
 	scaleWant = calls
 	small := scaleSize{Name: "small", Background: 10, Messages: 100, Conversations: 5, Events: 0}
 	sizes := []scaleSize{small}
+	// AIPM_BENCH_ONLY_THIRTY=1 measures the thirty processes alone, on the large stores.
+	onlyThirty := os.Getenv("AIPM_BENCH_ONLY_THIRTY") != ""
+	if onlyThirty {
+		sizes = nil
+	}
 	// Fixtures: w1 1+20, m1 1+20, w10..w19 10×(1+5), the big task 1+N.
 	bigSub := scaleEnvInt(b, "AIPM_BENCH_BIG_SUBTASKS", 400)
 	fixtures := 21 + 21 + len(scaleCPUWorkers)*6
@@ -390,6 +396,7 @@ func BenchmarkScale(b *testing.B) {
 		"mixed 10: op latency p50/p99 ms",
 		"mixed 30 processes: ops/s, lost",
 		"mixed 30: op latency p50/p99 ms",
+		"mixed 30: CPU ms per op (30 servers' user+sys)",
 	}}
 	for _, sz := range sizes {
 		tab.cols = append(tab.cols, sz.Name)
@@ -403,7 +410,9 @@ func BenchmarkScale(b *testing.B) {
 			}
 		}
 	}()
-	scaleFloor(b, exe, tab, calls)
+	if !onlyThirty {
+		scaleFloor(b, exe, tab, calls)
+	}
 	for i, sz := range sizes {
 		scaleProgress("%s store: generating", sz.Name)
 		st := cachedScaleStore(b, exe, sz)
@@ -416,7 +425,11 @@ func BenchmarkScale(b *testing.B) {
 		if sz.Name != "small" {
 			mixed = scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000)
 		}
-		scaleRun(b, exe, st, tab, col, calls, mixed, i == len(sizes)-1)
+		if onlyThirty {
+			scaleThirty(b, exe, st, tab, col, mixed)
+		} else {
+			scaleRun(b, exe, st, tab, col, calls, mixed, i == len(sizes)-1)
+		}
 		// So far, in case a later size fails (stderr, at once).
 		for _, l := range tab.lines() {
 			fmt.Fprintln(os.Stderr, l)
@@ -794,7 +807,16 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 	tab.set("30 servers: first authenticate p50/max ms", col, "%.1f / %.1f", msf(median(auth)), msf(slices.Max(auth)))
 	tab.set("30 servers: VmHWM MB per aipm mcp, median / max", col, "%.1f / %.1f", float64(median(hwm))/1024, float64(slices.Max(hwm))/1024)
 	scaleProgress("%s: mixed operations in 30 processes", col)
+	cpu := func() time.Duration {
+		var t time.Duration
+		for _, s := range servers {
+			t += procCPU(b, s.cmd.Process.Pid)
+		}
+		return t
+	}
+	c0 := cpu()
 	ops, lost, elapsed, opLat := scaleMixed(b, st, servers, team, toks, mixedOps)
+	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(cpu()-c0)/float64(max(ops, 1)), (cpu() - c0).Seconds(), ops)
 	cut := ""
 	if ops < mixedOps*len(servers) {
 		cut = fmt.Sprintf(", stopped at the time limit: %d of %d", ops, mixedOps*len(servers))
