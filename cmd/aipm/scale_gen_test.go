@@ -210,6 +210,11 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 			b.Fatal(err)
 		}
 		st := buildScaleStore(b, exe, src, sz)
+		// What this machine trusts for the store (its passkeys' credentials, its key) lives
+		// outside it, under a directory named after its path: kept beside it.
+		if err := copyDir(scaleMachineDir(b, src), src+".machine"); err != nil {
+			b.Fatal(err)
+		}
 		m = scaleMeta{Tasks: st.tasks, Messages: st.messages, Conversations: st.conversations, Events: st.events,
 			W1Task: st.w1Task, M1Task: st.m1Task, BigTask: st.bigTask, CPUTasks: st.cpuTasks, GenTime: st.genTime}
 		data, _ := json.Marshal(m)
@@ -222,9 +227,46 @@ func cachedScaleStore(b *testing.B, exe string, sz scaleSize) *scaleStore {
 	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
 		b.Fatalf("copy the cached store: %v\n%s", err, out)
 	}
+	if err := copyDir(src+".machine", scaleMachineDir(b, dst)); err != nil {
+		b.Fatalf("copy what the machine trusts for the cached store (generate it again: remove %s): %v", metaPath, err)
+	}
 	scaleProgress("%s store: copied from %s in %v", sz.Name, src, time.Since(t0).Round(time.Millisecond))
 	return &scaleStore{dir: dst, size: sz, tasks: m.Tasks, messages: m.Messages, conversations: m.Conversations, events: m.Events,
 		w1Task: m.W1Task, m1Task: m.M1Task, bigTask: m.BigTask, cpuTasks: m.CPUTasks, genTime: m.GenTime}
+}
+
+// scaleMachineDir is the directory of what this machine trusts for the store in dir.
+func scaleMachineDir(b *testing.B, dir string) string {
+	st, err := filestore.Open(dir, filestore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := st.MachineDir()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// copyDir copies the files of src into dst (made if needed), but for the file that
+// names the repository's path.
+func copyDir(src, dst string) error {
+	ents, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return err
+	}
+	for _, e := range ents {
+		if e.Name() == "repo" {
+			continue
+		}
+		if out, err := exec.Command("cp", "-a", filepath.Join(src, e.Name()), dst).CombinedOutput(); err != nil {
+			return fmt.Errorf("cp: %v %s", err, out)
+		}
+	}
+	return nil
 }
 
 // scaleGen accumulates the generated entities, then writes them.
