@@ -14,11 +14,12 @@ import (
 
 // The index files: a copy of a directory cache (cache.go) kept in runtime/index/<dir>.idx,
 // machine-local like the rest of runtime/, so that a process starts from it instead of
-// reading every file of a directory that holds the project's whole history. It is only a
-// cache of a cache: whenever it cannot be trusted — another format, a checksum that does
-// not match (truncated, edited by hand), another directory (a copied clone), a journal
-// that no longer reaches back to it — the directory is compared with it file by file, and
-// whatever it says is checked against the files before it is used:
+// reading every file of a directory that holds the project's whole history, and holds
+// only what it uses. It is only a cache of a cache: whenever it cannot be trusted —
+// another format, a checksum that does not match (truncated, edited by hand), another
+// directory (a copied clone), a journal that no longer reaches back to it — the directory
+// is compared with it file by file, and whatever it says is checked against the files
+// before it is used:
 //
 //   - the journal lines written since the index was (runtime/changes.log) name the files
 //     changed through aipm, which are re-checked; each also carries its directory's
@@ -29,21 +30,36 @@ import (
 //   - the files held in full (unfinished work, unreadable files) are compared by identity;
 //     a finished entity's file is compared when it is read.
 //
-// Format, one record a line, fields separated by tabs:
+// Cost that does not grow with history: the file has two parts. The live part — the
+// entities held in full, unfinished work and unreadable files, few whatever the age of
+// the project — is parsed into the cache at start. The cold part — every finished entity
+// (a done task, an ended conversation) — is a set of flat arrays (cold.go: ids sorted,
+// their identities and keys, and per secondary index the ids under each key in id order)
+// that a process reads in one piece and queries where it lies, without building a map or
+// an object per entity: opening 100,000 finished tasks costs reading some ten megabytes,
+// not parsing them. What changed since the file was written is held in memory and shadows
+// the records it replaces; a page of done tasks, a parent's children, a count by status
+// read the arrays (and only the page's files).
+//
+// Format: text lines, then the cold part, then the end line:
 //
 //	aipm-index <format> <dir>
 //	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
-//	<id> <inode> <size> <mtime ns> <ctime ns> s <key>...   a finished entity: its index keys
+//	live <records> <bytes>
 //	<id> <inode> <size> <mtime ns> <ctime ns> f <json>     an entity held in full
 //	<id> <inode> <size> <mtime ns> <ctime ns> x            a file that did not parse
-//	end <records> <crc32 of everything before this line, hex>
+//	cold <bytes>
+//	<the cold part, binary (cold.go)>
+//	end <crc32 of everything before this line, hex>
 //
-// Keys are escaped (\\, \t, \n). Any process writes it (atomically) after it compared
-// the directory file by file, or when the journal has grown well past it.
+// Fields are separated by tabs. Any process writes it (atomically) after it compared the
+// directory file by file, or when the journal has grown well past it, and then holds the
+// file it wrote in place of the finished entities it held.
 
 // indexFormat changes whenever the records or the values they hold change meaning.
-// (2: a file's identity includes its status change time.)
-const indexFormat = 2
+// (2: a file's identity includes its status change time. 3: finished work in flat
+// arrays.)
+const indexFormat = 3
 
 // indexSaveEvery is how many changed entries make a process bring the index file up to
 // date (when the file on disk is that far behind the journal).
@@ -53,7 +69,7 @@ const indexSaveEvery = 1024
 // changed indexSaveEvery entries writes it again.
 const indexLag = 64 << 10
 
-// indexMax is the largest index file read (a million tasks make about 150 MiB).
+// indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30
 
 // IndexDir is where the index files live, relative to .ai-pm.
@@ -61,65 +77,124 @@ const IndexDir = "runtime/index"
 
 func (c *dirCache[T]) indexPath() string { return c.s.path(IndexDir, c.dir+".idx") }
 
-var keyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`)
-var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
-
 // indexHeader is what the first two lines of an index file say.
 type indexHeader struct {
 	journal journalPos
 	dir     stamp
 }
 
-// parseIndex checks an index file whole and returns its header and records.
-func parseIndex(data, dir string) (indexHeader, []string, error) {
+// parseIndex checks an index file whole and returns its header, its live records and its
+// cold part.
+func parseIndex(data []byte, dir string) (indexHeader, []string, []byte, error) {
 	var h indexHeader
-	if !strings.HasSuffix(data, "\n") {
-		return h, nil, errors.New("truncated")
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		return h, nil, nil, errors.New("truncated")
 	}
-	body := data[:len(data)-1]
-	i := strings.LastIndexByte(body, '\n')
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
 	if i < 0 {
-		return h, nil, errors.New("no end line")
+		return h, nil, nil, errors.New("no end line")
 	}
-	end := strings.Split(body[i+1:], "\t")
-	if len(end) != 3 || end[0] != "end" {
-		return h, nil, errors.New("no end line")
+	end := strings.Split(string(data[i+1:len(data)-1]), "\t")
+	if len(end) != 2 || end[0] != "end" {
+		return h, nil, nil, errors.New("no end line")
 	}
-	sum, err := strconv.ParseUint(end[2], 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE([]byte(data[:i+1])) {
-		return h, nil, errors.New("checksum does not match")
+	sum, err := strconv.ParseUint(end[1], 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE(data[:i+1]) {
+		return h, nil, nil, errors.New("checksum does not match")
 	}
-	lines := strings.Split(body[:i], "\n")
-	if len(lines) < 2 || lines[0] != "aipm-index\t"+strconv.Itoa(indexFormat)+"\t"+dir {
-		return h, nil, errors.New("another format or directory")
+	body := data[:i+1]
+	line := func() (string, bool) {
+		j := bytes.IndexByte(body, '\n')
+		if j < 0 || j > 4096 {
+			return "", false
+		}
+		l := string(body[:j])
+		body = body[j+1:]
+		return l, true
 	}
-	f := strings.Split(lines[1], "\t")
+	if l, ok := line(); !ok || l != "aipm-index\t"+strconv.Itoa(indexFormat)+"\t"+dir {
+		return h, nil, nil, errors.New("another format or directory")
+	}
+	l, _ := line()
+	f := strings.Split(l, "\t")
 	if len(f) != 6 || f[0] != "journal" || f[3] != "dir" {
-		return h, nil, errors.New("bad header")
+		return h, nil, nil, errors.New("bad header")
 	}
 	var nums [4]uint64
 	for k, s := range []string{f[1], f[2], f[4], f[5]} {
 		if nums[k], err = strconv.ParseUint(s, 10, 64); err != nil {
-			return h, nil, errors.New("bad header")
+			return h, nil, nil, errors.New("bad header")
 		}
 	}
 	h.journal = journalPos{ino: nums[0], off: int64(nums[1])}
 	h.dir = stamp{ino: nums[2], mtime: int64(nums[3])}
-	if n, err := strconv.Atoi(end[1]); err != nil || n != len(lines)-2 {
-		return h, nil, errors.New("record count does not match")
+	size := func(prefix string, fields int) []int {
+		l, ok := line()
+		f := strings.Split(l, "\t")
+		if !ok || len(f) != fields+1 || f[0] != prefix {
+			return nil
+		}
+		out := make([]int, fields)
+		for k := range out {
+			if out[k], err = strconv.Atoi(f[k+1]); err != nil || out[k] < 0 {
+				return nil
+			}
+		}
+		return out
 	}
-	return h, lines[2:], nil
+	lv := size("live", 2)
+	if lv == nil || lv[1] > len(body) {
+		return h, nil, nil, errors.New("bad live part")
+	}
+	var recs []string
+	if lv[1] > 0 {
+		live := string(body[:lv[1]])
+		if !strings.HasSuffix(live, "\n") {
+			return h, nil, nil, errors.New("bad live part")
+		}
+		recs = strings.Split(live[:len(live)-1], "\n")
+	}
+	if len(recs) != lv[0] {
+		return h, nil, nil, errors.New("record count does not match")
+	}
+	body = body[lv[1]:]
+	cd := size("cold", 1)
+	if cd == nil || cd[0]+1 != len(body) || body[cd[0]] != '\n' {
+		return h, nil, nil, errors.New("bad cold part")
+	}
+	return h, recs, body[:cd[0]], nil
+}
+
+// readIndexBytes reads an index file in one allocation of its size.
+func readIndexBytes(p string) ([]byte, error) {
+	f, err := openRead(p, indexMax)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > indexMax {
+		return nil, errors.New("too large")
+	}
+	buf := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // loadIndexLocked fills an empty cache from its index file and applies the journal since,
 // and tells whether it did; on false the caller reads the directory. pos is where this
 // process has read the journal to.
 func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
-	raw, err := readFileSafe(c.indexPath(), indexMax)
+	raw, err := readIndexBytes(c.indexPath())
 	if err != nil {
 		return false
 	}
-	h, recs, err := parseIndex(string(raw), c.dir)
+	h, recs, coldPart, err := parseIndex(raw, c.dir)
 	if err != nil {
 		return false
 	}
@@ -143,32 +218,23 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 	if err != nil {
 		return false
 	}
-	ents := make(map[string]*cacheEntry[T], len(recs))
-	// The records are slices of one big string: copied out, so that it is not held, and
-	// the keys shared (a few statuses and agents, a parent per family). Entries and keys
-	// are allocated together: a hundred thousand small allocations cost more than the
-	// parsing.
-	seen := map[string]string{}
-	intern := func(k string) string {
-		if v, ok := seen[k]; ok {
-			return v
-		}
-		v := strings.Clone(k)
-		seen[v] = v
-		return v
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys)
+	if err != nil {
+		return false
 	}
-	slab := make([]cacheEntry[T], len(recs))
-	keys := make([]string, 0, 4*len(recs))
-	for i, r := range recs {
-		var id string
-		var ok bool
-		id, keys, ok = c.parseRecord(r, &slab[i], keys, intern)
+	ents := make(map[string]*cacheEntry[T], len(recs))
+	for _, r := range recs {
+		id, e, ok := c.parseRecord(r)
 		if !ok {
 			return false
 		}
-		ents[strings.Clone(id)] = &slab[i]
+		if _, dup := cold.find(id); dup {
+			return false
+		}
+		ents[id] = e
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
+	c.cold, c.shadow = cold, nil
 	c.reset()
 	for id, e := range ents {
 		c.setLocked(id, e)
@@ -234,9 +300,8 @@ func readJournalRange(p string, from, to int64) ([]byte, error) {
 	return nil, nil
 }
 
-// parseRecord reads one entity record of an index file into e, appending its keys
-// (interned) to keys, and returns its id and keys.
-func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, intern func(string) string) (string, []string, bool) {
+// parseRecord reads one live record of an index file.
+func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	id, r, ok1 := strings.Cut(r, "\t")
 	ino, r, ok2 := strings.Cut(r, "\t")
 	size, r, ok3 := strings.Cut(r, "\t")
@@ -244,52 +309,34 @@ func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, int
 	ctime, r, ok5 := strings.Cut(r, "\t")
 	kind, rest, more := strings.Cut(r, "\t")
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !plainEntityID(c.prefix, id) {
-		return "", keys, false
+		return "", nil, false
 	}
 	i, err1 := strconv.ParseUint(ino, 10, 64)
 	n, err2 := strconv.ParseInt(size, 10, 64)
 	m, err3 := strconv.ParseInt(mtime, 10, 64)
 	ct, err4 := strconv.ParseInt(ctime, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return "", keys, false
+		return "", nil, false
 	}
 	st := stamp{ino: i, size: n, mtime: m, ctime: ct}
 	switch kind {
 	case "x":
-		*e = cacheEntry[T]{st: st}
-		return id, keys, !more
+		return id, &cacheEntry[T]{st: st}, !more
 	case "f":
 		v := new(T)
 		if err := json.Unmarshal([]byte(rest), v); err != nil {
-			return "", keys, false
+			return "", nil, false
 		}
-		*e = *c.entryOf(v, st)
-		return id, keys, true
-	case "s":
-		if c.keys == nil || !more {
-			return "", keys, false
-		}
-		start := len(keys)
-		for {
-			k, tail, again := strings.Cut(rest, "\t")
-			if strings.IndexByte(k, '\\') >= 0 {
-				k = keyUnescaper.Replace(k)
-			}
-			keys = append(keys, intern(k))
-			if !again {
-				break
-			}
-			rest = tail
-		}
-		*e = cacheEntry[T]{k: keys[start:len(keys):len(keys)], st: st}
-		return id, keys, true
+		e := c.entryOf(v, st)
+		return id, e, e.v != nil // a finished one belongs to the cold part
 	}
-	return "", keys, false
+	return "", nil, false
 }
 
 // maybeSaveLocked writes the index file when this process compared the directory file by
 // file, or has seen many changes and the file on disk lags far behind the journal. pos is
-// where the cache stands in the journal.
+// where the cache stands in the journal. The process then holds the file's cold part in
+// place of the finished entities it held.
 func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	if !c.rebuilt && c.since < indexSaveEvery {
 		return
@@ -306,40 +353,70 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			return
 		}
 	}
-	var b strings.Builder
-	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
-	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
-		"\tdir\t" + strconv.FormatUint(at.ino, 10) + "\t" + strconv.FormatInt(at.mtime, 10) + "\n")
-	n := 0
+	var live strings.Builder
+	nlive := 0
+	var recs []coldRec
 	for id, e := range c.ents {
-		b.WriteString(id + "\t" + strconv.FormatUint(e.st.ino, 10) + "\t" + strconv.FormatInt(e.st.size, 10) + "\t" +
-			strconv.FormatInt(e.st.mtime, 10) + "\t" + strconv.FormatInt(e.st.ctime, 10))
 		switch {
 		case e.v != nil && (c.done == nil || !c.done(e.v)):
 			data, err := json.Marshal(e.v)
 			if err != nil {
 				return
 			}
-			b.WriteString("\tf\t")
-			b.Write(data)
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tf\t")
+			live.Write(data)
+			live.WriteByte('\n')
+			nlive++
 		case e.k != nil:
-			b.WriteString("\ts")
-			for _, k := range e.k {
-				b.WriteString("\t" + keyEscaper.Replace(k))
-			}
+			recs = append(recs, coldRec{id, e.st, e.k})
 		default:
-			b.WriteString("\tx")
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tx\n")
+			nlive++
 		}
-		b.WriteByte('\n')
-		n++
 	}
-	body := b.String()
-	out := body + "end\t" + strconv.Itoa(n) + "\t" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 16) + "\n"
+	if c.cold != nil {
+		for i := range c.cold.n {
+			id := c.cold.id(i)
+			if _, gone := c.shadow[id]; !gone {
+				recs = append(recs, coldRec{id, c.cold.stamp(i), c.cold.recKeys(i)})
+			}
+		}
+	}
+	coldPart := buildCold(recs, c.nidx, c.slot)
+	recs = nil
+	var b bytes.Buffer
+	b.Grow(live.Len() + len(coldPart) + 256)
+	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
+	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
+		"\tdir\t" + strconv.FormatUint(at.ino, 10) + "\t" + strconv.FormatInt(at.mtime, 10) + "\n")
+	b.WriteString("live\t" + strconv.Itoa(nlive) + "\t" + strconv.Itoa(live.Len()) + "\n")
+	b.WriteString(live.String())
+	b.WriteString("cold\t" + strconv.Itoa(len(coldPart)) + "\n")
+	b.Write(coldPart)
+	b.WriteByte('\n')
+	b.WriteString("end\t" + strconv.FormatUint(uint64(crc32.ChecksumIEEE(b.Bytes())), 16) + "\n")
 	// Not fsynced: a file cut short by a crash fails its checksum and is rebuilt.
-	if err := writeIndexFile(c.indexPath(), []byte(out)); err != nil {
+	if err := writeIndexFile(c.indexPath(), b.Bytes()); err != nil {
 		return
 	}
 	c.since, c.rebuilt = 0, false
+	// Hold the file just written: what it has in its cold part leaves memory.
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys)
+	if err != nil {
+		return
+	}
+	for id, e := range c.ents {
+		if e.k != nil && (e.v == nil || c.done != nil && c.done(e.v)) {
+			delete(c.ents, id)
+			c.index(id, e.k, nil)
+		}
+	}
+	c.cold, c.shadow = cold, nil
+}
+
+func stampFields(st stamp) string {
+	return strconv.FormatUint(st.ino, 10) + "\t" + strconv.FormatInt(st.size, 10) + "\t" +
+		strconv.FormatInt(st.mtime, 10) + "\t" + strconv.FormatInt(st.ctime, 10)
 }
 
 // readIndexHeader reads the first two lines of the index file (not its checksum).
