@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -55,6 +56,9 @@ type cacheEntry[T any] struct {
 	v  *T
 	k  []string
 	st stamp
+	// raw is the JSON of an unfinished entity from the index file, parsed when first
+	// asked for (v is nil until then).
+	raw string
 }
 
 // readable tells whether the file parsed.
@@ -235,7 +239,7 @@ func (c *dirCache[T]) checkLocked() error {
 		return c.validateLocked()
 	}
 	for id, e := range c.ents {
-		if e.v != nil || e.k == nil {
+		if e.v != nil || e.raw != "" || e.k == nil {
 			c.refreshLocked(id)
 		}
 	}
@@ -428,6 +432,13 @@ func (c *dirCache[T]) get(id string) *T {
 		if e = c.coldEntry(id); e == nil {
 			return nil
 		}
+	}
+	if e.raw != "" {
+		v := new(T)
+		if err := json.Unmarshal([]byte(e.raw), v); err != nil {
+			return c.refreshLocked(id) // not what aipm wrote: the file says
+		}
+		e.v, e.raw = v, ""
 	}
 	if e.v != nil || e.k == nil {
 		return e.v

@@ -46,15 +46,17 @@ import (
 //	aipm-index <format> <dir>
 //	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
 //	live <records> <bytes>
-//	<id> <inode> <size> <mtime ns> <ctime ns> f <json>     an entity held in full
+//	<id> <inode> <size> <mtime ns> <ctime ns> f <n> <key>×n <json>   an entity held in full
 //	<id> <inode> <size> <mtime ns> <ctime ns> x            a file that did not parse
 //	cold <bytes>
 //	<the cold part, binary (cold.go)>
 //	end <crc32 of everything before this line, hex>
 //
-// Fields are separated by tabs. Any process writes it (atomically) after it compared the
-// directory file by file, or when the journal has grown well past it, and then holds the
-// file it wrote in place of the finished entities it held.
+// Fields are separated by tabs, keys escaped (\\, \t, \n); a live entity's keys are read
+// at start, its JSON parsed when it is first asked for. Any process writes the file
+// (atomically) after it compared the directory file by file, or when the journal has
+// grown well past it, and then holds the file it wrote in place of the finished entities
+// it held.
 
 // indexFormat changes whenever the records or the values they hold change meaning.
 // (2: a file's identity includes its status change time. 3: finished work in flat
@@ -71,6 +73,9 @@ const indexLag = 64 << 10
 
 // indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30
+
+var keyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`)
+var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
 
 // IndexDir is where the index files live, relative to .ai-pm.
 const IndexDir = "runtime/index"
@@ -228,16 +233,17 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 		if !ok {
 			return false
 		}
-		if _, dup := cold.find(id); dup {
-			return false
-		}
 		ents[id] = e
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
 	c.cold, c.shadow = cold, nil
 	c.reset()
 	for id, e := range ents {
-		c.setLocked(id, e)
+		c.ents[id] = e
+		c.index(id, nil, e.k)
+		if _, dup := cold.find(id); dup { // not what aipm writes
+			return false
+		}
 	}
 	c.loaded, c.since, c.rebuilt, c.fromIndex = true, 0, false, true
 	at := h.dir
@@ -323,12 +329,27 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	case "x":
 		return id, &cacheEntry[T]{st: st}, !more
 	case "f":
-		v := new(T)
-		if err := json.Unmarshal([]byte(rest), v); err != nil {
+		// The keys, then the JSON, parsed when the entity is first asked for.
+		n, rest, ok := strings.Cut(rest, "\t")
+		nk, err := strconv.Atoi(n)
+		if !ok || err != nil || nk < c.minKeys || nk > len(rest) {
 			return "", nil, false
 		}
-		e := c.entryOf(v, st)
-		return id, e, e.v != nil // a finished one belongs to the cold part
+		keys := make([]string, nk)
+		for i := range keys {
+			var k string
+			if k, rest, ok = strings.Cut(rest, "\t"); !ok {
+				return "", nil, false
+			}
+			if strings.IndexByte(k, '\\') >= 0 {
+				k = keyUnescaper.Replace(k)
+			}
+			keys[i] = k
+		}
+		if !strings.HasPrefix(rest, "{") {
+			return "", nil, false
+		}
+		return id, &cacheEntry[T]{k: keys, st: st, raw: rest}, true
 	}
 	return "", nil, false
 }
@@ -358,12 +379,19 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	var recs []coldRec
 	for id, e := range c.ents {
 		switch {
-		case e.v != nil && (c.done == nil || !c.done(e.v)):
-			data, err := json.Marshal(e.v)
-			if err != nil {
-				return
+		case e.raw != "" || e.v != nil && (c.done == nil || !c.done(e.v)):
+			data := []byte(e.raw)
+			if e.raw == "" {
+				var err error
+				if data, err = json.Marshal(e.v); err != nil {
+					return
+				}
 			}
-			live.WriteString(id + "\t" + stampFields(e.st) + "\tf\t")
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tf\t" + strconv.Itoa(len(e.k)))
+			for _, k := range e.k {
+				live.WriteString("\t" + keyEscaper.Replace(k))
+			}
+			live.WriteByte('\t')
 			live.Write(data)
 			live.WriteByte('\n')
 			nlive++
@@ -406,7 +434,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 		return
 	}
 	for id, e := range c.ents {
-		if e.k != nil && (e.v == nil || c.done != nil && c.done(e.v)) {
+		if e.k != nil && e.raw == "" && (e.v == nil || c.done != nil && c.done(e.v)) {
 			delete(c.ents, id)
 			c.index(id, e.k, nil)
 		}
