@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"slices"
 	"sync"
 	"time"
 )
@@ -145,12 +144,17 @@ type lineIndex struct {
 	ino  uint64
 	off  int64
 	byID map[string][]int64
+	// persist is the history index file (history_index.go; "" for none): base, when open,
+	// covers the file up to off, and byID holds only the lines after it (added of them).
+	persist string
+	base    *eventsBase
+	added   int
 }
 
 // historyIndex indexes events.jsonl by entity id.
 type historyIndex = lineIndex
 
-func newHistoryIndex() *lineIndex { return &lineIndex{key: eventID} }
+func newHistoryIndex(persist string) *lineIndex { return &lineIndex{key: eventID, persist: persist} }
 
 func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	h.mu.Lock()
@@ -169,7 +173,8 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		return nil, err
 	}
 	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
-		h.byID, h.off, h.ino = map[string][]int64{}, 0, ino
+		h.byID, h.off, h.ino, h.added = map[string][]int64{}, 0, ino, 0
+		h.openBase(ino, fi.Size())
 	}
 	// In chunks: the first look at a long history must not hold all of it in memory.
 	const chunk = 256 << 10
@@ -189,6 +194,7 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 			}
 			if eid := h.key(data[:i]); eid != "" {
 				h.byID[eid] = append(h.byID[eid], pos)
+				h.added++
 			}
 			pos += int64(i) + 1
 			data = data[i+1:]
@@ -198,14 +204,77 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 			h.off = pos
 		case int64(n) < want || h.off+int64(n) >= fi.Size():
 			// A torn or unfinished last line: next time.
-			return slices.Clone(h.byID[id]), nil
+			return h.found(f, id)
 		case cap(buf) >= maxJSONLLine:
 			return nil, &LineTooLongError{Path: relToRepo(path), Offset: h.off}
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}
 	}
-	return slices.Clone(h.byID[id]), nil
+	return h.found(f, id)
+}
+
+// openBase opens the history index file for the history file of inode ino and size, if
+// it can be trusted: lines up to its offset are then looked up in it.
+func (h *lineIndex) openBase(ino uint64, size int64) {
+	if h.base != nil {
+		h.base.f.Close()
+		h.base = nil
+	}
+	if h.persist == "" {
+		return
+	}
+	b, err := openEventsBase(h.persist)
+	if err != nil {
+		return
+	}
+	if b.ino != ino || b.off > size {
+		b.f.Close()
+		return
+	}
+	h.base, h.off = b, b.off
+}
+
+// found returns the offsets of id's lines: those of the index file whose line does carry
+// id, then those indexed in memory. It writes the index file anew when the lines indexed
+// in memory have grown many.
+func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
+	if h.persist != "" && h.off > 0 && (h.base == nil || h.added >= eventsIndexEvery) {
+		h.save()
+	}
+	var out []int64
+	if h.base != nil {
+		offs, err := h.base.lookup(eventHash(id))
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range offs {
+			if line, err := lineAtOffset(f, o); err == nil && h.key(line) == id {
+				out = append(out, o)
+			}
+		}
+	}
+	return append(out, h.byID[id]...), nil
+}
+
+// save writes the index file (the old one's entries and those in memory) and, when it
+// reads back as written, holds it in place of the entries in memory.
+func (h *lineIndex) save() {
+	if err := writeEventsBase(h.persist, h.ino, h.off, h.base, h.byID); err != nil {
+		return
+	}
+	b, err := openEventsBase(h.persist)
+	if err != nil {
+		return
+	}
+	if b.ino != h.ino || b.off != h.off { // another process's, meanwhile
+		b.f.Close()
+		return
+	}
+	if h.base != nil {
+		h.base.f.Close()
+	}
+	h.base, h.byID, h.added = b, map[string][]int64{}, 0
 }
 
 // jsonField is the string value of a top-level key of a line as aipm writes it (compact,
