@@ -35,6 +35,7 @@
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
 //	                                  delegations/ a process starts from (# Caches)
+//	    index/events.idx              events.jsonl's lines by entity id (# Caches)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
@@ -299,6 +300,16 @@
 // and when a process has seen a thousand changes and the file lags the journal by more
 // than 64 KiB; the process that wrote it then holds the file in place of the finished
 // entities it held.
+//
+// runtime/index/events.idx finds an entity's lines in events.jsonl: a header line
+// "aipm-events-index <format> <inode of events.jsonl> <bytes covered> <entries>", the
+// entries — a 64-bit FNV-1a hash of the line's entity id and the line's offset, 16 bytes
+// little-endian, sorted — and a line "end <crc32>". A process checks it whole once, looks
+// ids up in it where it lies, and indexes in memory only the lines appended after it
+// covers; every line found is read and its id compared. Another inode of events.jsonl (a
+// merge replaced it), a history shorter than it covers, another format or a checksum that
+// does not match, and it is not used: the history is indexed from the top and the file
+// written anew, as it is after 4,096 new lines.
 //
 // # Rules
 //
