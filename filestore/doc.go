@@ -302,13 +302,14 @@
 // entities it held.
 //
 // runtime/index/events.idx finds an entity's lines in events.jsonl: a header line
-// "aipm-events-index <format> <inode of events.jsonl> <bytes covered> <entries>", the
+// "aipm-events-index <format> <inode of events.jsonl> <bytes covered> <entries> <crc32 of
+// the 256 bytes before the end of what it covers>", the
 // entries — a 64-bit FNV-1a hash of the line's entity id and the line's offset, 16 bytes
 // little-endian, sorted — and a line "end <crc32>". A process checks it whole once, looks
 // ids up in it where it lies, and indexes in memory only the lines appended after it
 // covers; every line found is read and its id compared. Another inode of events.jsonl (a
-// merge replaced it), a history shorter than it covers, another format or a checksum that
-// does not match, and it is not used: the history is indexed from the top and the file
+// merge replaced it), a history shorter than it covers or whose bytes before that point
+// differ, another format or a checksum that does not match, and it is not used: the history is indexed from the top and the file
 // written anew, as it is after 4,096 new lines.
 //
 // # Rules

@@ -174,7 +174,7 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	}
 	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
 		h.byID, h.off, h.ino, h.added = map[string][]int64{}, 0, ino, 0
-		h.openBase(ino, fi.Size())
+		h.openBase(f, ino, fi.Size())
 	}
 	// In chunks: the first look at a long history must not hold all of it in memory.
 	const chunk = 256 << 10
@@ -216,7 +216,7 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 
 // openBase opens the history index file for the history file of inode ino and size, if
 // it can be trusted: lines up to its offset are then looked up in it.
-func (h *lineIndex) openBase(ino uint64, size int64) {
+func (h *lineIndex) openBase(f *os.File, ino uint64, size int64) {
 	if h.base != nil {
 		h.base.f.Close()
 		h.base = nil
@@ -228,7 +228,7 @@ func (h *lineIndex) openBase(ino uint64, size int64) {
 	if err != nil {
 		return
 	}
-	if b.ino != ino || b.off > size {
+	if b.ino != ino || b.off > size || historyTail(f, b.off) != b.tail {
 		b.f.Close()
 		return
 	}
@@ -240,7 +240,7 @@ func (h *lineIndex) openBase(ino uint64, size int64) {
 // in memory have grown many.
 func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
 	if h.persist != "" && h.off > 0 && (h.base == nil || h.added >= eventsIndexEvery) {
-		h.save()
+		h.save(f)
 	}
 	var out []int64
 	if h.base != nil {
@@ -259,15 +259,19 @@ func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
 
 // save writes the index file (the old one's entries and those in memory) and, when it
 // reads back as written, holds it in place of the entries in memory.
-func (h *lineIndex) save() {
-	if err := writeEventsBase(h.persist, h.ino, h.off, h.base, h.byID); err != nil {
+func (h *lineIndex) save(f *os.File) {
+	tail := historyTail(f, h.off)
+	if tail == "" {
+		return
+	}
+	if err := writeEventsBase(h.persist, h.ino, h.off, tail, h.base, h.byID); err != nil {
 		return
 	}
 	b, err := openEventsBase(h.persist)
 	if err != nil {
 		return
 	}
-	if b.ino != h.ino || b.off != h.off { // another process's, meanwhile
+	if b.ino != h.ino || b.off != h.off || b.tail != tail { // another process's, meanwhile
 		b.f.Close()
 		return
 	}

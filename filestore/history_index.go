@@ -22,13 +22,14 @@ import (
 // memory only the lines appended since it was written. A line found through it is read
 // and its id compared, so a hash shared by two ids, or a line that is no longer what was
 // indexed, is passed over. It is only a cache: another inode of events.jsonl (a merge
-// rewrote it), a file shorter than it covers, another format or a checksum that does not
-// match, and it is not used; the history is then indexed from the top and the file
-// written anew.
+// rewrote it), a file shorter than it covers or whose last bytes before that point are
+// not those it saw (a new file that got the old one's inode), another format or a
+// checksum that does not match, and it is not used; the history is then indexed from the
+// top and the file written anew.
 //
 // Format:
 //
-//	aipm-events-index <format> <events.jsonl inode> <bytes covered> <entries>
+//	aipm-events-index <format> <events.jsonl inode> <bytes covered> <entries> <crc32 of the 256 bytes before>
 //	<entries × (hash, offset): little-endian uint64 pairs, sorted>
 //	end <crc32 of everything before this line, hex>
 
@@ -52,6 +53,7 @@ type eventsBase struct {
 	f     *os.File
 	ino   uint64 // of the events.jsonl it indexes
 	off   int64  // how much of it
+	tail  string // crcHex of the bytes of it before off (historyTail)
 	n     int64  // entries
 	start int64  // where the entries begin in the file
 }
@@ -82,7 +84,7 @@ func checkEventsBase(f *os.File) (*eventsBase, error) {
 		return nil, errors.New("no header")
 	}
 	fs := strings.Split(string(head[:i]), "\t")
-	if len(fs) != 5 || fs[0] != "aipm-events-index" || fs[1] != strconv.Itoa(eventsIndexFormat) {
+	if len(fs) != 6 || fs[0] != "aipm-events-index" || fs[1] != strconv.Itoa(eventsIndexFormat) {
 		return nil, errors.New("another format")
 	}
 	ino, err1 := strconv.ParseUint(fs[2], 10, 64)
@@ -91,7 +93,7 @@ func checkEventsBase(f *os.File) (*eventsBase, error) {
 	if err1 != nil || err2 != nil || err3 != nil || off < 0 || cnt < 0 {
 		return nil, errors.New("bad header")
 	}
-	b := &eventsBase{f: f, ino: ino, off: off, n: cnt, start: int64(i) + 1}
+	b := &eventsBase{f: f, ino: ino, off: off, n: cnt, start: int64(i) + 1, tail: fs[5]}
 	body := b.start + 16*cnt
 	endLine := len("end\t") + 8 + 1
 	if fi.Size() != body+int64(endLine) {
@@ -110,6 +112,16 @@ func checkEventsBase(f *os.File) (*eventsBase, error) {
 		return nil, errors.New("checksum does not match")
 	}
 	return b, nil
+}
+
+// historyTail fingerprints a history up to off: the crc32 of the 256 bytes before it.
+func historyTail(f *os.File, off int64) string {
+	start := max(off-256, 0)
+	buf := make([]byte, off-start)
+	if _, err := f.ReadAt(buf, start); err != nil {
+		return ""
+	}
+	return crcHex(crc32.ChecksumIEEE(buf))
 }
 
 func crcHex(sum uint32) string {
@@ -175,7 +187,7 @@ type eventsEntry struct {
 
 // writeEventsBase writes the index of events.jsonl (inode ino, off bytes covered): the
 // entries of old (nil: none) and those of byID, merged in order.
-func writeEventsBase(p string, ino uint64, off int64, old *eventsBase, byID map[string][]int64) error {
+func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBase, byID map[string][]int64) error {
 	var add []eventsEntry
 	for id, offs := range byID {
 		h := eventHash(id)
@@ -199,7 +211,7 @@ func writeEventsBase(p string, ino uint64, off int64, old *eventsBase, byID map[
 	var buf bytes.Buffer
 	buf.Grow(int(16*total) + 128)
 	buf.WriteString("aipm-events-index\t" + strconv.Itoa(eventsIndexFormat) + "\t" + strconv.FormatUint(ino, 10) + "\t" +
-		strconv.FormatInt(off, 10) + "\t" + strconv.FormatInt(total, 10) + "\n")
+		strconv.FormatInt(off, 10) + "\t" + strconv.FormatInt(total, 10) + "\t" + tail + "\n")
 	put := func(e eventsEntry) {
 		buf.Write(binary.LittleEndian.AppendUint64(nil, e.hash))
 		buf.Write(binary.LittleEndian.AppendUint64(nil, uint64(e.off)))
