@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 )
@@ -145,10 +146,14 @@ type lineIndex struct {
 	off  int64
 	byID map[string][]int64
 	// persist is the history index file (history_index.go; "" for none): base, when open,
-	// covers the file up to off, and byID holds only the lines after it (added of them).
+	// covers the file up to off, and the lines after it are in pairs (by the hash of their
+	// key; byID is not used), added of them; tried is added at the last attempt to write
+	// the file.
 	persist string
 	base    *eventsBase
+	pairs   []eventsEntry
 	added   int
+	tried   int
 }
 
 // historyIndex indexes events.jsonl by entity id.
@@ -173,7 +178,7 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		return nil, err
 	}
 	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
-		h.byID, h.off, h.ino, h.added = map[string][]int64{}, 0, ino, 0
+		h.byID, h.off, h.ino, h.added, h.tried, h.pairs = map[string][]int64{}, 0, ino, 0, 0, nil
 		h.openBase(f, ino, fi.Size())
 	}
 	// In chunks: the first look at a long history must not hold all of it in memory.
@@ -193,7 +198,11 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 				break
 			}
 			if eid := h.key(data[:i]); eid != "" {
-				h.byID[eid] = append(h.byID[eid], pos)
+				if h.persist != "" {
+					h.pairs = append(h.pairs, eventsEntry{eventHash(eid), pos})
+				} else {
+					h.byID[eid] = append(h.byID[eid], pos)
+				}
 				h.added++
 			}
 			pos += int64(i) + 1
@@ -239,22 +248,33 @@ func (h *lineIndex) openBase(f *os.File, ino uint64, size int64) {
 // id, then those indexed in memory. It writes the index file anew when the lines indexed
 // in memory have grown many.
 func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
-	if h.persist != "" && h.off > 0 && (h.base == nil || h.added >= eventsIndexEvery) {
+	if h.persist == "" {
+		return slices.Clone(h.byID[id]), nil
+	}
+	if h.off > 0 && (h.base == nil && h.tried == 0 || h.added-h.tried >= eventsIndexEvery) {
+		h.tried = max(h.added, 1)
 		h.save(f)
 	}
-	var out []int64
+	var offs []int64
+	hash := eventHash(id)
 	if h.base != nil {
-		offs, err := h.base.lookup(eventHash(id))
-		if err != nil {
+		var err error
+		if offs, err = h.base.lookup(hash); err != nil {
 			return nil, err
 		}
-		for _, o := range offs {
-			if line, err := lineAtOffset(f, o); err == nil && h.key(line) == id {
-				out = append(out, o)
-			}
+	}
+	for _, p := range h.pairs {
+		if p.hash == hash {
+			offs = append(offs, p.off)
 		}
 	}
-	return append(out, h.byID[id]...), nil
+	out := offs[:0]
+	for _, o := range offs {
+		if line, err := lineAtOffset(f, o); err == nil && h.key(line) == id {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // save writes the index file (the old one's entries and those in memory) and, when it
@@ -264,7 +284,7 @@ func (h *lineIndex) save(f *os.File) {
 	if tail == "" {
 		return
 	}
-	if err := writeEventsBase(h.persist, h.ino, h.off, tail, h.base, h.byID); err != nil {
+	if err := writeEventsBase(h.persist, h.ino, h.off, tail, h.base, h.pairs); err != nil {
 		return
 	}
 	b, err := openEventsBase(h.persist)
@@ -278,7 +298,7 @@ func (h *lineIndex) save(f *os.File) {
 	if h.base != nil {
 		h.base.f.Close()
 	}
-	h.base, h.byID, h.added = b, map[string][]int64{}, 0
+	h.base, h.pairs, h.added, h.tried = b, nil, 0, 0
 }
 
 // jsonField is the string value of a top-level key of a line as aipm writes it (compact,

@@ -9,6 +9,7 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -186,15 +187,8 @@ type eventsEntry struct {
 }
 
 // writeEventsBase writes the index of events.jsonl (inode ino, off bytes covered): the
-// entries of old (nil: none) and those of byID, merged in order.
-func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBase, byID map[string][]int64) error {
-	var add []eventsEntry
-	for id, offs := range byID {
-		h := eventHash(id)
-		for _, o := range offs {
-			add = append(add, eventsEntry{h, o})
-		}
-	}
+// entries of old (nil: none) and add (sorted here), merged in order.
+func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBase, add []eventsEntry) error {
 	slices.SortFunc(add, func(a, b eventsEntry) int {
 		if a.hash != b.hash {
 			if a.hash < b.hash {
@@ -208,13 +202,26 @@ func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBa
 	if old != nil {
 		total += old.n
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(16*total) + 128)
-	buf.WriteString("aipm-events-index\t" + strconv.Itoa(eventsIndexFormat) + "\t" + strconv.FormatUint(ino, 10) + "\t" +
+	// Written as it is made, through a small buffer: the history's index is not held
+	// twice.
+	dir, base := filepath.Split(p)
+	if err := ensureDir(dir); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // after the rename, nothing
+	crc := crc32.NewIEEE()
+	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 64<<10)
+	w.WriteString("aipm-events-index\t" + strconv.Itoa(eventsIndexFormat) + "\t" + strconv.FormatUint(ino, 10) + "\t" +
 		strconv.FormatInt(off, 10) + "\t" + strconv.FormatInt(total, 10) + "\t" + tail + "\n")
+	var pair [16]byte
 	put := func(e eventsEntry) {
-		buf.Write(binary.LittleEndian.AppendUint64(nil, e.hash))
-		buf.Write(binary.LittleEndian.AppendUint64(nil, uint64(e.off)))
+		binary.LittleEndian.PutUint64(pair[:8], e.hash)
+		binary.LittleEndian.PutUint64(pair[8:], uint64(e.off))
+		w.Write(pair[:])
 	}
 	j := 0
 	if old != nil {
@@ -226,12 +233,24 @@ func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBa
 			put(eventsEntry{h, o})
 		})
 		if err != nil {
+			f.Close()
 			return err
 		}
 	}
 	for ; j < len(add); j++ {
 		put(add[j])
 	}
-	buf.WriteString("end\t" + crcHex(crc32.ChecksumIEEE(buf.Bytes())) + "\n")
-	return writeIndexFile(p, buf.Bytes())
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	// Not fsynced, like the other index files: one cut short fails its checksum.
+	if _, err := f.WriteString("end\t" + crcHex(crc.Sum32()) + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
 }

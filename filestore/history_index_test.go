@@ -140,10 +140,10 @@ func TestEventsIndexFileFollows(t *testing.T) {
 		t.Fatalf("history %.200s, want %.200s", got, want)
 	}
 	s.history.mu.Lock()
-	held := len(s.history.byID)
+	held := len(s.history.pairs)
 	s.history.mu.Unlock()
 	if held != 0 || !baseOpen(s) {
-		t.Errorf("after %d lines: %d ids held in memory, index file open %v", eventsIndexEvery+10, held, baseOpen(s))
+		t.Errorf("after %d lines: %d lines held in memory, index file open %v", eventsIndexEvery+10, held, baseOpen(s))
 	}
 	if got, want := historyOf(t, reopen(t, s), a.ID); got != want {
 		t.Fatalf("next process: history %.200s, want %.200s", got, want)
