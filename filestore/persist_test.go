@@ -517,9 +517,16 @@ func TestIndexFileColdPartSpoiledWithItsChecksum(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A live record whose JSON does not decode: the file is read instead.
+	end := strings.LastIndex(string(data[:len(data)-1]), "\n")
+	spoilt := []byte(strings.Replace(string(data[:end+1]), `"title":"A"`, `"title":123`, 1))
+	spoilt = fmt.Appendf(spoilt, "end\t%x\n", crc32.ChecksumIEEE(spoilt))
+	os.WriteFile(p, spoilt, 0o644)
+	if o := reopen(t, s); !fromIndex(t, o) || !strings.HasPrefix(titles(t, o, TaskFilter{}), "A:backlog D0:done") {
+		t.Fatalf("live record spoilt: from the index %v, tasks %s", fromIndex(t, o), titles(t, o, TaskFilter{}))
+	}
 	start := strings.Index(string(data), "\ncold\t")
 	start += strings.IndexByte(string(data[start+1:]), '\n') + 2
-	end := strings.LastIndex(string(data[:len(data)-1]), "\n")
 	for i := start; i < end; i++ {
 		for _, v := range []byte{0, 0xff, data[i] + 1} {
 			spoilt := append([]byte(nil), data[:end+1]...)
