@@ -150,6 +150,7 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 	if e == nil {
 		delete(c.ents, id)
 	} else {
+		id = strings.Clone(id) // perhaps a part of the index file's bytes
 		c.ents[id] = e
 	}
 	var curK []string

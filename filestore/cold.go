@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 	"unsafe"
 )
 
@@ -415,8 +416,13 @@ func (c *dirCache[T]) shadowLocked(id string) {
 }
 
 // holdLocked keeps in memory an entry read from the index file, unchanged: not a change
-// to write back.
+// to write back. Its id and keys are copied out of the file's bytes, which a later index
+// file replaces.
 func (c *dirCache[T]) holdLocked(id string, e *cacheEntry[T]) {
+	id = strings.Clone(id)
+	for i, k := range e.k {
+		e.k[i] = strings.Clone(k)
+	}
 	c.shadowLocked(id)
 	c.ents[id] = e
 	c.index(id, nil, e.k)
