@@ -569,3 +569,14 @@ func (c *dirCache[T]) coldMatchLocked(cons []keyed) []uint32 {
 	}
 	return out
 }
+
+// heldIDs returns the ids of the readable entities held in memory: every unfinished one.
+func (c *dirCache[T]) heldIDs() map[string]struct{} {
+	out := make(map[string]struct{}, len(c.ents))
+	for id, e := range c.ents {
+		if e.readable() {
+			out[id] = struct{}{}
+		}
+	}
+	return out
+}

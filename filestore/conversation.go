@@ -70,8 +70,12 @@ type Conversation struct {
 	// Turns counts the messages exchanged in the conversation, both directions.
 	Turns int `json:"turns"`
 	// TaskID is the task of the delegation the conversation serves ("" if none).
-	TaskID    string    `json:"task_id"`
-	CreatedAt time.Time `json:"created_at"`
+	TaskID string `json:"task_id"`
+	// DelegationID is the delegation the conversation serves ("" if none), written with
+	// the conversation itself, so the link holds from the first write on even when the
+	// process dies before the delegation names the conversation.
+	DelegationID string    `json:"delegation_id,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
 	// ActivatedAt is when the participant picked the conversation up. With LastMessageAt
 	// it dates the last sign of life, from which the active timeout runs.
 	ActivatedAt   *time.Time `json:"activated_at"`
@@ -616,6 +620,9 @@ func (s *Store) startLocked(actor Actor, r ConversationRequest) (*ConversationSt
 	now := s.Now()
 	c := &Conversation{ID: NewID(PrefixConversation, now), ProjectID: p.ID, InitiatorID: from.ID, ParticipantID: to.ID,
 		Purpose: r.Purpose, State: ConvPending, MaxTurns: clampTurns(r.MaxTurns), TaskID: taskID, CreatedAt: now, Notified: []string{}}
+	if d != nil {
+		c.DelegationID = d.ID
+	}
 	var m *Message
 	if r.InitialMessage != "" {
 		m = &Message{ID: NewID(PrefixMessage, now), SenderID: from.ID, Content: r.InitialMessage, CreatedAt: now, ConversationID: c.ID}

@@ -235,18 +235,29 @@ func (s *Store) ResumeDelegation(actor Actor, se *Session) (d *Delegation, prev 
 			return nil
 		}
 		d = list[i]
-		if d.ConversationID != "" {
-			prev = d.ConversationID
-			c, err := s.conversationLocked(d.ConversationID)
-			if err == nil && c.Live() {
-				now := s.Now()
-				ev := Event{Change: "state", From: c.State, To: ConvTerminating, Reason: EndSessionExpired}
-				c.State, c.EndedAt, c.EndedBy, c.EndReason = ConvTerminating, &now, actor.ID, EndSessionExpired
-				c.notify(actor.ID)
-				if err := s.saveConversationLocked(actor, c, ev); err != nil {
-					return err
-				}
+		// The conversations it was carrying: the one it names, and one that names it but
+		// was not linked yet (the session died between the two writes).
+		live, err := s.conversationsLocked(ConversationFilter{AgentID: actor.ID, States: []string{ConvPending, ConvActive}})
+		if err != nil {
+			return err
+		}
+		for _, c := range live {
+			if c.ID != d.ConversationID && c.DelegationID != d.ID {
+				continue
 			}
+			if prev == "" || c.ID == d.ConversationID {
+				prev = c.ID
+			}
+			now := s.Now()
+			ev := Event{Change: "state", From: c.State, To: ConvTerminating, Reason: EndSessionExpired}
+			c.State, c.EndedAt, c.EndedBy, c.EndReason = ConvTerminating, &now, actor.ID, EndSessionExpired
+			c.notify(actor.ID)
+			if err := s.saveConversationLocked(actor, c, ev); err != nil {
+				return err
+			}
+		}
+		if prev == "" {
+			prev = d.ConversationID
 		}
 		d.ChatSessionID = se.ID
 		return s.saveDelegationLocked(actor, d, Event{Change: "handed_over", To: se.ID, Reason: "its chat session ended before it finished"})

@@ -260,3 +260,42 @@ func TestDelegationFileIsStable(t *testing.T) {
 		t.Errorf("keys %v", keys)
 	}
 }
+
+// TestResumeEndsAnUnlinkedConversation: a chat session that dies between writing the
+// conversation it started for a delegation and linking the delegation to it leaves a
+// conversation only the conversation names; the next session's hand-over ends it too, so
+// the partner is told and a fresh conversation can start.
+func TestResumeEndsAnUnlinkedConversation(t *testing.T) {
+	s := newTestStore(t)
+	tk := mustTask(t, s, NewTask{Title: "coordinate", AssigneeID: "w1"})
+	d := mustDelegate(t, s, "w1", "w2", tk.ID, "agree on the API")
+	if _, err := s.TakeDelegation(as("w1")); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.StartConversation(as("w1"), ConversationRequest{Target: "w2", DelegationID: d.ID, InitialMessage: "API?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Conversation.DelegationID != d.ID {
+		t.Fatalf("the conversation does not name its delegation: %+v", res.Conversation)
+	}
+	// The state the dead session left: the delegation does not name the conversation yet.
+	unlinked, _ := s.Delegation(d.ID)
+	unlinked.ConversationID = ""
+	writeRaw(t, s.delegationPath(d.ID), unlinked)
+
+	got, prev, err := s.ResumeDelegation(as("w1"), &Session{ID: "ses_next", AgentID: "w1", CreatedAt: s.Now()})
+	if err != nil || got == nil || got.ID != d.ID {
+		t.Fatalf("ResumeDelegation = %+v, %v", got, err)
+	}
+	if prev != res.Conversation.ID {
+		t.Errorf("previous conversation %q, want %q", prev, res.Conversation.ID)
+	}
+	c, err := s.Conversation(res.Conversation.ID)
+	if err != nil || c.Live() || c.EndReason != EndSessionExpired {
+		t.Errorf("the unlinked conversation after the hand-over: %+v, %v", c, err)
+	}
+	if _, err := s.StartConversation(as("w1"), ConversationRequest{Target: "w2", DelegationID: d.ID}); err != nil {
+		t.Errorf("a fresh conversation for the delegation: %v", err)
+	}
+}

@@ -128,7 +128,9 @@
 // (processing), and completed or failed when that session reports the outcome — only
 // from processing (seed 003: pending → processing → completed | failed);
 // conversation_id links the latest conversation started for it, and such a conversation
-// carries the delegation's task_id.
+// carries the delegation's task_id and its delegation_id (written with the conversation,
+// so a chat process killed before the delegation names it leaves no conversation the
+// next session's hand-over cannot find and end).
 //
 // # Machines and leases
 //

@@ -220,23 +220,9 @@ func (c *checker) agentsDir() {
 }
 
 func (c *checker) tasksDir() {
-	dir := c.s.path("tasks")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			c.add(dir, 1, "cannot read tasks directory: %v", err)
-		}
-		return
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok || ValidateEntityID(PrefixTask, id) != nil {
-			if !isIgnorable(e.Name()) {
-				c.add(path, 1, "unexpected file (tasks are tasks/tsk_<id>.json)")
-			}
-			continue
-		}
+	for _, f := range c.filesIn("tasks", ".json", func(id string) error { return ValidateEntityID(PrefixTask, id) },
+		"unexpected file (tasks are tasks/tsk_<id>.json)") {
+		id, path := f.id, f.path
 		var t Task
 		data := c.decode(path, &t)
 		if data == nil {
@@ -335,22 +321,8 @@ func (c *checker) jsonl(path string, fn func([]byte) string) {
 }
 
 func (c *checker) entityDir(rel, prefix string, mk func() any) {
-	dir := c.s.path(filepath.FromSlash(rel))
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if ValidateEntityID(prefix, id) != nil {
-			c.add(path, 1, "unexpected file name")
-			continue
-		}
-		c.decode(path, mk())
+	for _, f := range c.filesIn(rel, ".json", func(id string) error { return ValidateEntityID(prefix, id) }, "") {
+		c.decode(f.path, mk())
 	}
 }
 
@@ -358,10 +330,16 @@ func isIgnorable(name string) bool {
 	return strings.HasPrefix(name, ".") || strings.HasSuffix(name, "~") || strings.HasSuffix(name, ".lock")
 }
 
-// entityFiles lists the <prefix>_*.json files of a store directory, reporting any other
-// file in it; nil when the directory does not exist.
-func (c *checker) entityFiles(rel, prefix, what string) map[string]string {
-	dir := c.s.path(rel)
+// dirFile is a file of a store directory named by an id: <id><suffix>.
+type dirFile struct{ id, path string }
+
+// filesIn lists, in name order, the files of the store directory rel named <id><suffix>
+// whose id valid accepts; nothing when the directory does not exist, and a directory
+// that cannot be read is reported. Other names are reported with unexpected, or, when it
+// is "", only a name with the suffix and an invalid id is ("unexpected file name") and the
+// rest is left alone. Editors' and locks' files (isIgnorable) are never reported.
+func (c *checker) filesIn(rel, suffix string, valid func(string) error, unexpected string) []dirFile {
+	dir := c.s.path(filepath.FromSlash(rel))
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if !os.IsNotExist(err) {
@@ -369,19 +347,28 @@ func (c *checker) entityFiles(rel, prefix, what string) map[string]string {
 		}
 		return nil
 	}
-	out := map[string]string{}
+	var out []dirFile
 	for _, e := range entries {
 		path := filepath.Join(dir, e.Name())
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok || ValidateEntityID(prefix, id) != nil {
-			if !isIgnorable(e.Name()) {
-				c.add(path, 1, "unexpected file (%s are %s/%s_<id>.json)", what, rel, prefix)
-			}
-			continue
+		id, ok := strings.CutSuffix(e.Name(), suffix)
+		switch {
+		case isIgnorable(e.Name()):
+		case !e.IsDir() && ok && valid(id) == nil:
+			out = append(out, dirFile{id, path})
+		case unexpected != "":
+			c.add(path, 1, "%s", unexpected)
+		case !e.IsDir() && ok:
+			c.add(path, 1, "unexpected file name")
 		}
-		out[id] = path
 	}
 	return out
+}
+
+// entityFiles lists the <prefix>_*.json files of a store directory, reporting any other
+// file in it.
+func (c *checker) entityFiles(rel, prefix, what string) []dirFile {
+	return c.filesIn(rel, ".json", func(id string) error { return ValidateEntityID(prefix, id) },
+		fmt.Sprintf("unexpected file (%s are %s/%s_<id>.json)", what, rel, prefix))
 }
 
 // agentRef reports a field naming an agent that does not exist.
@@ -397,14 +384,8 @@ func (c *checker) agentRef(path string, data []byte, key, id string) {
 // agents, turn limits, notified agents from the conversation, an end for ended states,
 // the task reference, and at most one pending or active conversation per pair.
 func (c *checker) conversationsDir() {
-	files := c.entityFiles("conversations", PrefixConversation, "conversations")
-	ids := make([]string, 0, len(files))
-	for id := range files {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		path := files[id]
+	for _, f := range c.entityFiles("conversations", PrefixConversation, "conversations") {
+		id, path := f.id, f.path
 		var cv Conversation
 		data := c.decode(path, &cv)
 		if data == nil {
@@ -471,20 +452,8 @@ func (c *checker) rules() {
 // leasesDir checks leases/<agent-id>.json: decodable, about an existing agent, naming a
 // valid machine.
 func (c *checker) leasesDir() {
-	dir := c.s.path("leases")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok || ValidateAgentID(id) != nil {
-			if !isIgnorable(e.Name()) {
-				c.add(path, 1, "unexpected file (leases are leases/<agent-id>.json)")
-			}
-			continue
-		}
+	for _, f := range c.filesIn("leases", ".json", ValidateAgentID, "unexpected file (leases are leases/<agent-id>.json)") {
+		id, path := f.id, f.path
 		var l Lease
 		data := c.decode(path, &l)
 		if data == nil {
@@ -505,14 +474,8 @@ func (c *checker) leasesDir() {
 // delegationsDir checks delegations/: decodable, known status, existing agents, task and
 // conversation.
 func (c *checker) delegationsDir() {
-	files := c.entityFiles("delegations", PrefixDelegation, "delegations")
-	ids := make([]string, 0, len(files))
-	for id := range files {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		path := files[id]
+	for _, f := range c.entityFiles("delegations", PrefixDelegation, "delegations") {
+		id, path := f.id, f.path
 		var d Delegation
 		data := c.decode(path, &d)
 		if data == nil {
@@ -541,21 +504,8 @@ func (c *checker) delegationsDir() {
 
 // chatStates checks runtime/chat/<agent>.json: decodable and about an existing agent.
 func (c *checker) chatStates() {
-	dir := c.s.path("runtime", "chat")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".json")
-		if e.IsDir() || !ok || isIgnorable(e.Name()) {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if ValidateAgentID(id) != nil {
-			c.add(path, 1, "unexpected file name")
-			continue
-		}
+	for _, f := range c.filesIn("runtime/chat", ".json", ValidateAgentID, "") {
+		id, path := f.id, f.path
 		var st ChatState
 		if data := c.decode(path, &st); data != nil {
 			if _, ok := c.agents[id]; !ok {
@@ -637,21 +587,8 @@ func (c *checker) notifications() {
 
 // readLogs checks the sessions' notification read logs, runtime/notifications/*.read.jsonl.
 func (c *checker) readLogs() {
-	dir := c.s.path("runtime", "notifications")
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		id, ok := strings.CutSuffix(e.Name(), ".read.jsonl")
-		if e.IsDir() || !ok {
-			continue
-		}
-		path := filepath.Join(dir, e.Name())
-		if ValidateEntityID(PrefixSession, id) != nil {
-			c.add(path, 1, "unexpected file name")
-			continue
-		}
+	for _, f := range c.filesIn("runtime/notifications", ".read.jsonl", func(id string) error { return ValidateEntityID(PrefixSession, id) }, "") {
+		path := f.path
 		c.jsonl(path, func(line []byte) string {
 			var m readMarks
 			if err := json.Unmarshal(line, &m); err != nil {

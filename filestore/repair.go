@@ -325,10 +325,13 @@ func blockedAncestor(tasks map[string]*Task, t *Task) (src, parent *Task) {
 	return nil, nil
 }
 
-// loadRuleState reads every task, agent and live conversation; under the lock if the
-// caller holds it.
-func (s *Store) loadRuleState(underLock bool) (*ruleState, error) {
-	tasks, err := s.Tasks(TaskFilter{})
+// loadRuleState reads the agents, the live conversations and the tasks: every one when all
+// is set, else the work in flight (WorkingTasks); under the lock if the caller holds it.
+func (s *Store) loadRuleState(underLock, all bool) (*ruleState, error) {
+	tasks, err := s.WorkingTasks()
+	if all {
+		tasks, err = s.Tasks(TaskFilter{})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -361,7 +364,7 @@ func (s *Store) loadRuleState(underLock bool) (*ruleState, error) {
 // constants), with the repair RepairMerged would apply or the fix a human must make. It
 // changes nothing.
 func (s *Store) Breaches() ([]Breach, error) {
-	st, err := s.loadRuleState(false)
+	st, err := s.loadRuleState(false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -383,14 +386,21 @@ func (s *Store) Breaches() ([]Breach, error) {
 //
 // A done task with an open sub-task and a dependency cycle have no safe repair: they are
 // returned unrepaired for `aipm doctor` to name. It returns every breach found, repaired
-// or not. When the files hold none, it takes no lock.
+// or not. When the files hold none, it takes no lock. Every repair concerns open work, so
+// it looks at the work in flight (WorkingTasks), and its cost on every look of aipm run
+// and every sync round follows the open work, not the history; Breaches, for doctor,
+// reads every task.
 func (s *Store) RepairMerged(actor string) ([]Breach, error) {
-	found, err := s.Breaches()
-	if err != nil || !slices.ContainsFunc(found, func(b Breach) bool { return b.Repair != "" }) {
-		return found, err
+	st, err := s.loadRuleState(false, false)
+	if err != nil {
+		return nil, err
+	}
+	found := st.breaches()
+	if !slices.ContainsFunc(found, func(b Breach) bool { return b.Repair != "" }) {
+		return found, nil
 	}
 	err = s.locked(func() error {
-		st, err := s.loadRuleState(true)
+		st, err := s.loadRuleState(true, false)
 		if err != nil {
 			return err
 		}

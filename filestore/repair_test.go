@@ -317,3 +317,56 @@ func TestNoBreachWhenOneWriterLiftedTheCascade(t *testing.T) {
 		t.Errorf("breaches %+v", got)
 	}
 }
+
+// TestWorkingTasks: the work in flight is every unfinished task and what it reaches through
+// parents (up to the root), dependencies and cascade causes, finished ones included; a
+// finished task nothing open reaches is left out, so a look costs the open work only.
+func TestWorkingTasks(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo})
+	mid := mustTask(t, s, NewTask{Title: "mid", ParentID: root.ID, Status: StatusTodo})
+	dep := mustTask(t, s, NewTask{Title: "dep", Status: StatusTodo})
+	depParent := mustTask(t, s, NewTask{Title: "dep's parent", Status: StatusTodo})
+	depKid := mustTask(t, s, NewTask{Title: "dep's own", ParentID: depParent.ID, Status: StatusTodo})
+	mustTask(t, s, NewTask{Title: "open", ParentID: mid.ID, Status: StatusTodo, Dependencies: []string{dep.ID, depKid.ID}})
+	old := mustTask(t, s, NewTask{Title: "history", Status: StatusTodo})
+	oldKid := mustTask(t, s, NewTask{Title: "history's sub-task", ParentID: old.ID, Status: StatusTodo})
+	for _, id := range []string{root.ID, mid.ID, dep.ID, depKid.ID, depParent.ID, oldKid.ID, old.ID} {
+		writeTaskStatus(t, s, id, StatusDone)
+	}
+	got, err := s.WorkingTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tk := range got {
+		ids = append(ids, tk.Title)
+	}
+	slices.Sort(ids)
+	want := []string{"dep", "dep's own", "dep's parent", "mid", "open", "root"}
+	if !slices.Equal(ids, want) {
+		t.Errorf("working tasks %q, want %q", ids, want)
+	}
+}
+
+// TestRepairSeesDoneAncestorsOfOpenWork: the rules RepairMerged checks on the work in
+// flight still find a done ancestor of an open task however deep it lies.
+func TestRepairSeesDoneAncestorsOfOpenWork(t *testing.T) {
+	s := newTestStore(t)
+	top := mustTask(t, s, NewTask{Title: "top", Status: StatusTodo})
+	mid := mustTask(t, s, NewTask{Title: "mid", ParentID: top.ID, Status: StatusTodo})
+	leaf := mustTask(t, s, NewTask{Title: "leaf", ParentID: mid.ID, Status: StatusTodo})
+	writeTaskStatus(t, s, mid.ID, StatusDone)
+	writeTaskStatus(t, s, top.ID, StatusDone)
+	got := repairAll(t, s)
+	var named []string
+	for _, b := range got[RuleDoneParent] {
+		named = append(named, b.ID)
+	}
+	slices.Sort(named)
+	want := []string{mid.ID, top.ID}
+	slices.Sort(want)
+	if !slices.Equal(named, want) {
+		t.Errorf("done parents of %s: %v, want %v", leaf.ID, named, want)
+	}
+}

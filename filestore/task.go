@@ -230,12 +230,69 @@ func (f TaskFilter) constraints() []keyed {
 	return out
 }
 
+// WorkingTasks is the work in flight: every unfinished task, and every task those reach
+// through their parents, dependencies and cascade causes, and the ancestors of those
+// (a finished one read from its file), each once. It is what aipm run and the merge
+// repairs look at on every change, so its cost follows the open work, not the project's
+// history.
+func (s *Store) WorkingTasks() ([]*Task, error) {
+	out, err := s.Tasks(TaskFilter{Unfinished: true})
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[string]bool, len(out))
+	for _, t := range out {
+		seen[t.ID] = true
+	}
+	reach := func(id string) error {
+		if id == "" || seen[id] {
+			return nil
+		}
+		seen[id] = true
+		t, err := s.Task(id)
+		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
+			return nil // a dangling reference: doctor names it
+		}
+		if err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	}
+	for i := 0; i < len(out); i++ {
+		t := out[i]
+		refs := []string{t.ParentID}
+		if !Finished(t.Status) {
+			refs = append(append(refs, t.CascadeFrom), t.Dependencies...)
+		}
+		for _, id := range refs {
+			if err := reach(id); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
 // candidatesLocked is the smallest indexed set that holds every task matching f; all
 // (lazily built) when nothing narrows it.
 func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
 	cons := f.constraints()
-	if len(cons) == 0 {
+	if len(cons) == 0 && !f.Unfinished {
 		return s.tasks.allIDs()
+	}
+	if f.Unfinished {
+		// Unfinished work is all held in memory: the index file holds finished work only.
+		best := s.tasks.heldIDs()
+		for _, k := range cons {
+			if set := s.tasks.sets(k.ix)[k.key]; len(set) < len(best) {
+				best = set
+			}
+		}
+		if best == nil {
+			return emptySet
+		}
+		return best
 	}
 	best := cons[0]
 	for _, k := range cons[1:] {

@@ -80,8 +80,11 @@ func (s *Server) authenticate(c *call) (any, error) {
 	if c.project, err = s.store.Project(); err != nil {
 		return nil, err
 	}
-	// The visible tool list now depends on the session's purpose.
-	s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	// The visible tool list now depends on the session's purpose. (A process with a spawn
+	// ticket tells its client once the answer is made, with what it names: listing.go.)
+	if s.ticket == "" {
+		s.mcp.SendNotificationToAllClients(mcp.MethodNotificationToolsListChanged, nil)
+	}
 
 	instr := c.text("auth.chat_session")
 	if se.Purpose == filestore.PurposeTask {

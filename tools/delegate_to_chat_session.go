@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -11,8 +12,11 @@ type delegateResult struct {
 	Success      bool   `json:"success"`
 	DelegationID string `json:"delegation_id"`
 	Status       string `json:"status"`
-	Message      string `json:"message"`
-	Instruction  string `json:"instruction"`
+	// Result is the chat session's report, once the delegation is finished within
+	// timeout_seconds.
+	Result      string `json:"result,omitempty"`
+	Message     string `json:"message"`
+	Instruction string `json:"instruction"`
 }
 
 func delegateToChatSessionTool() *tool {
@@ -23,6 +27,10 @@ func delegateToChatSessionTool() *tool {
 			mcp.WithString("target_agent_id", mcp.Required(), mcp.Description("Whom to talk to")),
 			mcp.WithString("purpose", mcp.Required(), mcp.Description("What to say or find out")),
 			mcp.WithString("context", mcp.Description("What your chat session needs to know")),
+			// Not in the seed: a step that needs the answer waits for it in this call instead
+			// of a get_next_action that would only say to wait (one model turn fewer).
+			mcp.WithInteger("timeout_seconds", mcp.Min(0), mcp.Max(maxWaitSeconds),
+				mcp.Description("Wait up to this many seconds for the result, when your step needs it (default 0: answer at once)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -37,10 +45,39 @@ func delegateToChatSessionTool() *tool {
 			if r.Context, err = c.optString("context"); err != nil {
 				return nil, err
 			}
-			r.TaskID = c.session.TaskID
-			d, err := c.srv.store.CreateDelegation(c.actor(), r)
+			n, err := c.optInt("timeout_seconds", 0)
 			if err != nil {
 				return nil, err
+			}
+			if n < 0 {
+				return nil, badArg("timeout_seconds", "must be 0 or more (got %d)", n)
+			}
+			r.TaskID = c.session.TaskID
+			st := c.srv.store
+			d, err := st.CreateDelegation(c.actor(), r)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				// The delegation is created whatever happens to the wait: an interrupt or the
+				// timeout ends it with the delegation as it stands.
+				_, err := c.longPoll(ctx, time.Duration(min(n, maxWaitSeconds))*time.Second, []string{"delegations/" + d.ID + ".json"},
+					func(*time.Time) (any, bool, error) {
+						now, err := st.Delegation(d.ID)
+						if err != nil {
+							return nil, true, err
+						}
+						d = now
+						return nil, d.Finished(), nil
+					})
+				if err != nil && ctx.Err() == nil {
+					return nil, err
+				}
+			}
+			if d.Finished() {
+				return delegateResult{Success: true, DelegationID: d.ID, Status: d.Status, Result: d.Result,
+					Message:     c.text("delegate_to_chat_session.finished", d.Status),
+					Instruction: c.text("delegate_to_chat_session.go_on")}, nil
 			}
 			return delegateResult{Success: true, DelegationID: d.ID, Status: d.Status,
 				Message:     c.text("delegate_to_chat_session.message"),

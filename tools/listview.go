@@ -14,7 +14,9 @@ import (
 // with every model request. The description is its first sentence; a parameter keeps
 // its type, enum and bounds, a required one the first clause of its description unless
 // that only repeats its name ("The task"); session_token is left out (one agent per
-// connection needs none). help still gives every tool in full.
+// connection needs none), and so are the optional paging parameters (a first page is what
+// a step reads; help describes them, and they stay accepted). help still gives every tool
+// in full.
 func briefTool(t mcp.Tool) mcp.Tool {
 	if b, ok := listBriefs[t.Name]; ok {
 		t.Description = b
@@ -35,7 +37,7 @@ func briefProps(props map[string]any, required []string) map[string]any {
 	}
 	out := make(map[string]any, len(props))
 	for name, v := range props {
-		if name == "session_token" {
+		if name == "session_token" || paging[name] && !slices.Contains(required, name) {
 			continue
 		}
 		out[name] = briefSchema(v, slices.Contains(required, name))
@@ -70,11 +72,8 @@ func briefSchema(v any, required bool) any {
 	return m
 }
 
-// reference tools are left out of a spawned process's list: each costs the model bytes
-// on every request for what it does not need while it works (its own profile comes with
-// authenticate, help says what a session may do, its runs' logs are for the people who
-// look back). They stay callable, and help describes them.
-var reference = map[string]bool{"get_session_guide": true, "get_my_profile": true, "get_my_execution_history": true, "get_execution_log": true}
+// paging are the parameters that ask for a further page of a list.
+var paging = map[string]bool{"after": true, "limit": true, "subtasks_after": true, "subtasks_limit": true, "cursor": true, "offset": true}
 
 // listBriefs are the listed descriptions of the tools whose first sentence is long.
 var listBriefs = map[string]string{

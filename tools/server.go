@@ -76,6 +76,7 @@ type Server struct {
 	polls   chan struct{}
 	msgSeen map[string]string          // per owned chat session: the newest message it was told of
 	usage   map[string]filestore.Usage // per owned session: its calls so far (usage.go)
+	list    listing                    // the short list of a process with a ticket (listing.go)
 
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
@@ -106,13 +107,15 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{},
-		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits)}
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits),
+		list: listing{named: map[string]bool{}, asked: map[string]bool{}, read: make(chan struct{})}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond
 	}
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(func(ctx context.Context, id any, req *mcp.ListToolsRequest, res *mcp.ListToolsResult) {
 		res.Tools = s.visibleTools(res.Tools)
+		s.noteListed(id, res.Tools)
 	})
 	lang := ""
 	if p, err := store.Project(); err == nil {
@@ -125,7 +128,7 @@ func New(store *filestore.Store, o Options) *Server {
 	)
 	for _, t := range catalog(s) {
 		s.tools[t.def.Name] = t
-		s.mcp.AddTool(t.def, s.counted(t.def.Name, s.envelope(t)))
+		s.mcp.AddTool(t.def, s.listed(t.def.Name, s.counted(t.def.Name, s.envelope(t))))
 	}
 	return s
 }
@@ -185,15 +188,17 @@ func (s *Server) Close(reason string) {
 // hierarchy allow, which keeps the token cost of the list small (many clients send the
 // whole list with every model request). Before authentication in a process aipm run
 // started, the same view for the session its spawn ticket opens: the spawn record names
-// the agent and the purpose, so a client that reads the list once (Codex, for one) pays
-// only for those tools from the first request. Otherwise, before authentication, every
-// tool: a client configured by hand learns them all.
+// the agent and the purpose. Otherwise, before authentication, every tool: a client
+// configured by hand learns them all.
 //
-// A process started with a ticket lists its tools brief (see briefTool) and without the
-// reference tools: it serves one agent on one connection, and its model pays for the
-// list with every request.
+// A process started with a ticket lists its tools brief (see briefTool), and only those
+// of its short list (listing.go): the core, what the latest answer named, what help
+// described.
 func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	se, agent := s.currentSession()
+	s.mu.Lock()
+	authenticated := len(s.ownedAs) > 0 // a spawn ticket opens one session: no authenticate after it
+	s.mu.Unlock()
 	if se == nil {
 		se, agent = s.ticketView()
 	}
@@ -207,7 +212,9 @@ func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	if s.ticket == "" {
 		return out
 	}
-	out = slices.DeleteFunc(out, func(t mcp.Tool) bool { return reference[t.Name] })
+	s.mu.Lock()
+	out = slices.DeleteFunc(out, func(t mcp.Tool) bool { return !s.shortListed(t.Name, se.Purpose, authenticated) })
+	s.mu.Unlock()
 	for i, t := range out {
 		out[i] = briefTool(t)
 	}

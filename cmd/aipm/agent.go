@@ -73,15 +73,7 @@ func (a *app) agentList(args []string) error {
 
 func (a *app) agentShow(args []string) error {
 	fs := newFlags(a, "agent show")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
-	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	id, err := agentID(s, pos[0])
+	s, id, err := a.openOne(fs, args, "ID", agentID)
 	if err != nil {
 		return err
 	}
@@ -116,15 +108,7 @@ func (a *app) agentShow(args []string) error {
 
 func (a *app) agentPasskey(args []string) error {
 	fs := newFlags(a, "agent passkey")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
-	}
-	s, actor, err := a.openAs(fs.as)
-	if err != nil {
-		return err
-	}
-	id, err := agentID(s, pos[0])
+	s, actor, id, err := a.openOneAs(fs, args, "ID", agentID)
 	if err != nil {
 		return err
 	}

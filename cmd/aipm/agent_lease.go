@@ -89,15 +89,7 @@ func (a *app) agentMove(args []string) error {
 // agentRelease ends an agent's lease at once, for an agent whose machine stopped.
 func (a *app) agentRelease(args []string) error {
 	fs := newFlags(a, "agent release")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
-	}
-	s, actor, err := a.openAs(fs.as)
-	if err != nil {
-		return err
-	}
-	id, err := agentID(s, pos[0])
+	s, actor, id, err := a.openOneAs(fs, args, "ID", agentID)
 	if err != nil {
 		return err
 	}

@@ -343,15 +343,7 @@ func (a *app) chatSetOpen(args []string, open bool) error {
 		verb = "open"
 	}
 	fs := newFlags(a, "chat "+verb)
-	pos, err := fs.parse(args, 1, 1, "AGENT")
-	if err != nil {
-		return err
-	}
-	s, actor, err := a.openAs(fs.as)
-	if err != nil {
-		return err
-	}
-	id, err := agentID(s, pos[0])
+	s, actor, id, err := a.openOneAs(fs, args, "AGENT", agentID)
 	if err != nil {
 		return err
 	}

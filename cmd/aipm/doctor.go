@@ -6,8 +6,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -52,6 +55,7 @@ func (a *app) cmdDoctor(args []string) error {
 	probs = append(probs, cmdProbs...)
 	probs = append(probs, cloneProblems(s)...)
 	probs = append(probs, worktreeProblems(s)...)
+	probs = append(probs, syncProblems(s)...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -94,6 +98,18 @@ func cloneProblems(s *filestore.Store) []filestore.Problem {
 		}
 	}
 	return out
+}
+
+// syncProblems reports a state branch whose last sync round on this machine failed: the
+// other clones do not see this one's changes, nor it theirs, until a round succeeds.
+func syncProblems(s *filestore.Store) []filestore.Problem {
+	st, err := syncOf(s)
+	if err != nil || st == nil || st.Last == nil || st.Last.Error == "" {
+		return nil
+	}
+	return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
+		"the last sync of branch %s with %s failed at %s: %s; the other clones see none of this one's changes until a round succeeds: fix the cause and run `aipm sync --once`",
+		gitstate.Branch, st.Remote, st.Last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(st.Last.Error), " "))}}
 }
 
 // worktreeProblems reports the agents' worktrees deleted by hand that Git still registers:

@@ -290,6 +290,33 @@ func (a *app) openAs(as string) (*filestore.Store, filestore.Actor, error) {
 	return s, actor, err
 }
 
+// openOne is how a command about one task or agent begins: its one argument parsed (usage
+// as for parse), the store opened, and the argument resolved to a whole id by resolve
+// (taskID or agentID).
+func (a *app) openOne(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, string, error) {
+	pos, err := fs.parse(args, 1, 1, usage)
+	if err != nil {
+		return nil, "", err
+	}
+	s, err := a.open()
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := resolve(s, pos[0])
+	return s, id, err
+}
+
+// openOneAs is openOne for a command that changes the task or agent: it also resolves the
+// acting human.
+func (a *app) openOneAs(fs *flags, args []string, usage string, resolve func(*filestore.Store, string) (string, error)) (*filestore.Store, filestore.Actor, string, error) {
+	s, id, err := a.openOne(fs, args, usage, resolve)
+	if err != nil {
+		return nil, filestore.Actor{}, "", err
+	}
+	actor, err := a.actor(s, fs.as)
+	return s, actor, id, err
+}
+
 // actor resolves the acting human: --as, else AIPM_USER, else the project owner. It must be
 // a human agent of the project, so every CLI change is attributed to a real person.
 func (a *app) actor(s *filestore.Store, as string) (filestore.Actor, error) {

@@ -57,7 +57,7 @@ func (a *app) cmdMCP(args []string) error {
 	ss := server.NewStdioServer(srv.MCP())
 	ss.SetErrorLogger(newStderrLogger(a))
 	server.WithWorkerPoolSize(tools.WorkerPool)(ss)
-	err = ss.Listen(ctx, a.stdin, a.stdout)
+	err = ss.Listen(ctx, a.stdin, srv.Output(a.stdout))
 	reason := "stdin_closed"
 	if ctx.Err() != nil {
 		reason = "signal"

@@ -32,9 +32,10 @@
 // update_task_status in_progress, execute_subtask or work → the file (Claude Code's Write,
 // Gemini CLI's write_file, Codex's apply_patch or exec_command) and update_task_status done
 // or report_completed, dispatch_task → the call it spells out (dispatch_subtasks),
-// report_completion or completion_check → report_completed, wait → get_next_action. After
+// report_completion or completion_check → report_completed, wait → get_next_action; a chat
+// session's get_pending_messages → get_pending_messages, then respond_chat. After
 // an aipm step whose result carries next_action, that is the next action; otherwise
-// get_next_action again. A tool error, an unknown action or a stuck flow (60 requests) ends the turn
+// get_next_action again. A tool error, an unknown action or a stuck flow (60 requests of one agent and purpose) ends the turn
 // with text saying so. Claude Code's deferred tools are loaded first with its ToolSearch.
 //
 // The server answers only on the loopback interface and stops with the script.
@@ -72,6 +73,7 @@ type scriptedModel struct {
 	lines []string
 	max   int
 	maxBy map[string]int // by agent/purpose
+	nBy   map[string]int // requests by agent/purpose
 	reqs  *os.File
 }
 
@@ -254,8 +256,19 @@ func writeJSON(w http.ResponseWriter, v any) {
 // decide runs the worker policy on a request and notes what it saw.
 func (m *scriptedModel) decide(api string, c smConv) smStep {
 	var step smStep
+	who := "?"
+	if ma := smAgentRe.FindStringSubmatch(c.Text); ma != nil {
+		who = ma[1]
+	}
+	if ma := smPurposeRe.FindStringSubmatch(c.Text); ma != nil {
+		who += "/" + ma[1]
+	}
 	m.mu.Lock()
-	runaway := m.n >= smMaxRequests
+	runaway := m.nBy[who] >= smMaxRequests
+	if m.nBy == nil {
+		m.nBy = map[string]int{}
+	}
+	m.nBy[who]++
 	m.mu.Unlock()
 	switch {
 	case len(c.Tools) == 0:
@@ -280,13 +293,6 @@ func (m *scriptedModel) decide(api string, c smConv) smStep {
 				}
 				own += smClientParams(t.Raw)
 			}
-		}
-		who := "?"
-		if ma := smAgentRe.FindStringSubmatch(c.Text); ma != nil {
-			who = ma[1]
-		}
-		if ma := smPurposeRe.FindStringSubmatch(c.Text); ma != nil {
-			who += "/" + ma[1]
 		}
 		m.mu.Lock()
 		m.n++
@@ -324,7 +330,8 @@ func smBase(name string) string {
 	return strings.TrimLeft(name[i+len("aipm"):], "_-.")
 }
 
-// smMaxRequests bounds a conversation: a worker flow that loops ends with text.
+// smMaxRequests bounds the requests of one agent and purpose: a flow that loops ends with
+// text.
 const smMaxRequests = 60
 
 var (
@@ -439,6 +446,8 @@ func (m *scriptedModel) policy(c smConv) smStep {
 			return tool("report_completed", map[string]any{"result": "success", "summary": "wrote " + filepath.Base(m.file)})
 		case "wait", "wait_for_delegation":
 			return tool("get_next_action", map[string]any{})
+		case "get_pending_messages": // a chat session
+			return tool("get_pending_messages", map[string]any{})
 		case "exit":
 			return smStep{Text: "Done: get_next_action says exit."}
 		default:
@@ -446,6 +455,10 @@ func (m *scriptedModel) policy(c smConv) smStep {
 		}
 	case "report_completed":
 		return smStep{Text: "Done: the task is reported."}
+	case "get_pending_messages":
+		return tool("respond_chat", map[string]any{"content": "Working on it."})
+	case "respond_chat":
+		return smStep{Text: "Done: the message is answered."}
 	case "":
 		// the client's own tool: the file is written
 		if next["action"] == "execute_subtask" {

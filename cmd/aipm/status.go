@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -36,6 +37,63 @@ type statusView struct {
 	Invalid []taskNote `json:"invalid_tasks"`
 	// Approvals are the tasks an agent asked for that wait for a human's yes or no.
 	Approvals []taskNote `json:"pending_approvals"`
+	// Sync is how the state branch syncs from this clone; nil when the store is not on
+	// the state branch.
+	Sync *syncStatus `json:"sync,omitempty"`
+	// Elsewhere are the agents another machine's `aipm run` holds (their leases).
+	Elsewhere []*filestore.Lease `json:"agents_elsewhere"`
+}
+
+// syncStatus is the state branch's sync as this clone last saw it.
+type syncStatus struct {
+	Remote string `json:"remote"`
+	// Last is this machine's latest round (nil before the first); Unpushed the commits
+	// the remote's branch lacks as last fetched (-1 when Git could not tell).
+	Last     *gitstate.LastRound `json:"last_round"`
+	Unpushed int                 `json:"unpushed_commits"`
+}
+
+// syncOf reads the sync status of a store on the state branch.
+func syncOf(s *filestore.Store) (*syncStatus, error) {
+	if !gitstate.Attached(s.Root()) {
+		return nil, nil
+	}
+	st := &syncStatus{Remote: gitstate.Remote(s.Root()), Unpushed: -1}
+	var err error
+	if st.Last, err = gitstate.ReadLastRound(s); err != nil {
+		return nil, err
+	}
+	if st.Remote != "" {
+		if n, err := gitstate.Unpushed(s.Root(), st.Remote); err == nil {
+			st.Unpushed = n
+		}
+	}
+	return st, nil
+}
+
+// line says in one line how the sync stands.
+func (st *syncStatus) line(now time.Time) string {
+	if st.Remote == "" {
+		return fmt.Sprintf("branch %s has no remote: its changes are committed here only (add one, then `aipm sync`)", gitstate.Branch)
+	}
+	out := fmt.Sprintf("branch %s with %s", gitstate.Branch, st.Remote)
+	switch l := st.Last; {
+	case l == nil:
+		out += ": no round on this machine yet (`aipm run` syncs by itself; `aipm sync --once` does one round)"
+	case l.Error != "":
+		out += fmt.Sprintf(": the last round failed %s: %s", ago(now, l.At), strings.Join(strings.Fields(l.Error), " "))
+		if l.OKAt != nil {
+			out += fmt.Sprintf(" (last good round %s)", ago(now, *l.OKAt))
+		}
+	case l.Round == nil:
+		out += fmt.Sprintf(": last round %s", ago(now, l.At))
+	default:
+		out += fmt.Sprintf(": last round %s, %s", ago(now, l.At), describeRound(l.Round, st.Remote))
+	}
+	if st.Unpushed > 0 {
+		out += fmt.Sprintf("; %d commit(s) not pushed yet", st.Unpushed)
+	}
+	return out
 }
 
 // taskNote is a task that needs a human's eye, and why.
@@ -293,6 +351,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if a.worktreeCopy != "" {
 		v.WorktreeCopy = filepath.Join(a.worktreeCopy, filestore.DirName)
 	}
+	if v.Sync, err = syncOf(s); err != nil {
+		return err
+	}
+	if v.Elsewhere, err = leasedElsewhere(s); err != nil {
+		return err
+	}
 	if asJSON {
 		return a.printJSON(v)
 	}
@@ -301,6 +365,9 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		a.printf("Store: %s, shared by this clone's worktrees (this linked worktree's own copy, %s, is not used)\n", s.Dir(), v.WorktreeCopy)
 	} else {
 		a.printf("Store: %s\n", s.Dir())
+	}
+	if v.Sync != nil {
+		a.printf("Sync: %s\n", v.Sync.line(s.Now()))
 	}
 	a.printf("Tasks:")
 	for _, st := range filestore.Statuses {
@@ -396,6 +463,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			return err
 		}
 	}
+	if len(v.Elsewhere) > 0 {
+		a.printf("\nOn other machines (their `aipm run` starts them; `aipm agent move ID --to MACHINE` moves one):\n")
+		for _, l := range v.Elsewhere {
+			a.printf("  %s  on %s, lease until %s\n", l.AgentID, l.MachineID, l.ExpiresAt.Local().Format("15:04:05"))
+		}
+	}
 	if len(v.Unapproved) > 0 {
 		a.printf("\nCommands not approved on this machine (aipm run starts nothing with them; review and approve with `aipm trust`):\n")
 		for _, u := range v.Unapproved {
@@ -414,6 +487,26 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 	}
 	return nil
+}
+
+// leasedElsewhere are the agents whose lease another machine holds now.
+func leasedElsewhere(s *filestore.Store) ([]*filestore.Lease, error) {
+	leases, err := s.Leases()
+	if err != nil || len(leases) == 0 {
+		return []*filestore.Lease{}, err
+	}
+	me, err := s.MachineID()
+	if err != nil {
+		return nil, err
+	}
+	out := []*filestore.Lease{}
+	now := s.Now()
+	for _, l := range leases {
+		if l.MachineID != me && l.Held(now) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
 }
 
 // oneLine fits free text in a table cell: one line, at most 60 characters.

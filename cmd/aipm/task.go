@@ -154,15 +154,7 @@ func (a *app) taskList(args []string) error {
 func (a *app) taskShow(args []string) error {
 	fs := newFlags(a, "task show")
 	full := fs.Bool("no-abbrev", false, "show whole task ids")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
-	}
-	s, err := a.open()
-	if err != nil {
-		return err
-	}
-	id, err := taskID(s, pos[0])
+	s, id, err := a.openOne(fs, args, "ID", taskID)
 	if err != nil {
 		return err
 	}

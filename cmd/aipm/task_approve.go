@@ -4,15 +4,7 @@ package main
 // assignee, approves a pending task request so that it can start.
 func (a *app) taskApprove(args []string) error {
 	fs := newFlags(a, "task approve")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
-	}
-	s, actor, err := a.openAs(fs.as)
-	if err != nil {
-		return err
-	}
-	id, err := taskID(s, pos[0])
+	s, actor, id, err := a.openOneAs(fs, args, "ID", taskID)
 	if err != nil {
 		return err
 	}
@@ -32,15 +24,7 @@ func (a *app) taskApprove(args []string) error {
 func (a *app) taskReject(args []string) error {
 	fs := newFlags(a, "task reject")
 	reason := fs.String("reason", "", "why, for the assignee and the requester")
-	pos, err := fs.parse(args, 1, 1, "ID [--reason R]")
-	if err != nil {
-		return err
-	}
-	s, actor, err := a.openAs(fs.as)
-	if err != nil {
-		return err
-	}
-	id, err := taskID(s, pos[0])
+	s, actor, id, err := a.openOneAs(fs, args, "ID [--reason R]", taskID)
 	if err != nil {
 		return err
 	}

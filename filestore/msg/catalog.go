@@ -289,6 +289,10 @@ var texts = map[string]text{
 	"delegate_to_chat_session.done": {
 		"Go on with work that does not need the answer. get_next_action tells you to wait while your next step depends on it; get_task_conversations shows the result.",
 		"返答を必要としない作業を続けてください。次の段階が返答を必要とする間は、get_next_action が待つよう指示します。結果は get_task_conversations で確認できます。"},
+	"delegate_to_chat_session.finished": {"The delegation is %s: result holds your chat session's report.", "委譲は %s になりました。result にチャットセッションの報告があります。"},
+	"delegate_to_chat_session.go_on": {
+		"Go on with the step that needed it: no get_next_action is needed to learn the result.",
+		"その結果を必要としていた段階を続けてください。結果を知るために get_next_action を呼ぶ必要はありません。"},
 	"end_conversation.done":       {"Conversation ended; %s will be told. ", "会話終了をリクエストしました。相手に通知されます。（相手: %[1]s）"}, // seed 002
 	"end_conversation.delegation": {"If it carried out a delegation, call report_delegation_completed with the result. ", "委譲を実行するための会話だった場合は、report_delegation_completed で結果を報告してください。"},
 	"end_conversation.then":       {"Then call get_next_action.", "その後 get_next_action を呼び出してください。"},

@@ -41,6 +41,7 @@ func DefaultAgentCommands() map[string]filestore.AgentCommand {
 				"-c", `mcp_servers.aipm.command="{aipm}"`,
 				"-c", `mcp_servers.aipm.args=["mcp"]`,
 				"-c", `mcp_servers.aipm.env_vars=["AIPM_ROOT","AIPM_AGENT_ID","AIPM_SPAWN_TICKET","XDG_CONFIG_HOME"]`,
+				"-c", "features.mcp_tool_list_changed=true",
 				"{prompt}"},
 		},
 		"gemini": {

@@ -308,7 +308,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		c.Say("cannot list agents: %v", err)
 		return false, now.Add(time.Second)
 	}
-	tasks, err := c.s.Tasks(filestore.TaskFilter{})
+	tasks, err := c.s.WorkingTasks()
 	if err != nil {
 		c.Say("cannot list tasks: %v", err)
 		return false, now.Add(time.Second)
@@ -317,7 +317,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		c.Say("lifting cascaded blocks: %v", err)
 	} else if n > 0 {
 		c.Say("lifted %d cascaded block(s) whose cause was gone", n)
-		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+		if tasks, err = c.s.WorkingTasks(); err != nil {
 			c.Say("cannot list tasks: %v", err)
 			return false, now.Add(time.Second)
 		}
@@ -328,7 +328,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	if found, err := c.s.RepairMerged(filestore.SystemSender); err != nil {
 		c.Say("repairing what a merge broke: %v", err)
 	} else if n := c.sayRepairs(found); n > 0 {
-		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+		if tasks, err = c.s.WorkingTasks(); err != nil {
 			c.Say("cannot list tasks: %v", err)
 			return false, now.Add(time.Second)
 		}
@@ -339,7 +339,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		for _, t := range started {
 			c.Say("queue: started task %s (%s) for %s", t.ID, t.Title, t.AssigneeID)
 		}
-		if tasks, err = c.s.Tasks(filestore.TaskFilter{}); err != nil {
+		if tasks, err = c.s.WorkingTasks(); err != nil {
 			c.Say("cannot list tasks: %v", err)
 			return false, now.Add(time.Second)
 		}
@@ -939,7 +939,7 @@ func (c *Coordinator) exited(ev exitEvent) {
 	if err != nil {
 		return
 	}
-	tasks, _ := c.s.Tasks(filestore.TaskFilter{})
+	tasks, _ := c.s.WorkingTasks()
 	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
 	switch {
 	case code != 0 || outcome != "exited":

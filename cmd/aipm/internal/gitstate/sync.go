@@ -48,8 +48,17 @@ type Round struct {
 const maxAttempts = 8
 
 // Once runs one round: commit, fetch, merge, push; a rejected push fetches and merges
-// again. It never forces a push.
+// again. It never forces a push. What the round did is recorded for `aipm status`
+// (ReadLastRound).
 func (s *Syncer) Once(ctx context.Context) (*Round, error) {
+	r, err := s.once(ctx)
+	if ctx.Err() == nil {
+		s.record(r, err)
+	}
+	return r, err
+}
+
+func (s *Syncer) once(ctx context.Context) (*Round, error) {
 	root := s.Store.Root()
 	if !Attached(root) {
 		return nil, fmt.Errorf("%s is not the worktree of branch %s: run `aipm migrate` to move the state onto it", stateDir(root), Branch)

@@ -31,7 +31,8 @@
 // step; a step that fails blocks its sub-task (or reports the task blocked). ask and
 // shiritori are conversations, which a task session may not hold: it delegates them to
 // its own chat session (delegate_to_chat_session, purpose "ask: <question>" or the
-// shiritori line) and waits for the delegation's result. A manager turns its `plan` lines
+// shiritori line, with timeout_seconds so the call waits for the delegation's result; one
+// that outlasts it is waited for with get_next_action). A manager turns its `plan` lines
 // into sub-tasks, dispatches each to the plan's `for` agent or else to the least loaded
 // subordinate (ties by id) — in the one dispatch_subtasks call the answer spells out, which
 // starts those whose dependencies are done and queues the rest — waits, and reports when
@@ -1047,10 +1048,10 @@ func (s *simAgent) busy(d time.Duration) error {
 
 // delegate hands a conversation to the agent's own chat session and waits for the result.
 func (s *simAgent) delegate(target, purpose string) (string, error) {
-	var r struct {
-		DelegationID string `json:"delegation_id"`
-	}
-	err := s.call("delegate_to_chat_session", map[string]any{"target_agent_id": target, "purpose": purpose}, &r)
+	// The step needs the answer: the call waits for it (at most its 50 s; then
+	// get_next_action waits on).
+	var r simDelegation
+	err := s.call("delegate_to_chat_session", map[string]any{"target_agent_id": target, "purpose": purpose, "timeout_seconds": 50}, &r)
 	var te *simToolError
 	if errors.As(err, &te) {
 		return "", simStepErrorf("cannot delegate to the chat session: %s", te.Message)
@@ -1059,9 +1060,11 @@ func (s *simAgent) delegate(target, purpose string) (string, error) {
 		return "", err
 	}
 	s.logf("delegated %s to my chat session: %s", r.DelegationID, purpose)
-	d, err := s.awaitDelegation(r.DelegationID)
-	if err != nil {
-		return "", err
+	d := &r
+	if !d.finished() {
+		if d, err = s.awaitDelegation(r.DelegationID); err != nil {
+			return "", err
+		}
 	}
 	if d.Status != filestore.DelegationCompleted {
 		return "", simStepErrorf("delegation %s %s: %s", d.DelegationID, d.Status, d.Result)
