@@ -268,7 +268,7 @@ func (c *dirCache[T]) validateLocked() error {
 	}
 	if !c.loaded {
 		c.ents = make(map[string]*cacheEntry[T], len(ids))
-		c.cold, c.shadow = nil, nil
+		c.setCold(nil)
 		c.reset()
 		c.loadLocked(ids)
 	}

@@ -3,6 +3,7 @@ package filestore
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -39,6 +40,10 @@ type coldIndex struct {
 	ids    string
 	keys   string
 	idx    []coldPostings
+	// f, when not nil, holds the identities at stampsAt (stamps is then empty): they are
+	// read when an entity is compared with its file, not held.
+	f        *os.File
+	stampsAt int64
 }
 
 type coldPostings struct {
@@ -84,7 +89,7 @@ func (r *coldReader) take(n int) string {
 
 // parseCold reads a cold section whose checksum matched, and checks every offset and
 // ordinal in it, so that no later lookup can go out of bounds whatever the bytes say.
-func parseCold(raw []byte, nidx, minKeys int) (*coldIndex, error) {
+func parseCold(raw []byte, nidx, minKeys int, stamps bool) (*coldIndex, error) {
 	var data string
 	if len(raw) > 0 {
 		// raw is never written again: the strings share its bytes.
@@ -101,7 +106,9 @@ func parseCold(raw []byte, nidx, minKeys int) (*coldIndex, error) {
 		return nil, errColdLayout
 	}
 	x.idEnd = r.take(4 * x.n)
-	x.stamps = r.take(32 * x.n)
+	if stamps {
+		x.stamps = r.take(32 * x.n)
+	}
 	x.keyEnd = r.take(4 * nkeys)
 	x.recEnd = r.take(4 * x.n)
 	x.recKey = r.take(4 * r.u32())
@@ -198,6 +205,15 @@ func (x *coldIndex) find(id string) (int, bool) {
 }
 
 func (x *coldIndex) stamp(i int) stamp {
+	if x.f != nil {
+		// A file cut short since reads as no identity: the entity's file is read again.
+		var b [32]byte
+		if _, err := x.f.ReadAt(b[:], x.stampsAt+32*int64(i)); err != nil {
+			return stamp{}
+		}
+		s := string(b[:])
+		return stamp{ino: u64at(s, 0), size: int64(u64at(s, 1)), mtime: int64(u64at(s, 2)), ctime: int64(u64at(s, 3))}
+	}
 	return stamp{ino: u64at(x.stamps, 4*i), size: int64(u64at(x.stamps, 4*i+1)),
 		mtime: int64(u64at(x.stamps, 4*i+2)), ctime: int64(u64at(x.stamps, 4*i+3))}
 }
@@ -376,6 +392,14 @@ func buildCold(recs []coldRec, nidx int, slot func(pos int) int) []byte {
 		b = append(b, k...)
 	}
 	return b
+}
+
+// setCold replaces the index file's part the cache uses (nil: none).
+func (c *dirCache[T]) setCold(x *coldIndex) {
+	if c.cold != nil && c.cold.f != nil && c.cold != x {
+		c.cold.f.Close()
+	}
+	c.cold, c.shadow = x, nil
 }
 
 // coldEntry is the entry of id as the index file has it (not held; nil when it has none

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
@@ -91,6 +92,12 @@ type indexHeader struct {
 // parseIndex checks an index file whole and returns its header, its live records and its
 // cold part.
 func parseIndex(data []byte, dir string) (indexHeader, []string, []byte, error) {
+	return parseIndexCut(data, dir, 0, false)
+}
+
+// parseIndexCut is parseIndex on an index file read without the cut bytes of its cold
+// part's identities (readIndexLean), whose checksum the reader checked.
+func parseIndexCut(data []byte, dir string, cut int, checked bool) (indexHeader, []string, []byte, error) {
 	var h indexHeader
 	if !bytes.HasSuffix(data, []byte("\n")) {
 		return h, nil, nil, errors.New("truncated")
@@ -104,7 +111,7 @@ func parseIndex(data []byte, dir string) (indexHeader, []string, []byte, error) 
 		return h, nil, nil, errors.New("no end line")
 	}
 	sum, err := strconv.ParseUint(end[1], 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE(data[:i+1]) {
+	if err != nil || !checked && uint32(sum) != crc32.ChecksumIEEE(data[:i+1]) {
 		return h, nil, nil, errors.New("checksum does not match")
 	}
 	body := data[:i+1]
@@ -164,42 +171,126 @@ func parseIndex(data []byte, dir string) (indexHeader, []string, []byte, error) 
 	}
 	body = body[lv[1]:]
 	cd := size("cold", 1)
-	if cd == nil || cd[0]+1 != len(body) || body[cd[0]] != '\n' {
+	if cd == nil || cd[0]-cut+1 != len(body) || body[cd[0]-cut] != '\n' {
 		return h, nil, nil, errors.New("bad cold part")
 	}
-	return h, recs, body[:cd[0]], nil
+	return h, recs, body[:cd[0]-cut], nil
 }
 
-// readIndexBytes reads an index file in one allocation of its size.
-func readIndexBytes(p string) ([]byte, error) {
-	f, err := openRead(p, indexMax)
+// readIndexLean reads an index file but for the identities of its finished entities (32
+// bytes each, a quarter of the file), which stay in the file, read from f at stampsAt
+// when an entity is compared with its file; it checks the checksum of the whole file.
+// cut is how many bytes were left out (0: the whole file, f nil).
+func readIndexLean(p string) (data []byte, f *os.File, stampsAt int64, cut int, err error) {
+	f, err = openRead(p, indexMax)
 	if err != nil {
-		return nil, err
+		return nil, nil, 0, 0, err
 	}
-	defer f.Close()
+	fail := func(err error) ([]byte, *os.File, int64, int, error) {
+		f.Close()
+		return nil, nil, 0, 0, err
+	}
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
-	if fi.Size() > indexMax {
-		return nil, errors.New("too large")
+	size := fi.Size()
+	if size > indexMax {
+		return fail(errors.New("too large"))
 	}
-	buf := make([]byte, fi.Size())
-	if _, err := io.ReadFull(f, buf); err != nil {
-		return nil, err
+	// Where the cold part's identities lie: after the header, the live part, the cold
+	// line, and the cold part's counts and id ends.
+	line := func(at int64) (string, int64, bool) {
+		buf := make([]byte, 256)
+		n, _ := f.ReadAt(buf, at)
+		i := bytes.IndexByte(buf[:n], '\n')
+		if i < 0 {
+			return "", 0, false
+		}
+		return string(buf[:i]), at + int64(i) + 1, true
 	}
-	return buf, nil
+	at := int64(0)
+	var l string
+	ok := true
+	for range 2 {
+		if _, at, ok = line(at); !ok {
+			break
+		}
+	}
+	var liveLen, coldLen, n int64
+	if ok {
+		l, at, ok = line(at)
+		fs := strings.Split(l, "\t")
+		ok = ok && len(fs) == 3 && fs[0] == "live"
+		if ok {
+			liveLen, err = strconv.ParseInt(fs[2], 10, 64)
+			ok = err == nil && liveLen >= 0
+		}
+	}
+	if ok {
+		l, at, ok = line(at + liveLen)
+		fs := strings.Split(l, "\t")
+		ok = ok && len(fs) == 2 && fs[0] == "cold"
+		if ok {
+			coldLen, err = strconv.ParseInt(fs[1], 10, 64)
+			ok = err == nil && coldLen >= 12
+		}
+	}
+	if ok {
+		var cnt [4]byte
+		_, err := f.ReadAt(cnt[:], at)
+		n = int64(binary.LittleEndian.Uint32(cnt[:]))
+		stampsAt = at + 12 + 4*n
+		ok = err == nil && stampsAt+32*n <= at+coldLen && at+coldLen < size
+	}
+	if !ok || n == 0 {
+		stampsAt, n = 0, 0 // what is wrong, parseIndex says
+	}
+	cut = int(32 * n)
+	data = make([]byte, size-int64(cut))
+	if _, err := f.ReadAt(data[:stampsAt], 0); err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+	if _, err := f.ReadAt(data[stampsAt:], stampsAt+int64(cut)); err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+	if cut == 0 {
+		f.Close()
+		return data, nil, 0, 0, nil
+	}
+	// The checksum, over the identities too, read through a small buffer.
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
+	if i < int(stampsAt) {
+		return fail(errors.New("no end line"))
+	}
+	crc := crc32.NewIEEE()
+	crc.Write(data[:stampsAt])
+	if _, err := io.Copy(crc, io.NewSectionReader(f, stampsAt, int64(cut))); err != nil {
+		return fail(err)
+	}
+	crc.Write(data[stampsAt : i+1])
+	if string(data[i+1:]) != "end\t"+strconv.FormatUint(uint64(crc.Sum32()), 16)+"\n" {
+		return fail(errors.New("checksum does not match"))
+	}
+	return data, f, stampsAt, cut, nil
 }
 
 // loadIndexLocked fills an empty cache from its index file and applies the journal since,
 // and tells whether it did; on false the caller reads the directory. pos is where this
 // process has read the journal to.
-func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
-	raw, err := readIndexBytes(c.indexPath())
+func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
+	raw, f, stampsAt, cut, err := readIndexLean(c.indexPath())
 	if err != nil {
 		return false
 	}
-	h, recs, coldPart, err := parseIndex(raw, c.dir)
+	if f != nil {
+		defer func() {
+			if !loaded {
+				f.Close()
+			}
+		}()
+	}
+	h, recs, coldPart, err := parseIndexCut(raw, c.dir, cut, f != nil)
 	if err != nil {
 		return false
 	}
@@ -223,10 +314,11 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 	if err != nil {
 		return false
 	}
-	cold, err := parseCold(coldPart, c.nidx, c.minKeys)
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys, f == nil)
 	if err != nil {
 		return false
 	}
+	cold.f, cold.stampsAt = f, stampsAt
 	ents := make(map[string]*cacheEntry[T], len(recs))
 	for _, r := range recs {
 		id, e, ok := c.parseRecord(r)
@@ -236,7 +328,7 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 		ents[id] = e
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
-	c.cold, c.shadow = cold, nil
+	c.setCold(cold)
 	c.reset()
 	for id, e := range ents {
 		c.ents[id] = e
@@ -429,7 +521,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	}
 	c.since, c.rebuilt = 0, false
 	// Hold the file just written: what it has in its cold part leaves memory.
-	cold, err := parseCold(coldPart, c.nidx, c.minKeys)
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys, true)
 	if err != nil {
 		return
 	}
@@ -439,7 +531,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			c.index(id, e.k, nil)
 		}
 	}
-	c.cold, c.shadow = cold, nil
+	c.setCold(cold)
 }
 
 func stampFields(st stamp) string {

@@ -43,7 +43,7 @@ func wantIndexFile(t *testing.T, s *Store, n int) {
 	_, recs, coldPart, err := parseIndex(data, "tasks")
 	var cold *coldIndex
 	if err == nil {
-		cold, err = parseCold(coldPart, 4, tkDeps)
+		cold, err = parseCold(coldPart, 4, tkDeps, true)
 	}
 	if err != nil || len(recs)+cold.n != n {
 		t.Fatalf("index file: %d live records, %v; want %d in all, whole", len(recs), err, n)
@@ -96,6 +96,12 @@ func TestIndexFileStartsTheNextProcess(t *testing.T) {
 	}
 	if e := held(); e == nil || e.v != nil || e.k[tkStatus] != StatusCancelled {
 		t.Errorf("cancelled task held as %+v, want its keys only", e)
+	}
+	o.tasks.mu.Lock()
+	lean := o.tasks.cold != nil && o.tasks.cold.f != nil && o.tasks.cold.stamps == ""
+	o.tasks.mu.Unlock()
+	if !lean {
+		t.Error("the finished tasks' identities were read into memory, not left in the file")
 	}
 	// Unfinished work and counts need no finished task's file.
 	if got := titles(t, o, TaskFilter{Unfinished: true}); got != "A:todo B:backlog" {
