@@ -36,9 +36,10 @@ import (
 // the project — is parsed into the cache at start. The cold part — every finished entity
 // (a done task, an ended conversation) — is a set of flat arrays (cold.go: ids sorted,
 // their identities and keys, and per secondary index the ids under each key in id order)
-// that a process reads in one piece and queries where it lies, without building a map or
-// an object per entity: opening 100,000 finished tasks costs reading some ten megabytes,
-// not parsing them. What changed since the file was written is held in memory and shadows
+// that a process reads (but for the entities' identities, read from the file when one is
+// compared with its file) and queries where it lies, without building a map or an object
+// per entity: opening 100,000 finished tasks costs reading some ten megabytes, not
+// parsing them. What changed since the file was written is held in memory and shadows
 // the records it replaces; a page of done tasks, a parent's children, a count by status
 // read the arrays (and only the page's files).
 //
