@@ -313,17 +313,17 @@ func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Convers
 	err := s.convs.with(func() {
 		var agentSet, taskSet map[string]struct{}
 		if f.AgentID != "" {
-			agentSet = keySet(s.cix.byAgent, f.AgentID)
+			agentSet = s.convs.lookup(0, f.AgentID)
 		}
 		if f.TaskID != "" {
-			taskSet = keySet(s.cix.byTask, f.TaskID)
+			taskSet = s.convs.lookup(1, f.TaskID)
 		}
 		var stateSet map[string]struct{}
 		if len(f.States) > 0 {
 			// The states asked for, and those a timeout may still move into them.
 			stateSet = map[string]struct{}{}
 			for _, st := range append(slices.Clone(f.States), ConvPending, ConvActive) {
-				for id := range s.cix.byState[st] {
+				for id := range s.convs.lookup(2, st) {
 					stateSet[id] = struct{}{}
 				}
 			}

@@ -287,7 +287,7 @@ func (s *Store) openConversations(k convClock) ([]*Conversation, []timedOut, err
 	var due []timedOut
 	err := s.convs.with(func() {
 		for _, st := range []string{ConvPending, ConvActive} {
-			for _, id := range pick(s.convs, s.cix.byState[st], true) {
+			for _, id := range pick(s.convs, s.convs.lookup(2, st), true) {
 				if cached := s.convs.get(id); cached != nil {
 					c := cloneConv(cached)
 					if from := k.advance(c); from != "" {

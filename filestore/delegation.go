@@ -94,13 +94,13 @@ func (s *Store) Delegations(f DelegationFilter) ([]*Delegation, error) {
 	err := s.dlgs.with(func() {
 		var a, t, st map[string]struct{}
 		if f.AgentID != "" {
-			a = keySet(s.dix.byAgent, f.AgentID)
+			a = s.dlgs.lookup(0, f.AgentID)
 		}
 		if f.TaskID != "" {
-			t = keySet(s.dix.byTask, f.TaskID)
+			t = s.dlgs.lookup(1, f.TaskID)
 		}
 		if f.Status != "" {
-			st = keySet(s.dix.byStatus, f.Status)
+			st = s.dlgs.lookup(2, f.Status)
 		}
 		set, narrowed := smallest(a, t, st)
 		for _, id := range pick(s.dlgs, set, narrowed) {

@@ -23,6 +23,8 @@ func (x idIndex) move(id string, old, cur []string) {
 
 type convIndex struct{ byAgent, byTask, byState idIndex }
 
+func (x *convIndex) set(i int) idIndex { return [...]idIndex{x.byAgent, x.byTask, x.byState}[i] }
+
 func (x *convIndex) reset() {
 	*x = convIndex{byAgent: idIndex{}, byTask: idIndex{}, byState: idIndex{}}
 }
@@ -55,6 +57,8 @@ func newConvCache(s *Store) *dirCache[Conversation] {
 	c.keys, c.done, c.persist = convKeys, convFinished, true
 	c.reset = s.cix.reset
 	c.index = s.cix.update
+	c.sets, c.nidx, c.minKeys = s.cix.set, 3, 4
+	c.slot = func(pos int) int { return [...]int{0, 0, 1, 2}[pos] } // initiator, participant, task, state
 	s.cix.reset()
 	return c
 }
@@ -66,6 +70,8 @@ func cloneConv(c *Conversation) *Conversation {
 }
 
 type dlgIndex struct{ byAgent, byTask, byStatus idIndex }
+
+func (x *dlgIndex) set(i int) idIndex { return [...]idIndex{x.byAgent, x.byTask, x.byStatus}[i] }
 
 func (x *dlgIndex) reset() { *x = dlgIndex{byAgent: idIndex{}, byTask: idIndex{}, byStatus: idIndex{}} }
 
@@ -88,6 +94,8 @@ func newDlgCache(s *Store) *dirCache[Delegation] {
 	c.keys, c.done, c.persist = dlgKeys, dlgFinished, true
 	c.reset = s.dix.reset
 	c.index = s.dix.update
+	c.sets, c.nidx, c.minKeys = s.dix.set, 3, 3
+	c.slot = func(pos int) int { return pos } // agent, task, status
 	s.dix.reset()
 	return c
 }
@@ -120,6 +128,7 @@ func pick[T any](c *dirCache[T], set map[string]struct{}, narrowed bool) []strin
 				ids = append(ids, id)
 			}
 		}
+		c.eachColdLocked(func(id string) { ids = append(ids, id) })
 	}
 	sort.Strings(ids)
 	return ids
@@ -127,10 +136,3 @@ func pick[T any](c *dirCache[T], set map[string]struct{}, narrowed bool) []strin
 
 // emptySet stands for a filter key with no entity: it narrows to nothing.
 var emptySet = map[string]struct{}{}
-
-func keySet(x idIndex, key string) map[string]struct{} {
-	if s := x[key]; s != nil {
-		return s
-	}
-	return emptySet
-}

@@ -145,12 +145,21 @@ type lineIndex struct {
 	ino  uint64
 	off  int64
 	byID map[string][]int64
+	// persist is the history index file (history_index.go; "" for none): base, when open,
+	// covers the file up to off, and the lines after it are in pairs (by the hash of their
+	// key; byID is not used), added of them; tried is added at the last attempt to write
+	// the file.
+	persist string
+	base    *eventsBase
+	pairs   []eventsEntry
+	added   int
+	tried   int
 }
 
 // historyIndex indexes events.jsonl by entity id.
 type historyIndex = lineIndex
 
-func newHistoryIndex() *lineIndex { return &lineIndex{key: eventID} }
+func newHistoryIndex(persist string) *lineIndex { return &lineIndex{key: eventID, persist: persist} }
 
 func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	h.mu.Lock()
@@ -169,7 +178,8 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		return nil, err
 	}
 	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
-		h.byID, h.off, h.ino = map[string][]int64{}, 0, ino
+		h.byID, h.off, h.ino, h.added, h.tried, h.pairs = map[string][]int64{}, 0, ino, 0, 0, nil
+		h.openBase(f, ino, fi.Size())
 	}
 	// In chunks: the first look at a long history must not hold all of it in memory.
 	const chunk = 256 << 10
@@ -188,7 +198,12 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 				break
 			}
 			if eid := h.key(data[:i]); eid != "" {
-				h.byID[eid] = append(h.byID[eid], pos)
+				if h.persist != "" {
+					h.pairs = append(h.pairs, eventsEntry{eventHash(eid), pos})
+				} else {
+					h.byID[eid] = append(h.byID[eid], pos)
+				}
+				h.added++
 			}
 			pos += int64(i) + 1
 			data = data[i+1:]
@@ -198,14 +213,92 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 			h.off = pos
 		case int64(n) < want || h.off+int64(n) >= fi.Size():
 			// A torn or unfinished last line: next time.
-			return slices.Clone(h.byID[id]), nil
+			return h.found(f, id)
 		case cap(buf) >= maxJSONLLine:
 			return nil, &LineTooLongError{Path: relToRepo(path), Offset: h.off}
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}
 	}
-	return slices.Clone(h.byID[id]), nil
+	return h.found(f, id)
+}
+
+// openBase opens the history index file for the history file of inode ino and size, if
+// it can be trusted: lines up to its offset are then looked up in it.
+func (h *lineIndex) openBase(f *os.File, ino uint64, size int64) {
+	if h.base != nil {
+		h.base.f.Close()
+		h.base = nil
+	}
+	if h.persist == "" {
+		return
+	}
+	b, err := openEventsBase(h.persist)
+	if err != nil {
+		return
+	}
+	if b.ino != ino || b.off > size || historyTail(f, b.off) != b.tail {
+		b.f.Close()
+		return
+	}
+	h.base, h.off = b, b.off
+}
+
+// found returns the offsets of id's lines: those of the index file whose line does carry
+// id, then those indexed in memory. It writes the index file anew when the lines indexed
+// in memory have grown many.
+func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
+	if h.persist == "" {
+		return slices.Clone(h.byID[id]), nil
+	}
+	if h.off > 0 && (h.base == nil && h.tried == 0 || h.added-h.tried >= eventsIndexEvery) {
+		h.tried = max(h.added, 1)
+		h.save(f)
+	}
+	var offs []int64
+	hash := eventHash(id)
+	if h.base != nil {
+		var err error
+		if offs, err = h.base.lookup(hash); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range h.pairs {
+		if p.hash == hash {
+			offs = append(offs, p.off)
+		}
+	}
+	out := offs[:0]
+	for _, o := range offs {
+		if line, err := lineAtOffset(f, o); err == nil && h.key(line) == id {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+// save writes the index file (the old one's entries and those in memory) and, when it
+// reads back as written, holds it in place of the entries in memory.
+func (h *lineIndex) save(f *os.File) {
+	tail := historyTail(f, h.off)
+	if tail == "" {
+		return
+	}
+	if err := writeEventsBase(h.persist, h.ino, h.off, tail, h.base, h.pairs); err != nil {
+		return
+	}
+	b, err := openEventsBase(h.persist)
+	if err != nil {
+		return
+	}
+	if b.ino != h.ino || b.off != h.off || b.tail != tail { // another process's, meanwhile
+		b.f.Close()
+		return
+	}
+	if h.base != nil {
+		h.base.f.Close()
+	}
+	h.base, h.pairs, h.added, h.tried = b, nil, 0, 0
 }
 
 // jsonField is the string value of a top-level key of a line as aipm writes it (compact,

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash/crc32"
@@ -14,11 +15,12 @@ import (
 
 // The index files: a copy of a directory cache (cache.go) kept in runtime/index/<dir>.idx,
 // machine-local like the rest of runtime/, so that a process starts from it instead of
-// reading every file of a directory that holds the project's whole history. It is only a
-// cache of a cache: whenever it cannot be trusted — another format, a checksum that does
-// not match (truncated, edited by hand), another directory (a copied clone), a journal
-// that no longer reaches back to it — the directory is compared with it file by file, and
-// whatever it says is checked against the files before it is used:
+// reading every file of a directory that holds the project's whole history, and holds
+// only what it uses. It is only a cache of a cache: whenever it cannot be trusted —
+// another format, a checksum that does not match (truncated, edited by hand), another
+// directory (a copied clone), a journal that no longer reaches back to it — the directory
+// is compared with it file by file, and whatever it says is checked against the files
+// before it is used:
 //
 //   - the journal lines written since the index was (runtime/changes.log) name the files
 //     changed through aipm, which are re-checked; each also carries its directory's
@@ -29,21 +31,39 @@ import (
 //   - the files held in full (unfinished work, unreadable files) are compared by identity;
 //     a finished entity's file is compared when it is read.
 //
-// Format, one record a line, fields separated by tabs:
+// Cost that does not grow with history: the file has two parts. The live part — the
+// entities held in full, unfinished work and unreadable files, few whatever the age of
+// the project — is parsed into the cache at start. The cold part — every finished entity
+// (a done task, an ended conversation) — is a set of flat arrays (cold.go: ids sorted,
+// their identities and keys, and per secondary index the ids under each key in id order)
+// that a process reads (but for the entities' identities, read from the file when one is
+// compared with its file) and queries where it lies, without building a map or an object
+// per entity: opening 100,000 finished tasks costs reading some ten megabytes, not
+// parsing them. What changed since the file was written is held in memory and shadows
+// the records it replaces; a page of done tasks, a parent's children, a count by status
+// read the arrays (and only the page's files).
+//
+// Format: text lines, then the cold part, then the end line:
 //
 //	aipm-index <format> <dir>
 //	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
-//	<id> <inode> <size> <mtime ns> <ctime ns> s <key>...   a finished entity: its index keys
-//	<id> <inode> <size> <mtime ns> <ctime ns> f <json>     an entity held in full
+//	live <records> <bytes>
+//	<id> <inode> <size> <mtime ns> <ctime ns> f <n> <key>×n <json>   an entity held in full
 //	<id> <inode> <size> <mtime ns> <ctime ns> x            a file that did not parse
-//	end <records> <crc32 of everything before this line, hex>
+//	cold <bytes>
+//	<the cold part, binary (cold.go)>
+//	end <crc32 of everything before this line, hex>
 //
-// Keys are escaped (\\, \t, \n). Any process writes it (atomically) after it compared
-// the directory file by file, or when the journal has grown well past it.
+// Fields are separated by tabs, keys escaped (\\, \t, \n); a live entity's keys are read
+// at start, its JSON parsed when it is first asked for. Any process writes the file
+// (atomically) after it compared the directory file by file, or when the journal has
+// grown well past it, and then holds the file it wrote in place of the finished entities
+// it held.
 
 // indexFormat changes whenever the records or the values they hold change meaning.
-// (2: a file's identity includes its status change time.)
-const indexFormat = 2
+// (2: a file's identity includes its status change time. 3: finished work in flat
+// arrays.)
+const indexFormat = 3
 
 // indexSaveEvery is how many changed entries make a process bring the index file up to
 // date (when the file on disk is that far behind the journal).
@@ -53,16 +73,16 @@ const indexSaveEvery = 1024
 // changed indexSaveEvery entries writes it again.
 const indexLag = 64 << 10
 
-// indexMax is the largest index file read (a million tasks make about 150 MiB).
+// indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30
+
+var keyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`)
+var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
 
 // IndexDir is where the index files live, relative to .ai-pm.
 const IndexDir = "runtime/index"
 
 func (c *dirCache[T]) indexPath() string { return c.s.path(IndexDir, c.dir+".idx") }
-
-var keyEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`)
-var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
 
 // indexHeader is what the first two lines of an index file say.
 type indexHeader struct {
@@ -70,56 +90,208 @@ type indexHeader struct {
 	dir     stamp
 }
 
-// parseIndex checks an index file whole and returns its header and records.
-func parseIndex(data, dir string) (indexHeader, []string, error) {
+// parseIndex checks an index file whole and returns its header, its live records and its
+// cold part.
+func parseIndex(data []byte, dir string) (indexHeader, []string, []byte, error) {
+	return parseIndexCut(data, dir, 0, false)
+}
+
+// parseIndexCut is parseIndex on an index file read without the cut bytes of its cold
+// part's identities (readIndexLean), whose checksum the reader checked.
+func parseIndexCut(data []byte, dir string, cut int, checked bool) (indexHeader, []string, []byte, error) {
 	var h indexHeader
-	if !strings.HasSuffix(data, "\n") {
-		return h, nil, errors.New("truncated")
+	if !bytes.HasSuffix(data, []byte("\n")) {
+		return h, nil, nil, errors.New("truncated")
 	}
-	body := data[:len(data)-1]
-	i := strings.LastIndexByte(body, '\n')
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
 	if i < 0 {
-		return h, nil, errors.New("no end line")
+		return h, nil, nil, errors.New("no end line")
 	}
-	end := strings.Split(body[i+1:], "\t")
-	if len(end) != 3 || end[0] != "end" {
-		return h, nil, errors.New("no end line")
+	end := strings.Split(string(data[i+1:len(data)-1]), "\t")
+	if len(end) != 2 || end[0] != "end" {
+		return h, nil, nil, errors.New("no end line")
 	}
-	sum, err := strconv.ParseUint(end[2], 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE([]byte(data[:i+1])) {
-		return h, nil, errors.New("checksum does not match")
+	sum, err := strconv.ParseUint(end[1], 16, 32)
+	if err != nil || !checked && uint32(sum) != crc32.ChecksumIEEE(data[:i+1]) {
+		return h, nil, nil, errors.New("checksum does not match")
 	}
-	lines := strings.Split(body[:i], "\n")
-	if len(lines) < 2 || lines[0] != "aipm-index\t"+strconv.Itoa(indexFormat)+"\t"+dir {
-		return h, nil, errors.New("another format or directory")
+	body := data[:i+1]
+	line := func() (string, bool) {
+		j := bytes.IndexByte(body, '\n')
+		if j < 0 || j > 4096 {
+			return "", false
+		}
+		l := string(body[:j])
+		body = body[j+1:]
+		return l, true
 	}
-	f := strings.Split(lines[1], "\t")
+	if l, ok := line(); !ok || l != "aipm-index\t"+strconv.Itoa(indexFormat)+"\t"+dir {
+		return h, nil, nil, errors.New("another format or directory")
+	}
+	l, _ := line()
+	f := strings.Split(l, "\t")
 	if len(f) != 6 || f[0] != "journal" || f[3] != "dir" {
-		return h, nil, errors.New("bad header")
+		return h, nil, nil, errors.New("bad header")
 	}
 	var nums [4]uint64
 	for k, s := range []string{f[1], f[2], f[4], f[5]} {
 		if nums[k], err = strconv.ParseUint(s, 10, 64); err != nil {
-			return h, nil, errors.New("bad header")
+			return h, nil, nil, errors.New("bad header")
 		}
 	}
 	h.journal = journalPos{ino: nums[0], off: int64(nums[1])}
 	h.dir = stamp{ino: nums[2], mtime: int64(nums[3])}
-	if n, err := strconv.Atoi(end[1]); err != nil || n != len(lines)-2 {
-		return h, nil, errors.New("record count does not match")
+	size := func(prefix string, fields int) []int {
+		l, ok := line()
+		f := strings.Split(l, "\t")
+		if !ok || len(f) != fields+1 || f[0] != prefix {
+			return nil
+		}
+		out := make([]int, fields)
+		for k := range out {
+			if out[k], err = strconv.Atoi(f[k+1]); err != nil || out[k] < 0 {
+				return nil
+			}
+		}
+		return out
 	}
-	return h, lines[2:], nil
+	lv := size("live", 2)
+	if lv == nil || lv[1] > len(body) {
+		return h, nil, nil, errors.New("bad live part")
+	}
+	var recs []string
+	if lv[1] > 0 {
+		live := string(body[:lv[1]])
+		if !strings.HasSuffix(live, "\n") {
+			return h, nil, nil, errors.New("bad live part")
+		}
+		recs = strings.Split(live[:len(live)-1], "\n")
+	}
+	if len(recs) != lv[0] {
+		return h, nil, nil, errors.New("record count does not match")
+	}
+	body = body[lv[1]:]
+	cd := size("cold", 1)
+	if cd == nil || cd[0]-cut+1 != len(body) || body[cd[0]-cut] != '\n' {
+		return h, nil, nil, errors.New("bad cold part")
+	}
+	return h, recs, body[:cd[0]-cut], nil
+}
+
+// readIndexLean reads an index file but for the identities of its finished entities (32
+// bytes each, a quarter of the file), which stay in the file, read from f at stampsAt
+// when an entity is compared with its file; it checks the checksum of the whole file.
+// cut is how many bytes were left out (0: the whole file, f nil).
+func readIndexLean(p string) (data []byte, f *os.File, stampsAt int64, cut int, err error) {
+	f, err = openRead(p, indexMax)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	fail := func(err error) ([]byte, *os.File, int64, int, error) {
+		f.Close()
+		return nil, nil, 0, 0, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fail(err)
+	}
+	size := fi.Size()
+	if size > indexMax {
+		return fail(errors.New("too large"))
+	}
+	// Where the cold part's identities lie: after the header, the live part, the cold
+	// line, and the cold part's counts and id ends.
+	line := func(at int64) (string, int64, bool) {
+		buf := make([]byte, 256)
+		n, _ := f.ReadAt(buf, at)
+		i := bytes.IndexByte(buf[:n], '\n')
+		if i < 0 {
+			return "", 0, false
+		}
+		return string(buf[:i]), at + int64(i) + 1, true
+	}
+	at := int64(0)
+	var l string
+	ok := true
+	for range 2 {
+		if _, at, ok = line(at); !ok {
+			break
+		}
+	}
+	var liveLen, coldLen, n int64
+	if ok {
+		l, at, ok = line(at)
+		fs := strings.Split(l, "\t")
+		ok = ok && len(fs) == 3 && fs[0] == "live"
+		if ok {
+			liveLen, err = strconv.ParseInt(fs[2], 10, 64)
+			ok = err == nil && liveLen >= 0
+		}
+	}
+	if ok {
+		l, at, ok = line(at + liveLen)
+		fs := strings.Split(l, "\t")
+		ok = ok && len(fs) == 2 && fs[0] == "cold"
+		if ok {
+			coldLen, err = strconv.ParseInt(fs[1], 10, 64)
+			ok = err == nil && coldLen >= 12
+		}
+	}
+	if ok {
+		var cnt [4]byte
+		_, err := f.ReadAt(cnt[:], at)
+		n = int64(binary.LittleEndian.Uint32(cnt[:]))
+		stampsAt = at + 12 + 4*n
+		ok = err == nil && stampsAt+32*n <= at+coldLen && at+coldLen < size
+	}
+	if !ok || n == 0 {
+		stampsAt, n = 0, 0 // what is wrong, parseIndex says
+	}
+	cut = int(32 * n)
+	data = make([]byte, size-int64(cut))
+	if _, err := f.ReadAt(data[:stampsAt], 0); err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+	if _, err := f.ReadAt(data[stampsAt:], stampsAt+int64(cut)); err != nil && !errors.Is(err, io.EOF) {
+		return fail(err)
+	}
+	if cut == 0 {
+		f.Close()
+		return data, nil, 0, 0, nil
+	}
+	// The checksum, over the identities too, read through a small buffer.
+	i := bytes.LastIndexByte(data[:len(data)-1], '\n')
+	if i < int(stampsAt) {
+		return fail(errors.New("no end line"))
+	}
+	crc := crc32.NewIEEE()
+	crc.Write(data[:stampsAt])
+	if _, err := io.Copy(crc, io.NewSectionReader(f, stampsAt, int64(cut))); err != nil {
+		return fail(err)
+	}
+	crc.Write(data[stampsAt : i+1])
+	if string(data[i+1:]) != "end\t"+strconv.FormatUint(uint64(crc.Sum32()), 16)+"\n" {
+		return fail(errors.New("checksum does not match"))
+	}
+	return data, f, stampsAt, cut, nil
 }
 
 // loadIndexLocked fills an empty cache from its index file and applies the journal since,
 // and tells whether it did; on false the caller reads the directory. pos is where this
 // process has read the journal to.
-func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
-	raw, err := readFileSafe(c.indexPath(), indexMax)
+func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
+	raw, f, stampsAt, cut, err := readIndexLean(c.indexPath())
 	if err != nil {
 		return false
 	}
-	h, recs, err := parseIndex(string(raw), c.dir)
+	if f != nil {
+		defer func() {
+			if !loaded {
+				f.Close()
+			}
+		}()
+	}
+	h, recs, coldPart, err := parseIndexCut(raw, c.dir, cut, f != nil)
 	if err != nil {
 		return false
 	}
@@ -143,35 +315,28 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) bool {
 	if err != nil {
 		return false
 	}
-	ents := make(map[string]*cacheEntry[T], len(recs))
-	// The records are slices of one big string: copied out, so that it is not held, and
-	// the keys shared (a few statuses and agents, a parent per family). Entries and keys
-	// are allocated together: a hundred thousand small allocations cost more than the
-	// parsing.
-	seen := map[string]string{}
-	intern := func(k string) string {
-		if v, ok := seen[k]; ok {
-			return v
-		}
-		v := strings.Clone(k)
-		seen[v] = v
-		return v
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys, f == nil)
+	if err != nil {
+		return false
 	}
-	slab := make([]cacheEntry[T], len(recs))
-	keys := make([]string, 0, 4*len(recs))
-	for i, r := range recs {
-		var id string
-		var ok bool
-		id, keys, ok = c.parseRecord(r, &slab[i], keys, intern)
+	cold.f, cold.stampsAt = f, stampsAt
+	ents := make(map[string]*cacheEntry[T], len(recs))
+	for _, r := range recs {
+		id, e, ok := c.parseRecord(r)
 		if !ok {
 			return false
 		}
-		ents[strings.Clone(id)] = &slab[i]
+		ents[id] = e
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
+	c.setCold(cold)
 	c.reset()
 	for id, e := range ents {
-		c.setLocked(id, e)
+		c.ents[id] = e
+		c.index(id, nil, e.k)
+		if _, dup := cold.find(id); dup { // not what aipm writes
+			return false
+		}
 	}
 	c.loaded, c.since, c.rebuilt, c.fromIndex = true, 0, false, true
 	at := h.dir
@@ -234,9 +399,8 @@ func readJournalRange(p string, from, to int64) ([]byte, error) {
 	return nil, nil
 }
 
-// parseRecord reads one entity record of an index file into e, appending its keys
-// (interned) to keys, and returns its id and keys.
-func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, intern func(string) string) (string, []string, bool) {
+// parseRecord reads one live record of an index file.
+func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	id, r, ok1 := strings.Cut(r, "\t")
 	ino, r, ok2 := strings.Cut(r, "\t")
 	size, r, ok3 := strings.Cut(r, "\t")
@@ -244,52 +408,49 @@ func (c *dirCache[T]) parseRecord(r string, e *cacheEntry[T], keys []string, int
 	ctime, r, ok5 := strings.Cut(r, "\t")
 	kind, rest, more := strings.Cut(r, "\t")
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !plainEntityID(c.prefix, id) {
-		return "", keys, false
+		return "", nil, false
 	}
 	i, err1 := strconv.ParseUint(ino, 10, 64)
 	n, err2 := strconv.ParseInt(size, 10, 64)
 	m, err3 := strconv.ParseInt(mtime, 10, 64)
 	ct, err4 := strconv.ParseInt(ctime, 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return "", keys, false
+		return "", nil, false
 	}
 	st := stamp{ino: i, size: n, mtime: m, ctime: ct}
 	switch kind {
 	case "x":
-		*e = cacheEntry[T]{st: st}
-		return id, keys, !more
+		return id, &cacheEntry[T]{st: st}, !more
 	case "f":
-		v := new(T)
-		if err := json.Unmarshal([]byte(rest), v); err != nil {
-			return "", keys, false
+		// The keys, then the JSON, parsed when the entity is first asked for.
+		n, rest, ok := strings.Cut(rest, "\t")
+		nk, err := strconv.Atoi(n)
+		if !ok || err != nil || nk < c.minKeys || nk > len(rest) {
+			return "", nil, false
 		}
-		*e = *c.entryOf(v, st)
-		return id, keys, true
-	case "s":
-		if c.keys == nil || !more {
-			return "", keys, false
-		}
-		start := len(keys)
-		for {
-			k, tail, again := strings.Cut(rest, "\t")
+		keys := make([]string, nk)
+		for i := range keys {
+			var k string
+			if k, rest, ok = strings.Cut(rest, "\t"); !ok {
+				return "", nil, false
+			}
 			if strings.IndexByte(k, '\\') >= 0 {
 				k = keyUnescaper.Replace(k)
 			}
-			keys = append(keys, intern(k))
-			if !again {
-				break
-			}
-			rest = tail
+			keys[i] = k
 		}
-		*e = cacheEntry[T]{k: keys[start:len(keys):len(keys)], st: st}
-		return id, keys, true
+		if !strings.HasPrefix(rest, "{") {
+			return "", nil, false
+		}
+		return id, &cacheEntry[T]{k: keys, st: st, raw: rest}, true
 	}
-	return "", keys, false
+	return "", nil, false
 }
 
 // maybeSaveLocked writes the index file when this process compared the directory file by
 // file, or has seen many changes and the file on disk lags far behind the journal. pos is
-// where the cache stands in the journal.
+// where the cache stands in the journal. The process then holds the file's cold part in
+// place of the finished entities it held.
 func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	if !c.rebuilt && c.since < indexSaveEvery {
 		return
@@ -306,40 +467,77 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			return
 		}
 	}
-	var b strings.Builder
+	var live strings.Builder
+	nlive := 0
+	var recs []coldRec
+	for id, e := range c.ents {
+		switch {
+		case e.raw != "" || e.v != nil && (c.done == nil || !c.done(e.v)):
+			data := []byte(e.raw)
+			if e.raw == "" {
+				var err error
+				if data, err = json.Marshal(e.v); err != nil {
+					return
+				}
+			}
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tf\t" + strconv.Itoa(len(e.k)))
+			for _, k := range e.k {
+				live.WriteString("\t" + keyEscaper.Replace(k))
+			}
+			live.WriteByte('\t')
+			live.Write(data)
+			live.WriteByte('\n')
+			nlive++
+		case e.k != nil:
+			recs = append(recs, coldRec{id, e.st, e.k})
+		default:
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tx\n")
+			nlive++
+		}
+	}
+	if c.cold != nil {
+		for i := range c.cold.n {
+			id := c.cold.id(i)
+			if _, gone := c.shadow[id]; !gone {
+				recs = append(recs, coldRec{id, c.cold.stamp(i), c.cold.recKeys(i)})
+			}
+		}
+	}
+	coldPart := buildCold(recs, c.nidx, c.slot)
+	recs = nil
+	var b bytes.Buffer
+	b.Grow(live.Len() + len(coldPart) + 256)
 	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
 	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
 		"\tdir\t" + strconv.FormatUint(at.ino, 10) + "\t" + strconv.FormatInt(at.mtime, 10) + "\n")
-	n := 0
-	for id, e := range c.ents {
-		b.WriteString(id + "\t" + strconv.FormatUint(e.st.ino, 10) + "\t" + strconv.FormatInt(e.st.size, 10) + "\t" +
-			strconv.FormatInt(e.st.mtime, 10) + "\t" + strconv.FormatInt(e.st.ctime, 10))
-		switch {
-		case e.v != nil && (c.done == nil || !c.done(e.v)):
-			data, err := json.Marshal(e.v)
-			if err != nil {
-				return
-			}
-			b.WriteString("\tf\t")
-			b.Write(data)
-		case e.k != nil:
-			b.WriteString("\ts")
-			for _, k := range e.k {
-				b.WriteString("\t" + keyEscaper.Replace(k))
-			}
-		default:
-			b.WriteString("\tx")
-		}
-		b.WriteByte('\n')
-		n++
-	}
-	body := b.String()
-	out := body + "end\t" + strconv.Itoa(n) + "\t" + strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 16) + "\n"
+	b.WriteString("live\t" + strconv.Itoa(nlive) + "\t" + strconv.Itoa(live.Len()) + "\n")
+	b.WriteString(live.String())
+	b.WriteString("cold\t" + strconv.Itoa(len(coldPart)) + "\n")
+	b.Write(coldPart)
+	b.WriteByte('\n')
+	b.WriteString("end\t" + strconv.FormatUint(uint64(crc32.ChecksumIEEE(b.Bytes())), 16) + "\n")
 	// Not fsynced: a file cut short by a crash fails its checksum and is rebuilt.
-	if err := writeIndexFile(c.indexPath(), []byte(out)); err != nil {
+	if err := writeIndexFile(c.indexPath(), b.Bytes()); err != nil {
 		return
 	}
 	c.since, c.rebuilt = 0, false
+	// Hold the file just written: what it has in its cold part leaves memory.
+	cold, err := parseCold(coldPart, c.nidx, c.minKeys, true)
+	if err != nil {
+		return
+	}
+	for id, e := range c.ents {
+		if e.k != nil && e.raw == "" && (e.v == nil || c.done != nil && c.done(e.v)) {
+			delete(c.ents, id)
+			c.index(id, e.k, nil)
+		}
+	}
+	c.setCold(cold)
+}
+
+func stampFields(st stamp) string {
+	return strconv.FormatUint(st.ino, 10) + "\t" + strconv.FormatInt(st.size, 10) + "\t" +
+		strconv.FormatInt(st.mtime, 10) + "\t" + strconv.FormatInt(st.ctime, 10)
 }
 
 // readIndexHeader reads the first two lines of the index file (not its checksum).

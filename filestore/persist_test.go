@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,9 +40,13 @@ func wantIndexFile(t *testing.T, s *Store, n int) {
 	if err != nil {
 		t.Fatalf("index file: %v", err)
 	}
-	_, recs, err := parseIndex(string(data), "tasks")
-	if err != nil || len(recs) != n {
-		t.Fatalf("index file: %d records, %v; want %d, whole", len(recs), err, n)
+	_, recs, coldPart, err := parseIndex(data, "tasks")
+	var cold *coldIndex
+	if err == nil {
+		cold, err = parseCold(coldPart, 4, tkDeps, true)
+	}
+	if err != nil || len(recs)+cold.n != n {
+		t.Fatalf("index file: %d live records, %v; want %d in all, whole", len(recs), err, n)
 	}
 }
 
@@ -87,10 +92,16 @@ func TestIndexFileStartsTheNextProcess(t *testing.T) {
 	held := func() *cacheEntry[Task] {
 		o.tasks.mu.Lock()
 		defer o.tasks.mu.Unlock()
-		return o.tasks.ents[c.ID]
+		return o.tasks.entry(c.ID)
 	}
 	if e := held(); e == nil || e.v != nil || e.k[tkStatus] != StatusCancelled {
 		t.Errorf("cancelled task held as %+v, want its keys only", e)
+	}
+	o.tasks.mu.Lock()
+	lean := o.tasks.cold != nil && o.tasks.cold.f != nil && o.tasks.cold.stamps == ""
+	o.tasks.mu.Unlock()
+	if !lean {
+		t.Error("the finished tasks' identities were read into memory, not left in the file")
 	}
 	// Unfinished work and counts need no finished task's file.
 	if got := titles(t, o, TaskFilter{Unfinished: true}); got != "A:todo B:backlog" {
@@ -174,7 +185,12 @@ func TestIndexFileUntrusted(t *testing.T) {
 		"other format": func(d string) string {
 			return strings.Replace(d, fmt.Sprintf("aipm-index\t%d\t", indexFormat), "aipm-index\t99\t", 1)
 		},
-		"hand-edited": func(d string) string { return strings.Replace(d, "\tcancelled", "\ttodo", 1) },
+		"hand-edited":           func(d string) string { return strings.Replace(d, "cancelled", "cancelleD", 1) },
+		"hand-edited live part": func(d string) string { return strings.Replace(d, `"A"`, `"B"`, 1) },
+		"cold part grown": func(d string) string {
+			i := strings.Index(d, "\ncold\t")
+			return d[:i+1] + "cold\t1" + d[i+6:]
+		},
 		"records lost": func(d string) string {
 			i := strings.Index(d, "\ntsk_")
 			return d[:i+1] + d[strings.Index(d[i+1:], "\n")+i+2:]
@@ -370,6 +386,166 @@ func TestTaskPageMatchesTheSortedListing(t *testing.T) {
 		}
 		if p, err := s.TaskPage(f, "", 0); err != nil || p.Total != len(all) || len(p.Tasks) != 0 || p.Next != "" {
 			t.Errorf("%+v limit 0: %+v, %v; want the count alone", f, p, err)
+		}
+	}
+}
+
+// finish moves a task to done (through in_progress, as the status table asks).
+func finish(t *testing.T, s *Store, id string) {
+	t.Helper()
+	for _, st := range []string{StatusTodo, StatusInProgress, StatusDone} {
+		if _, err := s.SetTaskStatus(human, id, st, ""); err != nil {
+			t.Fatalf("%s → %s: %v", id, st, err)
+		}
+	}
+}
+
+// answers is every task query of a store, as text: listings by each filter, every page of
+// them, counts, sub-trees, children and dependents.
+func answers(t *testing.T, s *Store, ids []string) string {
+	t.Helper()
+	var b strings.Builder
+	filters := []TaskFilter{{}, {Unfinished: true}, {TopLevel: true}, {Status: StatusDone}, {Status: StatusCancelled},
+		{Status: StatusTodo}, {AssigneeID: "w1"}, {AssigneeID: "w1", Status: StatusDone}, {AssigneeID: "w2", Status: StatusCancelled}}
+	for _, id := range ids[:3] {
+		filters = append(filters, TaskFilter{ParentID: id}, TaskFilter{ParentID: id, Status: StatusDone})
+	}
+	for _, f := range filters {
+		fmt.Fprintf(&b, "%+v: %s\n", f, titles(t, s, f))
+		after := ""
+		for {
+			p, err := s.TaskPage(f, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fmt.Fprintf(&b, " page %d:", p.Total)
+			for _, tk := range p.Tasks {
+				b.WriteString(" " + tk.Title)
+			}
+			if after = p.Next; after == "" {
+				break
+			}
+		}
+		b.WriteString("\n")
+	}
+	counts, err := s.TaskStatusCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "counts %v\n", map[string]int(counts))
+	for _, id := range ids {
+		sub, _ := s.Subtree(id)
+		sum, _ := s.SubtreeSummary(id)
+		deps, _ := s.Dependents(id)
+		kids := cachedTasks{s}.children(id)
+		fmt.Fprintf(&b, "%s: subtree %d %v dependents %d children %d\n", id, len(sub), map[string]int(sum), len(deps), len(kids))
+	}
+	return b.String()
+}
+
+// A process started from the index file answers every query as one that read the files,
+// after writes through aipm (finished work reopened, unfinished work finished, new work)
+// and changes beside it (a finished task's file removed, one edited in place, one added).
+func TestIndexFileAnswersAsTheFiles(t *testing.T) {
+	s := newTestStore(t)
+	var ids []string
+	for i := range 3 {
+		top := mustTask(t, s, NewTask{Title: fmt.Sprint("top", i), AssigneeID: "w1"})
+		ids = append(ids, top.ID)
+		for j := range 7 {
+			n := NewTask{Title: fmt.Sprintf("t%d.%d", i, j), ParentID: top.ID, AssigneeID: []string{"w1", "w2", ""}[j%3]}
+			if j == 4 || j == 5 {
+				n.Dependencies = []string{ids[len(ids)-j]} // the family's first, done
+			}
+			tk := mustTask(t, s, n)
+			ids = append(ids, tk.ID)
+			switch j % 4 {
+			case 0:
+				finish(t, s, tk.ID)
+			case 1:
+				if _, err := s.SetTaskStatus(human, tk.ID, StatusCancelled, ""); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	saveIndex(t, s)
+	o := reopen(t, s)
+	if !fromIndex(t, o) {
+		t.Fatal("not started from the index file")
+	}
+	fresh := func() *Store {
+		os.Remove(s.tasks.indexPath())
+		return reopen(t, s)
+	}
+	if got, want := answers(t, o, ids), answers(t, fresh(), ids); got != want {
+		t.Fatalf("from the index file:\n%s\nfrom the files:\n%s", got, want)
+	}
+	saveIndex(t, s)
+	o = reopen(t, s)
+	// Through aipm, from another process: unfinished work finished, new finished work.
+	w := reopen(t, s)
+	finish(t, w, ids[7]) // j == 6: backlog, assigned to w1
+	extra := mustTask(t, w, NewTask{Title: "late", ParentID: ids[0], AssigneeID: "w2"})
+	finish(t, w, extra.ID)
+	ids = append(ids, extra.ID)
+	got := answers(t, o, ids)
+	if want := answers(t, fresh(), ids); got != want {
+		t.Fatalf("after writes through aipm, from the index file:\n%s\nfrom the files:\n%s", got, want)
+	}
+	if !fromIndex(t, o) {
+		t.Error("writes through aipm made the process compare every file")
+	}
+	// Beside aipm: finished work reopened (a file replaced), a finished task's file
+	// removed, another edited in place.
+	data, _ := os.ReadFile(s.taskPath(ids[2])) // cancelled
+	os.WriteFile(s.taskPath(ids[2])+".tmp", []byte(strings.Replace(string(data), `"cancelled"`, `"todo"`, 1)), 0o644)
+	os.Rename(s.taskPath(ids[2])+".tmp", s.taskPath(ids[2]))
+	os.Remove(s.taskPath(ids[9]))
+	handEdit(t, s, ids[10], func(tk *Task) { tk.AssigneeID = "w9" })
+	got = answers(t, o, ids)
+	if want := answers(t, fresh(), ids); got != want {
+		t.Fatalf("after changes, from the index file:\n%s\nfrom the files:\n%s", got, want)
+	}
+}
+
+// An index file whose checksum was made to match bytes that are not what aipm writes is
+// refused or answered without a panic, whatever byte was changed.
+func TestIndexFileColdPartSpoiledWithItsChecksum(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", AssigneeID: "w1"})
+	for i := range 3 {
+		finish(t, s, mustTask(t, s, NewTask{Title: fmt.Sprint("D", i), ParentID: a.ID, AssigneeID: "w1"}).ID)
+	}
+	saveIndex(t, s)
+	p := s.tasks.indexPath()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A live record whose JSON does not decode: the file is read instead.
+	end := strings.LastIndex(string(data[:len(data)-1]), "\n")
+	spoilt := []byte(strings.Replace(string(data[:end+1]), `"title":"A"`, `"title":123`, 1))
+	spoilt = fmt.Appendf(spoilt, "end\t%x\n", crc32.ChecksumIEEE(spoilt))
+	os.WriteFile(p, spoilt, 0o644)
+	if o := reopen(t, s); !fromIndex(t, o) || !strings.HasPrefix(titles(t, o, TaskFilter{}), "A:backlog D0:done") {
+		t.Fatalf("live record spoilt: from the index %v, tasks %s", fromIndex(t, o), titles(t, o, TaskFilter{}))
+	}
+	start := strings.Index(string(data), "\ncold\t")
+	start += strings.IndexByte(string(data[start+1:]), '\n') + 2
+	for i := start; i < end; i++ {
+		for _, v := range []byte{0, 0xff, data[i] + 1} {
+			spoilt := append([]byte(nil), data[:end+1]...)
+			spoilt[i] = v
+			spoilt = fmt.Appendf(spoilt, "end\t%x\n", crc32.ChecksumIEEE(spoilt))
+			os.WriteFile(p, spoilt, 0o644)
+			o := reopen(t, s)
+			if got := titles(t, o, TaskFilter{}); !strings.HasPrefix(got, "A:backlog") {
+				t.Fatalf("byte %d = %#x: tasks %s", i, v, got)
+			}
+			o.TaskPage(TaskFilter{Status: StatusDone, AssigneeID: "w1"}, "", 2)
+			o.TaskStatusCounts()
+			o.SubtreeSummary(a.ID)
 		}
 	}
 }

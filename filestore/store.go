@@ -123,7 +123,7 @@ func newStore(root string, opts Options) *Store {
 		now = time.Now
 	}
 	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
-	s.history = newHistoryIndex()
+	s.history = newHistoryIndex(filepath.Join(s.dir, filepath.FromSlash(EventsIndexPath)))
 	s.inboxKeys = map[string]*lineIndex{}
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)

@@ -3,7 +3,6 @@ package filestore
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -181,8 +180,8 @@ func (f TaskFilter) match(t *Task) bool {
 func (s *Store) TaskStatusCounts() (TaskCounts, error) {
 	out := TaskCounts{}
 	err := s.tasks.with(func() {
-		for st, ids := range s.tix.byStatus {
-			out[st] = len(ids)
+		for st, n := range s.tasks.countsLocked(ixStatus) {
+			out[st] = n
 		}
 	})
 	return out, err
@@ -205,6 +204,30 @@ func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 		out = slices.DeleteFunc(out, func(t *Task) bool { return !f.match(t) })
 	})
 	return out, err
+}
+
+// keyed is one index key a filter asks for: index ix (ixKids...) under key.
+type keyed struct {
+	ix  int
+	key string
+}
+
+// constraints are the index keys every task matching f is filed under.
+func (f TaskFilter) constraints() []keyed {
+	var out []keyed
+	if f.ParentID != "" {
+		out = append(out, keyed{ixKids, f.ParentID})
+	}
+	if f.TopLevel {
+		out = append(out, keyed{ixKids, ""})
+	}
+	if f.AssigneeID != "" {
+		out = append(out, keyed{ixAssigned, f.AssigneeID})
+	}
+	if f.Status != "" {
+		out = append(out, keyed{ixStatus, f.Status})
+	}
+	return out
 }
 
 // WorkingTasks is the work in flight: every unfinished task, and every task those reach
@@ -254,38 +277,30 @@ func (s *Store) WorkingTasks() ([]*Task, error) {
 // candidatesLocked is the smallest indexed set that holds every task matching f; all
 // (lazily built) when nothing narrows it.
 func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
-	var sets []map[string]struct{}
-	if f.ParentID != "" {
-		sets = append(sets, keySet(s.tix.kids, f.ParentID))
-	}
-	if f.TopLevel {
-		sets = append(sets, keySet(s.tix.kids, ""))
-	}
-	if f.AssigneeID != "" {
-		sets = append(sets, keySet(s.tix.assigned, f.AssigneeID))
-	}
-	if f.Status != "" {
-		sets = append(sets, keySet(s.tix.byStatus, f.Status))
+	cons := f.constraints()
+	if len(cons) == 0 && !f.Unfinished {
+		return s.tasks.allIDs()
 	}
 	if f.Unfinished {
-		open := map[string]struct{}{}
-		for _, st := range Statuses {
-			if !Finished(st) {
-				maps.Copy(open, keySet(s.tix.byStatus, st))
+		// Unfinished work is all held in memory: the index file holds finished work only.
+		best := s.tasks.heldIDs()
+		for _, k := range cons {
+			if set := s.tasks.sets(k.ix)[k.key]; len(set) < len(best) {
+				best = set
 			}
 		}
-		sets = append(sets, open)
-	}
-	if best, ok := smallest(sets...); ok {
+		if best == nil {
+			return emptySet
+		}
 		return best
 	}
-	all := make(map[string]struct{}, len(s.tasks.ents))
-	for id, e := range s.tasks.ents {
-		if e.readable() {
-			all[id] = struct{}{}
+	best := cons[0]
+	for _, k := range cons[1:] {
+		if s.tasks.lookupSize(k.ix, k.key) < s.tasks.lookupSize(best.ix, best.key) {
+			best = k
 		}
 	}
-	return all
+	return s.tasks.lookup(best.ix, best.key)
 }
 
 // TaskPage is one page of a task listing.
@@ -305,23 +320,50 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 	return out, err
 }
 
-// taskPageLocked is TaskPage without sorting every match: it counts them and keeps the
-// limit+1 smallest ids after the cursor (a page of done tasks at 100,000 tasks would
-// otherwise sort tens of thousands of ids). A limit of 0 only counts.
+// taskPageLocked is TaskPage without sorting every match: the tasks held in memory
+// (unfinished work, and what changed since the index file) are matched on their keys, the
+// finished ones of the index file by intersecting its lists, which are in id order; only
+// the page's tasks are read. A limit of 0 only counts.
 func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit int) {
-	keep := make([]string, 0, limit+1) // sorted
-	for id := range s.candidatesLocked(f) {
-		if k := s.tasks.keysOf(id); k == nil || !f.matchKeys(k) {
-			continue
+	c := s.tasks
+	cons := f.constraints()
+	var hot []string
+	match := func(id string) {
+		if e := c.ents[id]; e != nil && e.k != nil && f.matchKeys(e.k) {
+			hot = append(hot, id)
 		}
-		out.Total++
-		if id <= after || len(keep) == limit+1 && id >= keep[limit] {
-			continue
+	}
+	if len(cons) > 0 {
+		best := c.sets(cons[0].ix)[cons[0].key]
+		for _, k := range cons[1:] {
+			if set := c.sets(k.ix)[k.key]; len(set) < len(best) {
+				best = set
+			}
 		}
-		i, _ := slices.BinarySearch(keep, id)
-		keep = slices.Insert(keep, i, id)
-		if len(keep) > limit+1 {
-			keep = keep[:limit+1]
+		for id := range best {
+			match(id)
+		}
+	} else {
+		for id := range c.ents {
+			match(id)
+		}
+	}
+	sort.Strings(hot)
+	var cold []uint32
+	if !f.Unfinished {
+		cold = c.coldMatchLocked(cons)
+	}
+	out.Total = len(hot) + len(cold)
+	i := sort.Search(len(hot), func(i int) bool { return hot[i] > after })
+	j := sort.Search(len(cold), func(j int) bool { return c.cold.id(int(cold[j])) > after })
+	keep := make([]string, 0, min(limit+1, out.Total))
+	for len(keep) < limit+1 && (i < len(hot) || j < len(cold)) {
+		if j == len(cold) || i < len(hot) && hot[i] < c.cold.id(int(cold[j])) {
+			keep = append(keep, hot[i])
+			i++
+		} else {
+			keep = append(keep, c.cold.id(int(cold[j])))
+			j++
 		}
 	}
 	page := keep[:min(limit, len(keep))]
@@ -354,7 +396,7 @@ func (s *Store) walkSubtreeKeysLocked(id string, fn func(id string, keys []strin
 		cur := queue[0]
 		queue = queue[1:]
 		var level []string
-		for k := range s.tix.kids[cur] {
+		for k := range s.tasks.lookup(ixKids, cur) {
 			if !seen[k] && s.tasks.keysOf(k) != nil {
 				seen[k] = true
 				level = append(level, k)

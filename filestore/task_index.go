@@ -16,6 +16,18 @@ type taskIndex struct {
 	dependents idIndex // dependency id → ids of tasks that depend on it
 }
 
+// The secondary indexes by number, as the index file's cold part files them (cold.go).
+const (
+	ixKids = iota
+	ixAssigned
+	ixStatus
+	ixDependents
+)
+
+func (x *taskIndex) set(i int) idIndex {
+	return [...]idIndex{x.kids, x.assigned, x.byStatus, x.dependents}[i]
+}
+
 func (x *taskIndex) reset() {
 	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}}
 }
@@ -79,6 +91,8 @@ func newTaskCache(s *Store) *dirCache[Task] {
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
 	c.reset = s.tix.reset
 	c.index = s.tix.update
+	c.sets, c.nidx, c.minKeys = s.tix.set, 4, tkDeps
+	c.slot = func(pos int) int { return min(pos, ixDependents) } // parent, assignee, status, dependencies
 	s.tix.reset()
 	return c
 }
@@ -159,15 +173,15 @@ func (v cachedTasks) ids(m func() map[string]struct{}) []*Task {
 }
 
 func (v cachedTasks) children(id string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tix.kids[id] })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixKids, id) })
 }
 
 func (v cachedTasks) assignedTo(agentID string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tix.assigned[agentID] })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixAssigned, agentID) })
 }
 
 func (v cachedTasks) dependentsOf(id string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tix.dependents[id] })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixDependents, id) })
 }
 
 // collectLocked copies the tasks of a set of ids, sorted by id (creation order). The
@@ -313,6 +327,6 @@ func (s *Store) TasksByID(ids []string) ([]*Task, error) {
 // Dependents copies the tasks that depend on id, by id.
 func (s *Store) Dependents(id string) ([]*Task, error) {
 	var out []*Task
-	err := s.tasks.with(func() { out = s.collectLocked(s.tix.dependents[id]) })
+	err := s.tasks.with(func() { out = s.collectLocked(s.tasks.lookup(ixDependents, id)) })
 	return out, err
 }

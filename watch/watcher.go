@@ -244,6 +244,8 @@ func (w *Watcher) event(ev fsnotify.Event, fn func([]Change)) error {
 // is added before its directory is listed. When fn is not nil, the files
 // found are reported: they may have been written before their directory had
 // a watch, as in "mkdir -p a/b && write a/b/x", which leaves no event for x.
+// When fn is nil, a directory without subdirectories is not listed
+// (leafDir): watching costs what the tree's directories cost, not its files.
 func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -275,6 +277,9 @@ func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
 			return fmt.Errorf("watch %s: %w", path, err)
 		}
 		w.dirs[path] = fi
+		if fn == nil && leafDir(fi) {
+			return fs.SkipDir // nothing below to watch, and no file to report
+		}
 		return nil
 	})
 }

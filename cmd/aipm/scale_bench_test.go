@@ -305,7 +305,9 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 // Per store, real `aipm mcp` processes are driven over stdio by mcp-go
 // clients in this process:
 //   - authenticate as w1 in a process that finds no index file (the first
-//     process on a machine); then in 5 fresh processes: spawn → initialize
+//     process on a machine), and its first get_task, which indexes the
+//     history for the machine (time, and that process's VmHWM); then in 5
+//     fresh processes: spawn → initialize
 //     response, and the first call; then logout + authenticate 5 times in
 //     one of them (warm).
 //   - w1's task session (20 sub-tasks, some done), m1's (20 sub-tasks
@@ -379,6 +381,7 @@ func BenchmarkScale(b *testing.B) {
 		"list_tasks status=done + assignee p50/p99 ms",
 		"authenticate first call, median of 5 ms",
 		"authenticate first call, no index file (rebuilt) ms",
+		"first process: get_task, no history index ms; VmHWM MB",
 		"authenticate first call 1 s after start, median of 3 ms",
 		"authenticate warm (logout+again), median of 5 ms",
 		"start → initialized, median of 5 ms",
@@ -528,8 +531,19 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 	}
 	{
 		s := startScaleServer(b, exe, dir, "cold", "aipm", "mcp")
-		d, _ := s.timed(b, "authenticate", map[string]any{"agent_id": "w1", "passkey": scalePasskey("w1")})
-		tab.set("authenticate first call, no index file (rebuilt) ms", col, "%.2f", msf(d))
+		// It reads every file: seconds at 100,000 tasks on a loaded machine.
+		ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
+		t0 := time.Now()
+		r, err := s.raw(ctx, "authenticate", map[string]any{"agent_id": "w1", "passkey": scalePasskey("w1")})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+		tab.set("authenticate first call, no index file (rebuilt) ms", col, "%.2f", msf(time.Since(t0)))
+		// Its first look at a task's history indexes events.jsonl, for this machine.
+		d, _ := s.timed(b, "get_task", map[string]any{"task_id": st.w1Task, "session_token": r["session_token"]})
+		tab.set("first process: get_task, no history index ms; VmHWM MB", col, "%.2f; %.1f", msf(d),
+			float64(procStatusKB(b, s.cmd.Process.Pid, "VmHWM"))/1024)
 		s.c.Close()
 	}
 
