@@ -396,6 +396,7 @@ func BenchmarkScale(b *testing.B) {
 		"CPU per write across 10 task servers ms",
 		"aipm task add (CLI) wall p50 ms",
 		"aipm task status (CLI) wall p50 ms",
+		"aipm status (CLI) wall p50 ms",
 		"mixed 10 processes: ops/s, lost",
 		"mixed 10: op latency p50/p99 ms",
 		"mixed 30 processes: ops/s, lost",
@@ -721,6 +722,14 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 		statusLat = append(statusLat, time.Since(t))
 	}
 	tab.set("aipm task status (CLI) wall p50 ms", col, "%.1f", msf(median(statusLat)))
+	// The project's status: counts, blocks, approvals, what each agent does.
+	var overLat []time.Duration
+	for range max(writes, 2) {
+		t := time.Now()
+		scaleCLI(b, exe, dir, "status")
+		overLat = append(overLat, time.Since(t))
+	}
+	tab.set("aipm status (CLI) wall p50 ms", col, "%.1f", msf(median(overLat)))
 	if report {
 		b.ReportMetric(msf(per), "cpu-per-write-ms")
 	}

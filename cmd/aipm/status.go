@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -185,10 +186,11 @@ type agentDoing struct {
 	More int `json:"more_in_progress,omitempty"`
 }
 
-// doingOf finds what agent works on among tasks: its in-progress task nearest the top (a
-// task whose parent it does not also have in progress), and that task's sub-task in
-// progress, with how many of the sub-tasks are finished.
-func doingOf(agent string, tasks []*filestore.Task) *agentDoing {
+// doingOf finds what agent works on among tasks (the work in flight): its in-progress task
+// nearest the top (a task whose parent it does not also have in progress), and that task's
+// sub-task in progress, with how many of its sub-tasks (children lists them, finished
+// ones too) are finished.
+func doingOf(agent string, tasks []*filestore.Task, children func(id string) []*filestore.Task) *agentDoing {
 	byID := map[string]*filestore.Task{}
 	for _, t := range tasks {
 		byID[t.ID] = t
@@ -207,10 +209,7 @@ func doingOf(agent string, tasks []*filestore.Task) *agentDoing {
 	}
 	top := mine[0]
 	d := &agentDoing{TaskID: top.ID, Title: top.Title, More: len(mine) - 1}
-	for _, t := range tasks { // in creation order: the first step in progress
-		if t.ParentID != top.ID {
-			continue
-		}
+	for _, t := range children(top.ID) { // in creation order: the first step in progress
 		d.StepsTotal++
 		if filestore.Finished(t.Status) {
 			d.StepsDone++
@@ -249,7 +248,13 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := s.Tasks(filestore.TaskFilter{})
+	// The counts come from the index and the details from the work in flight, so status
+	// costs the open work, not the history.
+	counts, err := s.TaskStatusCounts()
+	if err != nil {
+		return err
+	}
+	tasks, err := s.WorkingTasks()
 	if err != nil {
 		return err
 	}
@@ -290,6 +295,13 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	for _, st := range filestore.Statuses {
 		v.TaskCounts[st] = 0
 	}
+	for st, n := range counts {
+		if slices.Contains(filestore.Statuses, st) {
+			v.TaskCounts[st] = n
+		} else {
+			v.TaskCounts["invalid"] += n // a status no transition leads to: a hand edit
+		}
+	}
 	v.Blocked, v.Invalid, v.Approvals = []taskNote{}, []taskNote{}, []taskNote{}
 	// A task blocked under a blocked ancestor counts once, at the topmost such ancestor.
 	byID := map[string]*filestore.Task{}
@@ -304,12 +316,14 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	cascaded := func(t *filestore.Task) bool { return roots[t.ID] != "" }
 	for _, t := range tasks {
 		if p := t.Problem(); p != "" {
-			v.TaskCounts["invalid"]++
+			if slices.Contains(filestore.Statuses, t.Status) {
+				v.TaskCounts[t.Status]--
+				v.TaskCounts["invalid"]++
+			}
 			v.Invalid = append(v.Invalid, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID,
 				Why: s.Rel(s.TaskFile(t.ID)) + ": " + p})
 			continue
 		}
-		v.TaskCounts[t.Status]++
 		if t.Approval == filestore.ApprovalPending && !filestore.Finished(t.Status) {
 			why := "requested by " + orDash(t.RequesterID)
 			if t.CreatedBy != t.RequesterID {
@@ -325,8 +339,15 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			v.Blocked = append(v.Blocked, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: why, WithIt: withIt[t.ID]})
 		}
 	}
+	children := func(id string) []*filestore.Task {
+		kids, err := s.Tasks(filestore.TaskFilter{ParentID: id})
+		if err != nil {
+			return nil
+		}
+		return kids
+	}
 	for _, ag := range agents {
-		as := agentStatus{ID: ag.ID, Type: ag.Type, Hierarchy: ag.Hierarchy, Status: ag.Status, Doing: doingOf(ag.ID, tasks)}
+		as := agentStatus{ID: ag.ID, Type: ag.Type, Hierarchy: ag.Hierarchy, Status: ag.Status, Doing: doingOf(ag.ID, tasks, children)}
 		for _, t := range tasks {
 			if t.AssigneeID == ag.ID && t.Status == filestore.StatusInProgress {
 				as.InProg++
