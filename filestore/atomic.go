@@ -69,25 +69,12 @@ func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			root.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
+	if err = fillTemp(f, data, perm); err != nil {
+		root.Remove(tmp)
 		return err
 	}
 	if err = root.Rename(tmp, rel); err != nil {
+		root.Remove(tmp)
 		return err
 	}
 	d, err := root.Open(dirRel)
@@ -113,28 +100,31 @@ func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err err
 		return err
 	}
 	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
+	if err = fillTemp(f, data, perm); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
 		return err
 	}
 	return syncDir(dir)
+}
+
+// fillTemp writes data to a new temp file, gives it perm, makes it durable and closes
+// it: what both atomic writes do before the rename. f is closed whatever happens.
+func fillTemp(f *os.File, data []byte, perm os.FileMode) error {
+	_, err := f.Write(data)
+	if err == nil {
+		err = f.Chmod(perm)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func syncDir(dir string) error {
