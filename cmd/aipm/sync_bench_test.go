@@ -57,6 +57,27 @@ func syncClone(b *testing.B, dir, origin, name string, first bool) string {
 	return c
 }
 
+// syncOrigin makes what every sync benchmark starts from: a bare origin and clone A of it
+// (a code commit pushed), with this test binary as aipm; it returns the binary, the
+// directory holding them, the origin's path and A's.
+func syncOrigin(b *testing.B) (exe, dir, origin, a string) {
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir = syncGit(b)
+	origin = filepath.Join(dir, "origin.git")
+	benchGit(b, dir, "init", "-q", "--bare", origin)
+	return exe, dir, origin, syncClone(b, dir, origin, "a", true)
+}
+
+// syncBackground is how many generated tasks bring a sync benchmark's store, with the
+// generator's fixtures, to AIPM_BENCH_TASKS (10,000).
+func syncBackground(b *testing.B) int {
+	fixtures := 21 + 21 + len(scaleCPUWorkers)*6
+	return max(scaleEnvInt(b, "AIPM_BENCH_TASKS", 10_000)-fixtures, 0)
+}
+
 // BenchmarkSyncRound measures one `aipm sync` round (gitstate.Syncer.Once, the
 // code `aipm sync --once` and `aipm run` run) on a project of 10,000 tasks
 // (AIPM_BENCH_TASKS) and 10,000 messages (AIPM_BENCH_MESSAGES), generated
@@ -73,17 +94,9 @@ func syncClone(b *testing.B, dir, origin, name string, first bool) string {
 // It logs the first round (committing the generated store) and p50/p99 of
 // each kind over at least 20 rounds (b.N more).
 func BenchmarkSyncRound(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := syncGit(b)
-	origin := filepath.Join(dir, "origin.git")
-	benchGit(b, dir, "init", "-q", "--bare", origin)
-	a := syncClone(b, dir, origin, "a", true)
-	fixtures := 21 + 21 + len(scaleCPUWorkers)*6
+	exe, dir, origin, a := syncOrigin(b)
 	sz := scaleSize{Name: "sync", Messages: scaleEnvInt(b, "AIPM_BENCH_MESSAGES", 10_000), Conversations: 100, Events: 20_000,
-		Background: max(scaleEnvInt(b, "AIPM_BENCH_TASKS", 10_000)-fixtures, 0)}
+		Background: syncBackground(b)}
 	gen := buildScaleStore(b, exe, a, sz)
 	sa, err := filestore.Open(a, filestore.Options{})
 	if err != nil {
@@ -175,14 +188,7 @@ func BenchmarkSyncRound(b *testing.B) {
 // (get_pending_messages with that message), over at least 20 messages
 // (AIPM_BENCH_SYNC_MESSAGES, or b.N).
 func BenchmarkSyncWake(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := syncGit(b)
-	origin := filepath.Join(dir, "origin.git")
-	benchGit(b, dir, "init", "-q", "--bare", origin)
-	a := syncClone(b, dir, origin, "a", true)
+	exe, dir, origin, a := syncOrigin(b)
 	scaleCLI(b, exe, a, "init", "--name", "syncwake", "--owner", "owner")
 	scaleCLI(b, exe, a, "agent", "add", "c", "--parent", "owner", "--passkey", "c-passkey")
 	scaleCLI(b, exe, a, "sync", "--once")
@@ -287,17 +293,9 @@ func repoKiB(b *testing.B, dir string) (loose, packed int) {
 // and the size the history reached before that gc with only the packing sync
 // does by itself.
 func BenchmarkSyncHistory(b *testing.B) {
-	exe, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := syncGit(b)
-	origin := filepath.Join(dir, "origin.git")
-	benchGit(b, dir, "init", "-q", "--bare", origin)
-	a := syncClone(b, dir, origin, "a", true)
-	fixtures := 21 + 21 + len(scaleCPUWorkers)*6
+	exe, _, _, a := syncOrigin(b)
 	gen := buildScaleStore(b, exe, a, scaleSize{Name: "history", Messages: 1_000, Conversations: 10,
-		Background: max(scaleEnvInt(b, "AIPM_BENCH_TASKS", 10_000)-fixtures, 0)})
+		Background: syncBackground(b)})
 	s, err := filestore.Open(a, filestore.Options{})
 	if err != nil {
 		b.Fatal(err)
