@@ -244,32 +244,30 @@ func (s *Store) WorkingTasks() ([]*Task, error) {
 	for _, t := range out {
 		seen[t.ID] = true
 	}
-	reach := func(id string) error {
-		if id == "" || seen[id] {
-			return nil
-		}
-		seen[id] = true
-		t, err := s.Task(id)
-		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalid) {
-			return nil // a dangling reference: doctor names it
-		}
-		if err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
-	}
-	for i := 0; i < len(out); i++ {
-		t := out[i]
-		refs := []string{t.ParentID}
-		if !Finished(t.Status) {
-			refs = append(append(refs, t.CascadeFrom), t.Dependencies...)
-		}
-		for _, id := range refs {
-			if err := reach(id); err != nil {
-				return nil, err
+	// Layer by layer, through the cache: a finished task read once is held, so a look
+	// does not read its file again. A reference to a task that does not exist is left
+	// for doctor to name.
+	for layer := out; len(layer) > 0; {
+		var next []string
+		for _, t := range layer {
+			refs := []string{t.ParentID}
+			if !Finished(t.Status) {
+				refs = append(append(refs, t.CascadeFrom), t.Dependencies...)
+			}
+			for _, id := range refs {
+				if id != "" && !seen[id] {
+					seen[id] = true
+					next = append(next, id)
+				}
 			}
 		}
+		if len(next) == 0 {
+			break
+		}
+		if layer, err = s.TasksByID(next); err != nil {
+			return nil, err
+		}
+		out = append(out, layer...)
 	}
 	return out, nil
 }
