@@ -103,13 +103,16 @@ func cloneProblems(s *filestore.Store) []filestore.Problem {
 // syncProblems reports a state branch whose last sync round on this machine failed: the
 // other clones do not see this one's changes, nor it theirs, until a round succeeds.
 func syncProblems(s *filestore.Store) []filestore.Problem {
-	st, err := syncOf(s)
-	if err != nil || st == nil || st.Last == nil || st.Last.Error == "" {
+	if !gitstate.Attached(s.Root()) {
+		return nil
+	}
+	last, err := gitstate.ReadLastRound(s)
+	if err != nil || last == nil || last.Error == "" {
 		return nil
 	}
 	return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
 		"the last sync of branch %s with %s failed at %s: %s; the other clones see none of this one's changes until a round succeeds: fix the cause and run `aipm sync --once`",
-		gitstate.Branch, st.Remote, st.Last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(st.Last.Error), " "))}}
+		gitstate.Branch, last.Remote, last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(last.Error), " "))}}
 }
 
 // worktreeProblems reports the agents' worktrees deleted by hand that Git still registers:
