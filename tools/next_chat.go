@@ -70,6 +70,16 @@ func (c *call) chatNextAction(ctx context.Context, timeout time.Duration) (any, 
 	})
 }
 
+// testHookAfterClosedCheck, when set by a test, runs between the first look at whether the
+// chat was closed and the rest of the evaluation.
+var testHookAfterClosedCheck func()
+
+// closedAction tells a chat session that its human closed the chat.
+func (c *call) closedAction() *chatAction {
+	return &chatAction{Action: "exit", State: "session_terminating", Reason: "user_closed_chat",
+		Instruction: c.text("chat.closed")}
+}
+
 // chatStep is one evaluation; final is false when the honest answer is to wait.
 func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 	st := c.srv.store
@@ -83,8 +93,10 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		return nil, true, err
 	}
 	if closed || se.State == filestore.SessionTerminating {
-		return &chatAction{Action: "exit", State: "session_terminating", Reason: "user_closed_chat",
-			Instruction: c.text("chat.closed")}, true, nil
+		return c.closedAction(), true, nil
+	}
+	if testHookAfterClosedCheck != nil {
+		testHookAfterClosedCheck()
 	}
 	if cv, err := st.TakeEndedNotice(actor); err != nil || cv != nil {
 		if err != nil {
@@ -169,6 +181,11 @@ func (c *call) chatStep(idle time.Duration) (*chatAction, bool, error) {
 		cs, err := st.Chat(me)
 		if err != nil {
 			return nil, true, err
+		}
+		if !cs.Open && cs.ClosedAt != nil && !cs.ClosedAt.Before(se.CreatedAt) {
+			// The human closed the chat since the check above: the same answer that check
+			// gives, whichever of the two reads saw the close.
+			return c.closedAction(), true, nil
 		}
 		if !cs.Open {
 			// The partner may have ended the last conversation (or it expired) since the
