@@ -18,23 +18,32 @@ import (
 // below), fsync, rename, then fsync of the file's directory so the rename itself is
 // durable. Under .ai-pm every step goes through the store's os.Root, so no rename of a
 // directory meanwhile can carry the write outside the store.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	_, err := writeFileAtomicAt(path, data, perm)
+	return err
+}
+
+// writeFileAtomicAt is writeFileAtomic that also returns the identity the file was given:
+// the temp file's, taken before the rename (which keeps inode, size and modification
+// time), so that it names this content even if someone changes the file right after.
+// It is nil for a file outside the store.
+func writeFileAtomicAt(path string, data []byte, perm os.FileMode) (os.FileInfo, error) {
 	root, rel, inStore, err := openStoreRoot(path, true)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !inStore {
-		return writeFileAtomicOutside(path, data, perm)
+		return nil, writeFileAtomicOutside(path, data, perm)
 	}
 	defer root.Close()
 	cp := filepath.Clean(path)
 	base := cp[:storeBase(cp)]
 	dirRel := filepath.Dir(rel)
 	if err := checkDirsIn(root, base, dirRel, true); err != nil {
-		return err
+		return nil, err
 	}
 	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
 	// The temp file is made in runtime/tmp, which no watcher watches (UnwatchedDirs): its
 	// creation, writes and rename would otherwise reach every watching process, while
@@ -44,19 +53,19 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
 	if err := checkDirsIn(root, base, tmpDir, true); err != nil || dirRel == tmpDir {
 		tmpDir = dirRel
 	}
-	err = writeAtomicVia(root, tmpDir, dirRel, rel, data, perm)
+	fi, err := writeAtomicVia(root, tmpDir, dirRel, rel, data, perm)
 	if errors.Is(err, syscall.EXDEV) && tmpDir != dirRel {
-		err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm)
+		fi, err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm)
 	}
-	return err
+	return fi, err
 }
 
 // TempDir is where writeFileAtomic makes its temp files, relative to .ai-pm.
 const TempDir = "runtime/tmp"
 
 // writeAtomicVia is writeFileAtomic with its temp file in tmpDir: write, fsync, rename to
-// rel, fsync rel's directory dirRel.
-func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode) (err error) {
+// rel, fsync rel's directory dirRel. It returns the temp file's identity.
+func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode) (fi os.FileInfo, err error) {
 	var f *os.File
 	var tmp string
 	for range 10 {
@@ -67,22 +76,22 @@ func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err = fillTemp(f, data, perm); err != nil {
+	if fi, err = fillTemp(f, data, perm); err != nil {
 		root.Remove(tmp)
-		return err
+		return nil, err
 	}
 	if err = root.Rename(tmp, rel); err != nil {
 		root.Remove(tmp)
-		return err
+		return nil, err
 	}
 	d, err := root.Open(dirRel)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer d.Close()
-	return d.Sync()
+	return fi, d.Sync()
 }
 
 // writeFileAtomicOutside is writeFileAtomic for a file under no store (the machine
@@ -100,7 +109,7 @@ func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err err
 		return err
 	}
 	tmp := f.Name()
-	if err = fillTemp(f, data, perm); err != nil {
+	if _, err = fillTemp(f, data, perm); err != nil {
 		os.Remove(tmp)
 		return err
 	}
@@ -112,8 +121,9 @@ func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err err
 }
 
 // fillTemp writes data to a new temp file, gives it perm, makes it durable and closes
-// it: what both atomic writes do before the rename. f is closed whatever happens.
-func fillTemp(f *os.File, data []byte, perm os.FileMode) error {
+// it: what both atomic writes do before the rename. f is closed whatever happens. It
+// returns the file's identity once written.
+func fillTemp(f *os.File, data []byte, perm os.FileMode) (os.FileInfo, error) {
 	_, err := f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
@@ -121,10 +131,14 @@ func fillTemp(f *os.File, data []byte, perm os.FileMode) error {
 	if err == nil {
 		err = f.Sync()
 	}
+	var fi os.FileInfo
+	if err == nil {
+		fi, err = f.Stat()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	return err
+	return fi, err
 }
 
 func syncDir(dir string) error {
@@ -216,9 +230,16 @@ func lineAt(data []byte, offset int64) int {
 
 // writeJSON atomically writes v to path in the canonical encoding.
 func writeJSON(path string, v any, perm os.FileMode) error {
+	_, err := writeJSONAt(path, v, perm)
+	return err
+}
+
+// writeJSONAt is writeJSON that returns the identity the file was given
+// (writeFileAtomicAt).
+func writeJSONAt(path string, v any, perm os.FileMode) (os.FileInfo, error) {
 	data, err := encodeJSON(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return writeFileAtomic(path, data, perm)
+	return writeFileAtomicAt(path, data, perm)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,9 @@ type cacheEntry[T any] struct {
 	// raw is the JSON of an unfinished entity from the index file, parsed when first
 	// asked for (v is nil until then).
 	raw string
+	// lazy: k and st came from the journal (know), and the file is read when first asked
+	// for; until then v is nil, whether the entity is finished or not.
+	lazy bool
 }
 
 // readable tells whether the file parsed.
@@ -110,6 +114,8 @@ type dirCache[T any] struct {
 
 	dmu   sync.Mutex // guards what follows, written by the journal and the watcher
 	dirty map[string]struct{}
+	// known: what writes through aipm left, by id, from the journal (know).
+	known map[string]knownWrite
 	// rescan asks for a comparison of every file with the cache; check for a look at the
 	// directory and at the files held in full (see checkLocked).
 	rescan, check bool
@@ -161,6 +167,43 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 	c.since++
 }
 
+// knownWrite is what a write through aipm left in a file, as its journal line says.
+type knownWrite struct {
+	st   stamp
+	keys []string
+}
+
+// know records what the journal says a write left in the file of id: its identity and
+// index keys. The next query takes them with a stat of the file instead of a read, if the
+// file still has that identity (knowLocked).
+func (c *dirCache[T]) know(id string, st stamp, keys []string) bool {
+	if c.keys == nil || len(keys) < c.minKeys || !c.validID(id) {
+		return false
+	}
+	c.dmu.Lock()
+	if c.known == nil {
+		c.known = map[string]knownWrite{}
+	}
+	c.known[id] = knownWrite{st, keys}
+	c.dmu.Unlock()
+	return true
+}
+
+// knowLocked applies what a journal line said a write left, and reports whether it
+// could: the file must still have the identity the line names. The entity's content is
+// read when first asked for (get).
+func (c *dirCache[T]) knowLocked(id string, kw knownWrite) bool {
+	fi, err := os.Lstat(c.file(id))
+	if err != nil || !fi.Mode().IsRegular() || stampOf(fi) != kw.st {
+		return false
+	}
+	if old := c.entry(id); old != nil && old.st == kw.st {
+		return true // already held as it is
+	}
+	c.setLocked(id, &cacheEntry[T]{k: kw.keys, st: kw.st, lazy: true})
+	return true
+}
+
 // mark records that the file of id may have changed.
 func (c *dirCache[T]) mark(id string) {
 	c.dmu.Lock()
@@ -200,15 +243,24 @@ func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
 		check = true
 	}
 	c.dmu.Lock()
-	dirty, rescan := c.dirty, c.rescan
+	dirty, rescan, known := c.dirty, c.rescan, c.known
 	check = check || c.check
-	c.dirty, c.rescan, c.check = map[string]struct{}{}, false, false
+	c.dirty, c.rescan, c.check, c.known = map[string]struct{}{}, false, false, nil
 	c.dmu.Unlock()
 	var err error
 	switch {
 	case !c.loaded || rescan:
 		err = c.validateLocked()
 	default:
+		// What the journal says of a file settles what the watcher reported of it too: the
+		// stat is of now, later than both.
+		for id, kw := range known {
+			if c.knowLocked(id, kw) {
+				delete(dirty, id)
+			} else {
+				dirty[id] = struct{}{}
+			}
+		}
 		for id := range dirty {
 			c.refreshLocked(id)
 		}
@@ -240,7 +292,7 @@ func (c *dirCache[T]) checkLocked() error {
 		return c.validateLocked()
 	}
 	for id, e := range c.ents {
-		if e.v != nil || e.raw != "" || e.k == nil {
+		if e.v != nil || e.raw != "" || e.k == nil || e.lazy {
 			c.refreshLocked(id)
 		}
 	}
@@ -409,12 +461,17 @@ func (c *dirCache[T]) refreshLocked(id string) *T {
 // query need not read it back.
 func (c *dirCache[T]) put(id string, v *T) {
 	fi, err := os.Lstat(c.file(id))
+	c.putAt(id, v, fi, err)
+}
+
+// putAt is put with the file's identity after the write (fi, or the error of its stat).
+func (c *dirCache[T]) putAt(id string, v *T, fi os.FileInfo, statErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.loaded {
 		return
 	}
-	if err != nil {
+	if statErr != nil {
 		c.dmu.Lock()
 		c.dirty[id] = struct{}{}
 		c.dmu.Unlock()
@@ -456,6 +513,14 @@ func (c *dirCache[T]) get(id string) *T {
 	if err != nil {
 		c.setLocked(id, c.entryOf(nil, e.st))
 		return nil
+	}
+	if e.lazy {
+		// Read at the identity the journal named: what the file holds decides the keys.
+		e.lazy = false
+		if k := c.keys(v); !slices.Equal(k, e.k) {
+			c.setLocked(id, c.entryOf(v, e.st))
+			return v
+		}
 	}
 	e.v = v
 	if c.ents[id] != e { // from the index file: held from now on
@@ -514,6 +579,13 @@ func (s *Store) dirBefore(rel string) stamp {
 // other processes freshness only until their watcher reports the file, so it is not an
 // error of the write.
 func (s *Store) noteWrite(rel string, before ...stamp) {
+	s.noteWriteKnown(rel, "", before...)
+}
+
+// noteWriteKnown is noteWrite with, for an entity, what the write left (known, from
+// written): the file's identity and its index keys. It is written only with the
+// directory's times.
+func (s *Store) noteWriteKnown(rel, known string, before ...stamp) {
 	p := s.journalPath()
 	if fi, err := os.Lstat(p); err == nil && fi.Size() > journalMax {
 		writeFileAtomic(p, nil, 0o644)
@@ -522,6 +594,9 @@ func (s *Store) noteWrite(rel string, before ...stamp) {
 	if len(before) > 0 { // before is zero when the directory did not exist
 		if fi, err := os.Lstat(s.path(path.Dir(rel))); err == nil {
 			line += "\t" + strconv.FormatInt(before[0].mtime, 10) + "\t" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+			if known != "" {
+				line += "\t" + known
+			}
 		}
 	}
 	f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
@@ -530,6 +605,67 @@ func (s *Store) noteWrite(rel string, before ...stamp) {
 	}
 	f.Write([]byte(line + "\n"))
 	f.Close()
+}
+
+// written records a value this process has just written to id's file with writeJSONAt
+// (tmp is the identity it returned; dirBefore from dirBefore), under the store lock. The
+// journal line tells every other process the file's identity and the value's index keys,
+// so that they bring their indexes up to date with a stat instead of reading the file
+// (know); this process's cache holds the value. The keys are told only when the file
+// is still the one written: the same inode, size and modification time as the temp file.
+func written[T any](s *Store, c *dirCache[T], id string, v *T, tmp os.FileInfo, dirBefore stamp) {
+	fi, err := os.Lstat(c.file(id))
+	known := ""
+	if err == nil && tmp != nil && c.keys != nil && fileIno(fi) == fileIno(tmp) && fi.Size() == tmp.Size() &&
+		fi.ModTime().Equal(tmp.ModTime()) {
+		if k, err := json.Marshal(c.keys(v)); err == nil {
+			known = stampFields(stampOf(fi)) + "\t" + string(k)
+		}
+	}
+	s.noteWriteKnown(c.dir+"/"+id+".json", known, dirBefore)
+	c.putAt(id, v, fi, err)
+}
+
+// journalLine is one line of the change journal (noteWriteKnown): the path written; the
+// modification times of its directory before and after the write (timed); and, for an
+// entity, the identity its file was given and the index keys of what it holds (keys nil
+// when the line does not say).
+type journalLine struct {
+	rel           string
+	before, after int64
+	timed         bool
+	st            stamp
+	keys          []string
+}
+
+func parseJournalLine(line string) journalLine {
+	rel, rest, _ := strings.Cut(line, "\t")
+	l := journalLine{rel: rel}
+	if rest == "" {
+		return l
+	}
+	fs := strings.Split(rest, "\t")
+	var err1, err2 error
+	l.before, err1 = strconv.ParseInt(fs[0], 10, 64)
+	if len(fs) > 1 {
+		l.after, err2 = strconv.ParseInt(fs[1], 10, 64)
+	}
+	l.timed = len(fs) > 1 && err1 == nil && err2 == nil
+	if !l.timed || len(fs) != 7 {
+		return l
+	}
+	var st stamp
+	var err [4]error
+	st.ino, err[0] = strconv.ParseUint(fs[2], 10, 64)
+	st.size, err[1] = strconv.ParseInt(fs[3], 10, 64)
+	st.mtime, err[2] = strconv.ParseInt(fs[4], 10, 64)
+	st.ctime, err[3] = strconv.ParseInt(fs[5], 10, 64)
+	var keys []string
+	if errors.Join(err[:]...) != nil || json.Unmarshal([]byte(fs[6]), &keys) != nil || keys == nil {
+		return l
+	}
+	l.st, l.keys = st, keys
+	return l
 }
 
 // pullJournal reads what other writers appended to the journal since the last look and
@@ -599,21 +735,41 @@ func (s *Store) pullJournal() journalPos {
 	return journalPos{j.ino, j.off}
 }
 
-// markJournalLine marks the path of one journal line, and follows its directory's
-// modification times: "path", or "path<TAB>before<TAB>after" (noteWrite).
+// markJournalLine marks the path of one journal line, or tells its cache what the write
+// left (know), and follows its directory's modification times.
 func (s *Store) markJournalLine(line string, watched bool) {
-	rel, times, _ := strings.Cut(line, "\t")
-	s.markPath(rel)
-	before, after, ok := parseTimes(times)
-	dir, _, _ := strings.Cut(rel, "/")
+	l := parseJournalLine(line)
+	if l.keys == nil || !s.knowPath(l) {
+		s.markPath(l.rel)
+	}
+	dir, _, _ := strings.Cut(l.rel, "/")
 	if dir == "tasks" {
-		s.seq.journaled(rel, before, after, ok)
+		s.seq.journaled(l.rel, l.before, l.after, l.timed)
 	}
 	for _, c := range s.caches() {
 		if c.dirName() == dir {
-			c.follow(before, after, ok, watched)
+			c.follow(l.before, l.after, l.timed, watched)
 		}
 	}
+}
+
+// knowPath hands a journal line that says what a write left to the cache of its
+// directory; false when no cache takes it.
+func (s *Store) knowPath(l journalLine) bool {
+	dir, name, ok := strings.Cut(l.rel, "/")
+	if !ok {
+		return false
+	}
+	id, ok := strings.CutSuffix(name, ".json")
+	if !ok {
+		return false
+	}
+	for _, c := range s.caches() {
+		if c.dirName() == dir && !c.nested() {
+			return c.know(id, l.st, l.keys)
+		}
+	}
+	return false
 }
 
 // Watched tells the store that a watcher of its directory reports every change through
@@ -681,6 +837,7 @@ type anyCache interface {
 	dirName() string
 	nested() bool
 	mark(id string)
+	know(id string, st stamp, keys []string) bool
 	markAll()
 	follow(before, after int64, known, watched bool)
 	markCheck()

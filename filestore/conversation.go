@@ -455,11 +455,11 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	c.normalize()
 	rel := "conversations/" + c.ID + ".json"
 	before := s.dirBefore(rel)
-	if err := writeJSON(s.conversationPath(c.ID), c, 0o644); err != nil {
+	tmp, err := writeJSONAt(s.conversationPath(c.ID), c, 0o644)
+	if err != nil {
 		return err
 	}
-	s.noteWrite(rel, before)
-	s.convs.put(c.ID, cloneConv(c))
+	written(s, s.convs, c.ID, cloneConv(c), tmp, before)
 	if ev.Change == "" {
 		return nil
 	}

@@ -373,12 +373,12 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	d.Version++
 	rel := "delegations/" + d.ID + ".json"
 	before := s.dirBefore(rel)
-	if err := writeJSON(s.delegationPath(d.ID), d, 0o644); err != nil {
+	tmp, err := writeJSONAt(s.delegationPath(d.ID), d, 0o644)
+	if err != nil {
 		return err
 	}
-	s.noteWrite(rel, before)
 	c := *d
-	s.dlgs.put(d.ID, &c)
+	written(s, s.dlgs, d.ID, &c, tmp, before)
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID
 	if ev.Change == "conversation" {
 		ev.ConversationID = ev.To

@@ -272,7 +272,12 @@
 // aipm appends, under the store lock after the rename, the path it replaced and its
 // directory's modification time in nanoseconds before and after the write
 // ("tasks/tsk_….json<TAB>before<TAB>after"; agent files: the path alone); a reader
-// re-checks exactly the paths appended since it last looked. A journal over 4 MiB is
+// re-checks exactly the paths appended since it last looked. A task, conversation or
+// delegation write adds what it left: the file's inode, size, modification and change
+// times, and the index keys of its content as a JSON array of strings
+// ("…<TAB>after<TAB>ino<TAB>size<TAB>mtime<TAB>ctime<TAB>[keys]"). A reader whose stat of
+// the file finds that identity takes the keys without reading the file, and reads it when
+// its content is asked for; if the file has another identity, it is read at once. A journal over 4 MiB is
 // started anew (a new file), and a reader that sees a new file re-checks every cached file
 // by identity (inode, size, modification time). Changes that bypass the journal — editors,
 // git — reach a process through its watcher (Store.Changed). A process without one (the

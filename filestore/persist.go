@@ -342,19 +342,18 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	at := h.dir
 	rescan := false
 	for _, line := range strings.Split(string(since), "\n") {
-		rel, times, _ := strings.Cut(line, "\t")
-		dir, name, ok := strings.Cut(rel, "/")
+		l := parseJournalLine(line)
+		dir, name, ok := strings.Cut(l.rel, "/")
 		if !ok || dir != c.dir {
 			continue
 		}
-		if id, ok := strings.CutSuffix(name, ".json"); ok {
+		if id, ok := strings.CutSuffix(name, ".json"); ok && (l.keys == nil || !c.know(id, l.st, l.keys)) {
 			c.mark(id)
 		}
-		before, after, ok := parseTimes(times)
-		if !ok || before != at.mtime && after != at.mtime {
+		if !l.timed || l.before != at.mtime && l.after != at.mtime {
 			rescan = true
 		}
-		at.mtime = after
+		at.mtime = l.after
 	}
 	if at.ino == 0 { // the directory was made since
 		at.ino = dirIno
@@ -364,17 +363,6 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	c.rescan = c.rescan || rescan
 	c.dmu.Unlock()
 	return true
-}
-
-// parseTimes reads the "before<TAB>after" directory times of a journal line.
-func parseTimes(times string) (before, after int64, ok bool) {
-	b, a, ok := strings.Cut(times, "\t")
-	if !ok {
-		return 0, 0, false
-	}
-	before, err1 := strconv.ParseInt(b, 10, 64)
-	after, err2 := strconv.ParseInt(a, 10, 64)
-	return before, after, err1 == nil && err2 == nil
 }
 
 // readJournalRange reads the whole lines of the journal between two offsets.
@@ -466,6 +454,17 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			c.since = 0
 			return
 		}
+	}
+	// What only the journal told of is read now: the index file holds unfinished work
+	// in full.
+	var lazy []string
+	for id, e := range c.ents {
+		if e.lazy {
+			lazy = append(lazy, id)
+		}
+	}
+	for _, id := range lazy {
+		c.get(id)
 	}
 	var live strings.Builder
 	nlive := 0

@@ -796,11 +796,11 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 func (s *Store) writeTask(t *Task) error {
 	rel := "tasks/" + t.ID + ".json"
 	before := s.dirBefore(rel)
-	if err := writeJSON(s.taskPath(t.ID), t, 0o644); err != nil {
+	tmp, err := writeJSONAt(s.taskPath(t.ID), t, 0o644)
+	if err != nil {
 		return err
 	}
-	s.noteWrite(rel, before)
-	s.tasks.put(t.ID, cloneTask(t))
+	written(s, s.tasks, t.ID, cloneTask(t), tmp, before)
 	return nil
 }
 

@@ -324,6 +324,26 @@ func (s *Store) TasksByID(ids []string) ([]*Task, error) {
 	return out, err
 }
 
+// TaskRef is where a task stands in the index: enough to tell whom a change concerns.
+type TaskRef struct {
+	ID, ParentID, AssigneeID, Status string
+}
+
+// TaskRefs returns the index entries of the readable tasks among ids, by id, without
+// reading their files: a write through aipm by another process is known from its
+// journal line.
+func (s *Store) TaskRefs(ids []string) ([]TaskRef, error) {
+	var out []TaskRef
+	err := s.tasks.with(func() {
+		for _, id := range ids {
+			if k := s.tasks.keysOf(id); k != nil {
+				out = append(out, TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]})
+			}
+		}
+	})
+	return out, err
+}
+
 // Dependents copies the tasks that depend on id, by id.
 func (s *Store) Dependents(id string) ([]*Task, error) {
 	var out []*Task

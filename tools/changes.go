@@ -77,7 +77,9 @@ func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool 
 		}
 	}
 	s.mu.Unlock()
-	tasks, err := s.store.TasksByID(ids)
+	// The index says whom a task concerns: no file of a task another agent changed is
+	// read for it.
+	tasks, err := s.store.TaskRefs(ids)
 	if err != nil {
 		return true
 	}
