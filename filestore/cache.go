@@ -35,7 +35,7 @@ import (
 
 // journalMax is the size past which the writer that finds the journal larger starts a new
 // one; readers that see a new journal re-check every cached file by identity.
-const journalMax = 4 << 20
+const journalMax = 16 << 20
 
 // stamp identifies the content a file had when it was read: an atomic write makes a new
 // inode, an in-place edit a new size or modification time.

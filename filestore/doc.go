@@ -277,9 +277,9 @@
 // times, and the index keys of its content as a JSON array of strings
 // ("…<TAB>after<TAB>ino<TAB>size<TAB>mtime<TAB>ctime<TAB>[keys]"). A reader whose stat of
 // the file finds that identity takes the keys without reading the file, and reads it when
-// its content is asked for; if the file has another identity, it is read at once. A journal over 4 MiB is
-// started anew (a new file), and a reader that sees a new file re-checks every cached file
-// by identity (inode, size, modification time). Changes that bypass the journal — editors,
+// its content is asked for; if the file has another identity, it is read at once. A
+// journal over 16 MiB is started anew (a new file), and a reader that sees a new file
+// re-checks every cached file by identity (inode, size, modification time). Changes that bypass the journal — editors,
 // git — reach a process through its watcher (Store.Changed). A process without one (the
 // command line) looks, on each query, at each directory's modification time — one the
 // journal does not account for means a file was created, removed or renamed beside aipm,
