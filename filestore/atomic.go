@@ -19,31 +19,31 @@ import (
 // durable. Under .ai-pm every step goes through the store's os.Root, so no rename of a
 // directory meanwhile can carry the write outside the store.
 func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	_, err := writeFileAtomicAt(path, data, perm)
-	return err
+	return writeFileAtomicThen(path, data, perm, nil)
 }
 
-// writeFileAtomicAt is writeFileAtomic that also returns the identity the file was given:
-// the temp file's, taken before the rename (which keeps inode, size and modification
-// time), so that it names this content even if someone changes the file right after.
-// It is nil for a file outside the store.
-func writeFileAtomicAt(path string, data []byte, perm os.FileMode) (os.FileInfo, error) {
+// writeFileAtomicThen is writeFileAtomic that calls renamed, if not nil, right after the
+// rename (before the directory's fsync) with the identity the file was given: the temp
+// file's, taken before the rename (which keeps inode, size and modification time), so
+// that it names this content even if someone changes the file right after. A file
+// outside the store gets no call.
+func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) error {
 	root, rel, inStore, err := openStoreRoot(path, true)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !inStore {
-		return nil, writeFileAtomicOutside(path, data, perm)
+		return writeFileAtomicOutside(path, data, perm)
 	}
 	defer root.Close()
 	cp := filepath.Clean(path)
 	base := cp[:storeBase(cp)]
 	dirRel := filepath.Dir(rel)
 	if err := checkDirsIn(root, base, dirRel, true); err != nil {
-		return nil, err
+		return err
 	}
 	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
-		return nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 	}
 	// The temp file is made in runtime/tmp, which no watcher watches (UnwatchedDirs): its
 	// creation, writes and rename would otherwise reach every watching process, while
@@ -53,19 +53,20 @@ func writeFileAtomicAt(path string, data []byte, perm os.FileMode) (os.FileInfo,
 	if err := checkDirsIn(root, base, tmpDir, true); err != nil || dirRel == tmpDir {
 		tmpDir = dirRel
 	}
-	fi, err := writeAtomicVia(root, tmpDir, dirRel, rel, data, perm)
+	err = writeAtomicVia(root, tmpDir, dirRel, rel, data, perm, renamed)
 	if errors.Is(err, syscall.EXDEV) && tmpDir != dirRel {
-		fi, err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm)
+		err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm, renamed)
 	}
-	return fi, err
+	return err
 }
 
 // TempDir is where writeFileAtomic makes its temp files, relative to .ai-pm.
 const TempDir = "runtime/tmp"
 
 // writeAtomicVia is writeFileAtomic with its temp file in tmpDir: write, fsync, rename to
-// rel, fsync rel's directory dirRel. It returns the temp file's identity.
-func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode) (fi os.FileInfo, err error) {
+// rel, call renamed (if not nil) with the temp file's identity, fsync rel's directory
+// dirRel.
+func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) (err error) {
 	var f *os.File
 	var tmp string
 	for range 10 {
@@ -76,22 +77,26 @@ func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm
 		}
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if fi, err = fillTemp(f, data, perm); err != nil {
+	fi, err := fillTemp(f, data, perm)
+	if err != nil {
 		root.Remove(tmp)
-		return nil, err
+		return err
 	}
 	if err = root.Rename(tmp, rel); err != nil {
 		root.Remove(tmp)
-		return nil, err
+		return err
+	}
+	if renamed != nil {
+		renamed(fi)
 	}
 	d, err := root.Open(dirRel)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer d.Close()
-	return fi, d.Sync()
+	return d.Sync()
 }
 
 // writeFileAtomicOutside is writeFileAtomic for a file under no store (the machine
@@ -230,16 +235,14 @@ func lineAt(data []byte, offset int64) int {
 
 // writeJSON atomically writes v to path in the canonical encoding.
 func writeJSON(path string, v any, perm os.FileMode) error {
-	_, err := writeJSONAt(path, v, perm)
-	return err
+	return writeJSONThen(path, v, perm, nil)
 }
 
-// writeJSONAt is writeJSON that returns the identity the file was given
-// (writeFileAtomicAt).
-func writeJSONAt(path string, v any, perm os.FileMode) (os.FileInfo, error) {
+// writeJSONThen is writeJSON with a call right after the rename (writeFileAtomicThen).
+func writeJSONThen(path string, v any, perm os.FileMode, renamed func(os.FileInfo)) error {
 	data, err := encodeJSON(v)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return writeFileAtomicAt(path, data, perm)
+	return writeFileAtomicThen(path, data, perm, renamed)
 }

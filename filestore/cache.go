@@ -540,7 +540,9 @@ func (c *dirCache[T]) keysOf(id string) []string {
 
 // journal is the process's position in runtime/changes.log.
 type journal struct {
-	mu      sync.Mutex
+	mu sync.Mutex
+	// f is the journal file of ino, kept open between looks.
+	f       *os.File
 	ino     uint64
 	off     int64
 	started bool
@@ -607,23 +609,39 @@ func (s *Store) noteWriteKnown(rel, known string, before ...stamp) {
 	f.Close()
 }
 
-// written records a value this process has just written to id's file with writeJSONAt
-// (tmp is the identity it returned; dirBefore from dirBefore), under the store lock. The
-// journal line tells every other process the file's identity and the value's index keys,
-// so that they bring their indexes up to date with a stat instead of reading the file
-// (know); this process's cache holds the value. The keys are told only when the file
-// is still the one written: the same inode, size and modification time as the temp file.
-func written[T any](s *Store, c *dirCache[T], id string, v *T, tmp os.FileInfo, dirBefore stamp) {
-	fi, err := os.Lstat(c.file(id))
-	known := ""
-	if err == nil && tmp != nil && c.keys != nil && fileIno(fi) == fileIno(tmp) && fi.Size() == tmp.Size() &&
-		fi.ModTime().Equal(tmp.ModTime()) {
-		if k, err := json.Marshal(c.keys(v)); err == nil {
-			known = stampFields(stampOf(fi)) + "\t" + string(k)
+// writeEntity writes v to id's file atomically, under the store lock, and tells every
+// process what the write left. Right after the rename (before the directory's fsync, so
+// that the line is there before other processes' watchers report the file), the journal
+// line gives the file's identity and the value's index keys, so that they bring their
+// indexes up to date with a stat instead of reading the file (know); this process's cache
+// holds v, which the caller must not change afterwards. The keys are told only when the
+// file is still the one written: the temp file's inode, size and modification time.
+func writeEntity[T any](s *Store, c *dirCache[T], id string, v *T) error {
+	rel := c.dir + "/" + id + ".json"
+	before := s.dirBefore(rel)
+	var fi os.FileInfo
+	var statErr error
+	noted := false
+	err := writeJSONThen(c.file(id), v, 0o644, func(tmp os.FileInfo) {
+		fi, statErr = os.Lstat(c.file(id))
+		known := ""
+		if statErr == nil && c.keys != nil && fileIno(fi) == fileIno(tmp) && fi.Size() == tmp.Size() &&
+			fi.ModTime().Equal(tmp.ModTime()) {
+			if k, err := json.Marshal(c.keys(v)); err == nil {
+				known = stampFields(stampOf(fi)) + "\t" + string(k)
+			}
 		}
+		s.noteWriteKnown(rel, known, before)
+		noted = true
+	})
+	if err != nil {
+		if noted {
+			c.mark(id) // replaced, but not made durable: read it back
+		}
+		return err
 	}
-	s.noteWriteKnown(c.dir+"/"+id+".json", known, dirBefore)
-	c.putAt(id, v, fi, err)
+	c.putAt(id, v, fi, statErr)
+	return nil
 }
 
 // journalLine is one line of the change journal (noteWriteKnown): the path written; the
@@ -676,8 +694,17 @@ func (s *Store) pullJournal() journalPos {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	// Most looks find nothing new: a stat says so for a fraction of an open and a read.
-	if fi, err := os.Lstat(s.journalPath()); j.started && err == nil && fi.Mode().IsRegular() && fileIno(fi) == j.ino && fi.Size() == j.off {
+	lfi, lerr := os.Lstat(s.journalPath())
+	if j.started && lerr == nil && lfi.Mode().IsRegular() && fileIno(lfi) == j.ino && lfi.Size() == j.off {
 		return journalPos{j.ino, j.off}
+	}
+	// The journal grew: read on from the file kept open, while the path still names it.
+	if j.f != nil && lerr == nil && lfi.Mode().IsRegular() && fileIno(lfi) == j.ino && lfi.Size() > j.off {
+		return s.readJournalLocked(j.f, lfi)
+	}
+	if j.f != nil {
+		j.f.Close()
+		j.f = nil
 	}
 	f, err := openRead(s.journalPath(), 0)
 	if err != nil {
@@ -690,11 +717,12 @@ func (s *Store) pullJournal() journalPos {
 		}
 		return journalPos{}
 	}
-	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
+		f.Close()
 		return journalPos{j.ino, j.off}
 	}
+	j.f = f
 	ino := fileIno(fi)
 	if !j.started {
 		// Everything before now is covered by the first read of each cache (from the
@@ -706,6 +734,13 @@ func (s *Store) pullJournal() journalPos {
 		j.ino, j.off = ino, 0
 		s.markAll()
 	}
+	return s.readJournalLocked(f, fi)
+}
+
+// readJournalLocked reads the journal f (fi: its identity now) on from the position of
+// the last look, and marks what it names.
+func (s *Store) readJournalLocked(f *os.File, fi os.FileInfo) journalPos {
+	j := &s.journal
 	if fi.Size() == j.off {
 		return journalPos{j.ino, j.off}
 	}

@@ -453,13 +453,9 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	c.UpdatedAt = now
 	c.Version++
 	c.normalize()
-	rel := "conversations/" + c.ID + ".json"
-	before := s.dirBefore(rel)
-	tmp, err := writeJSONAt(s.conversationPath(c.ID), c, 0o644)
-	if err != nil {
+	if err := writeEntity(s, s.convs, c.ID, cloneConv(c)); err != nil {
 		return err
 	}
-	written(s, s.convs, c.ID, cloneConv(c), tmp, before)
 	if ev.Change == "" {
 		return nil
 	}

@@ -371,14 +371,10 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	now := s.Now()
 	d.UpdatedAt = now
 	d.Version++
-	rel := "delegations/" + d.ID + ".json"
-	before := s.dirBefore(rel)
-	tmp, err := writeJSONAt(s.delegationPath(d.ID), d, 0o644)
-	if err != nil {
+	c := *d
+	if err := writeEntity(s, s.dlgs, d.ID, &c); err != nil {
 		return err
 	}
-	c := *d
-	written(s, s.dlgs, d.ID, &c, tmp, before)
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID
 	if ev.Change == "conversation" {
 		ev.ConversationID = ev.To

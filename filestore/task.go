@@ -794,14 +794,7 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
-	rel := "tasks/" + t.ID + ".json"
-	before := s.dirBefore(rel)
-	tmp, err := writeJSONAt(s.taskPath(t.ID), t, 0o644)
-	if err != nil {
-		return err
-	}
-	written(s, s.tasks, t.ID, cloneTask(t), tmp, before)
-	return nil
+	return writeEntity(s, s.tasks, t.ID, cloneTask(t))
 }
 
 // checkStatus applies the transition table and the entry rules of the target status.
