@@ -76,7 +76,10 @@ type Server struct {
 	polls   chan struct{}
 	msgSeen map[string]string          // per owned chat session: the newest message it was told of
 	usage   map[string]filestore.Usage // per owned session: its calls so far (usage.go)
-	list    listing                    // the short list of a process with a ticket (listing.go)
+	// usageDue: the sessions whose counts are not written yet; usageTimer writes them.
+	usageDue   map[string]bool
+	usageTimer *time.Timer
+	list       listing // the short list of a process with a ticket (listing.go)
 
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
@@ -172,6 +175,7 @@ func (s *Server) MCP() *server.MCPServer { return s.mcp }
 // closed or the server stopped), so its sessions are no longer live. Sessions of the same
 // agent served by other processes are untouched.
 func (s *Server) Close(reason string) {
+	s.flushUsage()
 	s.mu.Lock()
 	owned := s.owned
 	s.owned = nil

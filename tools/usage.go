@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -15,6 +16,9 @@ import (
 // process serves it; a call before any session is nobody's.
 func (s *Server) counted(name string, h server.ToolHandlerFunc) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if endsRun(name) {
+			s.flushUsage() // the run record this call may close reads the counts so far
+		}
 		res, err := h(ctx, req)
 		tok, _ := req.GetArguments()["session_token"].(string)
 		if tok == "" || name == "authenticate" {
@@ -55,18 +59,52 @@ func (s *Server) count(id, name string, in, out int) {
 	u := s.usage[id]
 	u.Add(in, out)
 	s.usage[id] = u
-	// Written under the mutex: two calls finishing together write in the order they
-	// counted, so the file never goes back.
-	err := s.store.WriteUsage(id, u)
+	if s.usageDue == nil {
+		s.usageDue = map[string]bool{}
+	}
+	s.usageDue[id] = true
+	final := endsRun(name)
+	if !final && s.usageTimer == nil {
+		s.usageTimer = time.AfterFunc(usageEvery, s.flushUsage)
+	}
 	s.mu.Unlock()
-	if err != nil {
-		s.log("usage of %s: %v", id, err)
+	if !final {
 		return
 	}
+	s.flushUsage()
 	if name == "report_completed" || name == "logout" {
 		// These close the run record before their own call is counted.
 		if err := s.store.SettleUsage(id); err != nil {
 			s.log("usage of %s: %v", id, err)
 		}
 	}
+}
+
+// usageEvery is how often a busy session's counts are written. The file is bookkeeping,
+// read when the session's run record closes, while each write costs the call that makes
+// it; so counts are written at most this often, and at once around the calls that may
+// close a run record (endsRun) and when the server stops (Close). A server killed outright
+// loses the counts of its last moments.
+const usageEvery = 250 * time.Millisecond
+
+// endsRun tells the calls that may end a session, and with it close its run record.
+func endsRun(name string) bool {
+	return name == "report_completed" || name == "logout" || name == "authenticate"
+}
+
+// flushUsage writes the counts not yet written. Written under the mutex: two flushes
+// write in the order they counted, so a file never goes back.
+func (s *Server) flushUsage() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.usageTimer != nil {
+		s.usageTimer.Stop()
+		s.usageTimer = nil
+	}
+	for id := range s.usageDue {
+		if err := s.store.WriteUsage(id, s.usage[id]); err != nil {
+			s.log("usage of %s: %v", id, err)
+		}
+	}
+	clear(s.usageDue)
 }
