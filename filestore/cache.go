@@ -542,7 +542,11 @@ func (c *dirCache[T]) keysOf(id string) []string {
 type journal struct {
 	mu sync.Mutex
 	// f is the journal file of ino, kept open between looks.
-	f       *os.File
+	f *os.File
+	// w is the journal file of inode wino, open for appending (append, under wmu).
+	wmu     sync.Mutex
+	w       *os.File
+	wino    uint64
 	ino     uint64
 	off     int64
 	started bool
@@ -588,10 +592,6 @@ func (s *Store) noteWrite(rel string, before ...stamp) {
 // written): the file's identity and its index keys. It is written only with the
 // directory's times.
 func (s *Store) noteWriteKnown(rel, known string, before ...stamp) {
-	p := s.journalPath()
-	if fi, err := os.Lstat(p); err == nil && fi.Size() > journalMax {
-		writeFileAtomic(p, nil, 0o644)
-	}
 	line := rel
 	if len(before) > 0 { // before is zero when the directory did not exist
 		if fi, err := os.Lstat(s.path(path.Dir(rel))); err == nil {
@@ -601,12 +601,37 @@ func (s *Store) noteWriteKnown(rel, known string, before ...stamp) {
 			}
 		}
 	}
-	f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
-	if err != nil {
-		return
+	s.journal.append(s.journalPath(), line+"\n")
+}
+
+// append writes one line at the end of the journal at p, starting it anew past
+// journalMax. The file is kept open while the path names it; the caller holds the store
+// lock, which orders the writers.
+func (j *journal) append(p, line string) {
+	j.wmu.Lock()
+	defer j.wmu.Unlock()
+	fi, err := os.Lstat(p)
+	if err == nil && fi.Size() > journalMax {
+		writeFileAtomic(p, nil, 0o644)
+		fi, err = os.Lstat(p)
 	}
-	f.Write([]byte(line + "\n"))
-	f.Close()
+	if j.w != nil && (err != nil || !fi.Mode().IsRegular() || fileIno(fi) != j.wino) {
+		j.w.Close()
+		j.w = nil
+	}
+	if j.w == nil {
+		f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
+		if err != nil {
+			return
+		}
+		ofi, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return
+		}
+		j.w, j.wino = f, fileIno(ofi)
+	}
+	j.w.WriteString(line)
 }
 
 // writeEntity writes v to id's file atomically, under the store lock, and tells every
