@@ -344,6 +344,20 @@ func (s *Store) TaskRefs(ids []string) ([]TaskRef, error) {
 	return out, err
 }
 
+// InProgressByAssignee counts the in-progress tasks of each assignee ("" for none), from
+// the index: no file is read.
+func (s *Store) InProgressByAssignee() (map[string]int, error) {
+	out := map[string]int{}
+	err := s.tasks.with(func() {
+		for id := range s.tasks.lookup(ixStatus, StatusInProgress) {
+			if k := s.tasks.keysOf(id); k != nil && k[tkStatus] == StatusInProgress {
+				out[k[tkAssignee]]++
+			}
+		}
+	})
+	return out, err
+}
+
 // Dependents copies the tasks that depend on id, by id.
 func (s *Store) Dependents(id string) ([]*Task, error) {
 	var out []*Task

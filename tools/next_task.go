@@ -160,6 +160,8 @@ type situation struct {
 	delegations []*filestore.Delegation
 	// lang is the language of the instructions (settings.language).
 	lang string
+	// load counts every agent's in-progress tasks.
+	load map[string]int
 }
 
 // text is the catalog's text for key in the situation's language.
@@ -178,11 +180,12 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 	if err != nil {
 		return nil, err
 	}
-	running, err := st.Tasks(filestore.TaskFilter{Status: filestore.StatusInProgress})
+	// Every agent's running work is counted from the index, not read.
+	load, err := st.InProgressByAssignee()
 	if err != nil {
 		return nil, err
 	}
-	tasks := append(append([]*filestore.Task{main}, subtree...), running...)
+	tasks := append([]*filestore.Task{main}, subtree...)
 	var deps []string
 	for _, t := range tasks {
 		deps = append(deps, t.Dependencies...)
@@ -200,7 +203,7 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 	if err != nil {
 		return nil, err
 	}
-	s.lang = lang
+	s.lang, s.load = lang, load
 	s.delegations, err = st.Delegations(filestore.DelegationFilter{AgentID: a.ID, TaskID: se.TaskID})
 	return s, err
 }
@@ -215,6 +218,13 @@ func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.
 	}
 	for _, m := range members {
 		s.agents[m.ID] = m
+	}
+	// The load of what is at hand; loadSituation counts the whole project's.
+	s.load = map[string]int{}
+	for _, t := range s.all {
+		if t.Status == filestore.StatusInProgress {
+			s.load[t.AssigneeID]++
+		}
 	}
 	s.main = s.all[se.TaskID]
 	if s.main == nil {
@@ -598,12 +608,6 @@ func (s *situation) board() *board {
 			b.subtreeRunning++
 		}
 	}
-	load := map[string]int{}
-	for _, t := range s.all {
-		if t.Status == filestore.StatusInProgress {
-			load[t.AssigneeID]++
-		}
-	}
 	var subs []*filestore.Agent
 	for _, a := range s.agents {
 		if a.ParentID == me && a.Type == filestore.AgentAI && a.Status == filestore.AgentActive {
@@ -612,7 +616,7 @@ func (s *situation) board() *board {
 	}
 	sort.Slice(subs, func(i, j int) bool { return subs[i].ID < subs[j].ID })
 	for _, a := range subs {
-		b.workers = append(b.workers, workerLine{ID: a.ID, Name: a.Name, Role: a.Role, ActiveTasks: load[a.ID]})
+		b.workers = append(b.workers, workerLine{ID: a.ID, Name: a.Name, Role: a.Role, ActiveTasks: s.load[a.ID]})
 	}
 	return b
 }

@@ -436,3 +436,44 @@ func rejected(t *filestore.Task, by, reason string) *filestore.Task {
 	t.Approval, t.ApprovedBy, t.RejectedReason = filestore.ApprovalRejected, by, reason
 	return t
 }
+
+// A manager's board counts each worker's running tasks across the project, from the
+// index: work outside the manager's task counts too.
+func TestLoadCountsRunningWorkEverywhere(t *testing.T) {
+	st, err := filestore.Init(t.TempDir(), filestore.InitOptions{OwnerID: "alice"}, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "m", ParentID: "alice", Hierarchy: filestore.HierarchyManager}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "m", MaxParallelTasks: 3}); err != nil {
+		t.Fatal(err)
+	}
+	start := func(title, who string) *filestore.Task {
+		tk, err := st.CreateTask(owner, filestore.NewTask{Title: title, Status: filestore.StatusTodo, AssigneeID: who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.SetTaskStatus(owner, tk.ID, filestore.StatusInProgress, ""); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	mine := start("plan", "m")
+	start("elsewhere", "w1")
+	start("also elsewhere", "w1")
+	a, err := st.Agent("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sit, err := loadSituation(st, &filestore.Session{ID: "ses_x", AgentID: "m", Purpose: filestore.PurposeTask, TaskID: mine.ID}, a, "en")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := sit.board()
+	if len(b.workers) != 1 || b.workers[0].ID != "w1" || b.workers[0].ActiveTasks != 2 {
+		t.Errorf("workers on the board: %+v, want w1 with 2 active tasks", b.workers)
+	}
+}
