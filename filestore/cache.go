@@ -218,6 +218,14 @@ func (c *dirCache[T]) markAll() {
 	c.dmu.Unlock()
 }
 
+// isLoaded tells whether the cache has been filled: a query then costs what changed, not
+// a load.
+func (c *dirCache[T]) isLoaded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded
+}
+
 // with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
 // not keep or hand out the cached values, only copies.
 func (c *dirCache[T]) with(fn func()) error {

@@ -206,3 +206,25 @@ func TestIndexFileSavedWithTasksKnownFromTheJournal(t *testing.T) {
 		t.Fatalf("from the index file:\n%s\nfrom the files:\n%s", got, want)
 	}
 }
+
+// A server answers Task from its cache, but a write starts from the file: an edit beside
+// aipm that its watcher has not reported yet is kept, not overwritten with what the cache
+// held.
+func TestWriteStartsFromTheFileNotTheCache(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	o := reopen(t, s)
+	o.Watched()
+	o.Warm()
+	if tk, err := o.Task(a.ID); err != nil || tk.Title != "A" {
+		t.Fatalf("Task = %+v, %v", tk, err)
+	}
+	handEdit(t, s, a.ID, func(tk *Task) { tk.Title = "A, edited by hand" }) // not reported
+	if _, err := o.SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := s.readTask(a.ID)
+	if err != nil || tk.Title != "A, edited by hand" || tk.Status != StatusInProgress {
+		t.Errorf("file after the write: %+v, %v; want the edited title, in progress", tk, err)
+	}
+}
