@@ -132,8 +132,30 @@ func (s *Store) SessionByID(id string) (*Session, error) {
 
 // readSession reads a session record, live or ended.
 func (s *Store) readSession(id string) (*Session, error) {
+	// A live session is read on every tool call: as last read, while the file keeps the
+	// identity it had before that read (a change in between shows as another identity).
+	path := s.sessionPath(id)
+	fi, statErr := os.Lstat(path)
+	if statErr == nil && fi.Mode().IsRegular() {
+		s.sessMu.Lock()
+		if m, ok := s.sessMemo[id]; ok && m.st == stampOf(fi) {
+			se := m.se.clone()
+			s.sessMu.Unlock()
+			return se, nil
+		}
+		s.sessMu.Unlock()
+	}
 	var se Session
-	err := s.readJSON(s.sessionPath(id), &se)
+	err := s.readJSON(path, &se)
+	if err == nil && statErr == nil && fi.Mode().IsRegular() {
+		se.ID = id
+		s.sessMu.Lock()
+		if s.sessMemo == nil || len(s.sessMemo) > 256 {
+			s.sessMemo = map[string]memoSession{}
+		}
+		s.sessMemo[id] = memoSession{stampOf(fi), *se.clone()}
+		s.sessMu.Unlock()
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		err = s.readJSON(s.endedSessionPath(id), &se)
 	}
@@ -142,6 +164,22 @@ func (s *Store) readSession(id string) (*Session, error) {
 	}
 	se.ID = id // the file name is the identity, whatever the file claims
 	return &se, nil
+}
+
+// memoSession is a live session record as last read, with the identity of its file then.
+type memoSession struct {
+	st stamp
+	se Session
+}
+
+// clone is a copy callers may change.
+func (se *Session) clone() *Session {
+	c := *se
+	if se.EndedAt != nil {
+		t := *se.EndedAt
+		c.EndedAt = &t
+	}
+	return &c
 }
 
 // writeSessionLocked writes a session record where its state belongs: an ended session

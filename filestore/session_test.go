@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -166,5 +167,49 @@ func TestTouchRenewsLease(t *testing.T) {
 	now = now.Add(lease + time.Second)
 	if _, err := clocked.Session(r.Token); code(err) != "session_expired" {
 		t.Errorf("after the lease: got %q, want session_expired", code(err))
+	}
+}
+
+// A session record read on every call is kept as last read, and read again as soon as its
+// file changes: a write by another process, an edit in place, an end.
+func TestSessionReadAgainWhenItsFileChanges(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, err := s.Session(r.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se.Workflow = "changed by the caller" // a copy: the memo is not touched
+	o := reopen(t, s)
+	if err := o.updateSession(se.ID, func(cur *Session) error { cur.Workflow = "by another process"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Session(r.Token); err != nil || got.Workflow != "by another process" {
+		t.Fatalf("after another process's write: %q, %v", got.Workflow, err)
+	}
+	// In place, same size: only the modification and change times say so.
+	data, err := os.ReadFile(s.sessionPath(se.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "by another process", "by another prOcess", 1)
+	f, err := os.OpenFile(s.sessionPath(se.ID), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(edited)
+	f.Close()
+	if got, err := s.Session(r.Token); err != nil || got.Workflow != "by another prOcess" {
+		t.Fatalf("after an edit in place: %q, %v", got.Workflow, err)
+	}
+	if err := o.EndSession(se.ID, "logout"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Session(r.Token); code(err) != "session_expired" {
+		t.Errorf("after the end: %v, want session_expired", err)
 	}
 }

@@ -47,6 +47,9 @@ type Store struct {
 	projMu    sync.Mutex
 	proj      *Project
 	projStamp stamp
+	// sessMemo holds live session records as last read (readSession).
+	sessMu   sync.Mutex
+	sessMemo map[string]memoSession
 	// inboxKeys indexes each agent's notifications.jsonl by notification key.
 	inboxMu   sync.Mutex
 	inboxKeys map[string]*lineIndex
