@@ -37,6 +37,16 @@ func (a *app) cmdMCP(args []string) error {
 			}
 		}
 	}
+	// AIPM_MEMPROFILE=dir writes a heap profile of this server to dir/mcp-<pid>.heap when it
+	// exits.
+	if dir := a.getenv("AIPM_MEMPROFILE"); dir != "" {
+		defer func() {
+			if f, err := os.Create(filepath.Join(dir, fmt.Sprintf("mcp-%d.heap", os.Getpid()))); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	logf := func(format string, args ...any) { fmt.Fprintf(a.stderr, "aipm mcp: "+format+"\n", args...) }
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
