@@ -21,7 +21,7 @@ type machineFile struct {
 
 // ValidateMachineID checks a machine id: the agent-id alphabet.
 func ValidateMachineID(id string) error {
-	if !nameRe.MatchString(id) {
+	if !validName(id) {
 		return newErr(ErrInvalid, "invalid_machine_id", "use lower-case letters, digits, '.', '_' or '-', at most 63 characters; `aipm agent leases` shows this machine's id",
 			"invalid machine id %q", clip(id))
 	}
