@@ -102,14 +102,6 @@ func statusProblem(status string) string {
 	return fmt.Sprintf("invalid status %q (want %s)", status, strings.Join(Statuses, ", "))
 }
 
-// TaskIDs lists the ids of the task files, sorted (so, by creation time), reading only the
-// directory: what a command line needs to expand an abbreviated id.
-func (s *Store) TaskIDs() ([]string, error) {
-	ids, err := s.tasks.listIDs()
-	sort.Strings(ids)
-	return ids, err
-}
-
 // Task reads one task from its file.
 func (s *Store) Task(id string) (*Task, error) {
 	if err := ValidateEntityID(PrefixTask, id); err != nil {

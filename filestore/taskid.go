@@ -6,6 +6,8 @@ import (
 	"errors"
 	"os"
 	"path"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -198,4 +200,103 @@ func commonPrefixLen(a, b string) int {
 		n++
 	}
 	return n
+}
+
+// TaskIDSet is the id of every task file as the index knows it at one moment: what a
+// command line needs to abbreviate ids and expand abbreviations, without listing tasks/.
+type TaskIDSet struct {
+	hot    []string // the ids held in memory, sorted
+	cold   *coldIndex
+	shadow map[string]struct{} // ids of cold whose record no longer holds
+}
+
+// TaskIDSet returns the ids of the task files, readable or not, from the index; a process
+// without a watcher compares the directory with it first, as every query does.
+func (s *Store) TaskIDSet() (*TaskIDSet, error) {
+	x := &TaskIDSet{}
+	err := s.tasks.with(func() {
+		c := s.tasks
+		x.hot = make([]string, 0, len(c.ents))
+		for id := range c.ents {
+			x.hot = append(x.hot, id)
+		}
+		sort.Strings(x.hot)
+		x.cold = c.cold
+		x.shadow = make(map[string]struct{}, len(c.shadow))
+		for id := range c.shadow {
+			x.shadow[id] = struct{}{}
+		}
+	})
+	return x, err
+}
+
+func (x *TaskIDSet) coldLive(i int) bool {
+	_, gone := x.shadow[x.cold.id(i)]
+	return !gone
+}
+
+func (x *TaskIDSet) coldN() int {
+	if x.cold == nil {
+		return 0
+	}
+	return x.cold.n
+}
+
+// Has tells whether id is a task file's id.
+func (x *TaskIDSet) Has(id string) bool {
+	if i := sort.SearchStrings(x.hot, id); i < len(x.hot) && x.hot[i] == id {
+		return true
+	}
+	i, ok := x.cold.find(id)
+	return ok && x.coldLive(i)
+}
+
+// WithPrefix returns the ids that start with prefix, sorted.
+func (x *TaskIDSet) WithPrefix(prefix string) []string {
+	var out []string
+	for i := sort.SearchStrings(x.hot, prefix); i < len(x.hot) && strings.HasPrefix(x.hot[i], prefix); i++ {
+		out = append(out, x.hot[i])
+	}
+	i, _ := x.cold.find(prefix)
+	for ; i < x.coldN() && strings.HasPrefix(x.cold.id(i), prefix); i++ {
+		if x.coldLive(i) {
+			out = append(out, x.cold.id(i))
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// All returns every id, sorted.
+func (x *TaskIDSet) All() []string { return x.WithPrefix("") }
+
+// Short abbreviates id as ShortTaskIDs does among all the set's ids: to its shortest
+// prefix no other id shares, at least MinShortTask characters after "tsk_". An id not in
+// the set is returned whole.
+func (x *TaskIDSet) Short(id string) string {
+	if !x.Has(id) {
+		return id
+	}
+	n := len(PrefixTask) + 1 + MinShortTask
+	// In sorted ids, an id's longest common prefix with any other is with a neighbour.
+	if i := sort.SearchStrings(x.hot, id); i > 0 {
+		n = max(n, commonPrefixLen(id, x.hot[i-1])+1)
+	}
+	if i := sort.SearchStrings(x.hot, id+"\x00"); i < len(x.hot) {
+		n = max(n, commonPrefixLen(id, x.hot[i])+1)
+	}
+	i, _ := x.cold.find(id)
+	for j := i - 1; j >= 0; j-- {
+		if x.coldLive(j) {
+			n = max(n, commonPrefixLen(id, x.cold.id(j))+1)
+			break
+		}
+	}
+	for j := i; j < x.coldN(); j++ {
+		if cid := x.cold.id(j); cid != id && x.coldLive(j) {
+			n = max(n, commonPrefixLen(id, cid)+1)
+			break
+		}
+	}
+	return id[:min(n, len(id))]
 }

@@ -33,13 +33,12 @@ func TestTaskIDsAreShortAndOrdered(t *testing.T) {
 	if !slices.IsSorted(ids) || legacy > ids[0] {
 		t.Errorf("ids do not sort in creation order after the older store's: %v", ids)
 	}
-	all, err := s.TaskIDs()
+	set, err := s.TaskIDSet()
 	if err != nil {
 		t.Fatal(err)
 	}
-	short := ShortTaskIDs(all)
-	if short[batch[0].ID] != "tsk_8003" || short[legacy] != "tsk_01jd" {
-		t.Errorf("short ids: %v", short)
+	if set.Short(batch[0].ID) != "tsk_8003" || set.Short(legacy) != "tsk_01jd" {
+		t.Errorf("short ids: %s, %s", set.Short(batch[0].ID), set.Short(legacy))
 	}
 }
 

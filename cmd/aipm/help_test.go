@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore"
 )
 
 func TestEditDistance(t *testing.T) {
@@ -51,7 +53,7 @@ func TestShortTaskIDs(t *testing.T) {
 		"tsk_8002baaaaaaaaaaaaaaaaaaaaa",
 		"tsk_8003aaaaaaaaaaaaaaaaaaaaaa",
 	}
-	got := shortTaskIDs(ids)
+	got := filestore.ShortTaskIDs(ids)
 	want := map[string]string{
 		ids[0]: ids[0], ids[1]: ids[1],
 		ids[2]: "tsk_01m885", ids[3]: "tsk_01m9",

@@ -45,26 +45,17 @@ func taskID(s *filestore.Store, arg string) (string, error) {
 	if _, err := os.Lstat(s.TaskFile(want)); err == nil {
 		return want, nil
 	}
-	ids, err := s.TaskIDs()
+	set, err := s.TaskIDSet()
 	if err != nil {
 		return "", err
 	}
-	var matches []string
-	for _, id := range ids {
-		if id == want {
-			return id, nil
-		}
-		if strings.HasPrefix(id, want) {
-			matches = append(matches, id)
-		}
-	}
+	matches := set.WithPrefix(want)
 	switch len(matches) {
 	case 1:
 		return matches[0], nil
 	case 0:
-		return "", notFound("task", arg, nearIDs(want, ids), "list tasks with `aipm task list`")
+		return "", notFound("task", arg, nearIDs(want, set.All()), "list tasks with `aipm task list`")
 	}
-	short := shortTaskIDs(ids)
 	labels := make([]string, 0, len(matches))
 	const shown = 8
 	for i, id := range matches {
@@ -72,7 +63,7 @@ func taskID(s *filestore.Store, arg string) (string, error) {
 			labels = append(labels, fmt.Sprintf("… and %d more", len(matches)-shown))
 			break
 		}
-		label := short[id]
+		label := set.Short(id)
 		if t, err := s.Task(id); err == nil {
 			label += "  " + oneLine(t.Title)
 		}
@@ -157,23 +148,18 @@ func nearIDs(want string, ids []string) []string {
 	return out
 }
 
-// shortTaskIDs abbreviates each of the sorted ids to what is unique (filestore.ShortTaskIDs).
-func shortTaskIDs(ids []string) map[string]string { return filestore.ShortTaskIDs(ids) }
-
-// shortener abbreviates task ids for a listing; ids it does not know stay whole.
-type shortener map[string]string
+// shortener abbreviates task ids for a listing; ids it does not know stay whole, and the
+// zero value abbreviates nothing.
+type shortener struct{ set *filestore.TaskIDSet }
 
 func newShortener(s *filestore.Store) (shortener, error) {
-	ids, err := s.TaskIDs()
-	if err != nil {
-		return nil, err
-	}
-	return shortTaskIDs(ids), nil
+	set, err := s.TaskIDSet()
+	return shortener{set}, err
 }
 
 func (sh shortener) id(id string) string {
-	if v, ok := sh[id]; ok {
-		return v
+	if sh.set == nil {
+		return id
 	}
-	return id
+	return sh.set.Short(id)
 }
