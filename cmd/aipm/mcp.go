@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"runtime/pprof"
 	"syscall"
 
@@ -66,6 +67,10 @@ func (a *app) cmdMCP(args []string) error {
 		if a.getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)
 		}
+		// A store much larger than the limit was made for must not keep the GC running.
+		if a.getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+		}
 	}()
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
 	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
@@ -94,6 +99,23 @@ func newStderrLogger(a *app) *log.Logger {
 // many allocations (loading the index, a burst of calls), which the GC target alone
 // lets grow past 40 MB of resident memory in a server that runs for long.
 const mcpMemoryLimit = 26 << 20
+
+// memoryLimitFor is the soft memory limit of a server whose caches hold live bytes: the
+// default, or twice the live heap of a store too large for it, so that the collector does
+// not run without end to stay under a limit the caches alone exceed.
+func memoryLimitFor(live uint64) int64 {
+	return max(mcpMemoryLimit, int64(2*live))
+}
+
+// liveHeap is the heap the last garbage collection found live.
+func liveHeap() uint64 {
+	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
+}
 
 // tuneMemory sets the garbage collector of a server: the caches hold the store's entities
 // for its life, so a lower GC target than Go's default keeps its memory near what they

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"runtime"
 	"runtime/debug"
 	"testing"
 )
@@ -28,5 +29,19 @@ func TestTuneMemory(t *testing.T) {
 	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("with GOMEMLIMIT set: memory limit = %d, want it left alone", got)
+	}
+}
+
+// The limit grows with a store whose caches alone come near it.
+func TestMemoryLimitFor(t *testing.T) {
+	if got := memoryLimitFor(10 << 20); got != mcpMemoryLimit {
+		t.Errorf("10 MiB live: limit %d, want the default %d", got, mcpMemoryLimit)
+	}
+	if got := memoryLimitFor(100 << 20); got != 200<<20 {
+		t.Errorf("100 MiB live: limit %d, want 200 MiB", got)
+	}
+	runtime.GC()
+	if liveHeap() == 0 {
+		t.Error("no live heap read from runtime/metrics")
 	}
 }
