@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -247,5 +248,43 @@ func TestCancelDuringHoldOff(t *testing.T) {
 	close(ch)
 	for b := range ch {
 		t.Errorf("batch delivered during an hour's hold-off: %+v", b.cs)
+	}
+}
+
+// A kernel queue that overflows while the Watcher holds off still ends in a
+// Rescan, and watching goes on, new directories included.
+func TestOverflowDuringHoldOff(t *testing.T) {
+	limit := queueLimit(t)
+	root := t.TempDir()
+	var files [2]*os.File
+	for i := range files {
+		f, err := os.Create(filepath.Join(root, fmt.Sprintf("f%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files[i] = f
+	}
+	// One P, as aipm mcp runs: each hold-off's drain then reads the whole
+	// queue. With more, a drain may stop early and leave the rest a second
+	// later, which makes this test slow, not wrong.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	ch := startTimed(t, root, Options{Spacing: time.Second})
+	exhaust(t, root, ch)
+
+	// As in TestOverflowRescans; the hold-off is the stalled reader.
+	for i := range limit + 8192 {
+		if _, err := files[i%2].Write([]byte{'x'}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rescan := false; !rescan; {
+		for _, c := range next(t, ch).cs {
+			rescan = rescan || c.Rescan
+		}
+	}
+	write(t, filepath.Join(root, "after/x.json"), "{}\n")
+	for found := false; !found; {
+		found = contains(next(t, ch).cs, Change{Path: "after/x.json"})
 	}
 }

@@ -381,9 +381,10 @@ func TestRootRemovedFallsBackToPolling(t *testing.T) {
 	}
 }
 
-// Stalling the consumer overflows the kernel queue. The Watcher must
-// recover and tell its consumer to rescan.
-func TestOverflowRescans(t *testing.T) {
+// queueLimit returns the size of the kernel's inotify queue, or skips the
+// test if it cannot be overflowed quickly.
+func queueLimit(t *testing.T) int {
+	t.Helper()
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
 		t.Skip("no inotify queue limit to overflow:", err)
@@ -395,6 +396,13 @@ func TestOverflowRescans(t *testing.T) {
 	if limit > 1<<20 {
 		t.Skipf("max_queued_events=%d is too large to overflow quickly", limit)
 	}
+	return limit
+}
+
+// Stalling the consumer overflows the kernel queue. The Watcher must
+// recover and tell its consumer to rescan.
+func TestOverflowRescans(t *testing.T) {
+	limit := queueLimit(t)
 
 	root := t.TempDir()
 	w, err := New(root, Options{})
