@@ -156,13 +156,15 @@ func TestSpacingBoundsBatches(t *testing.T) {
 }
 
 // exhaust makes spacingBurst batches, one file each, so that the next batch
-// is held off. It returns the time the first of them arrived.
+// is held off. It returns the time the first of them arrived. Each file is
+// written atomically: the rename into place is its only event, where the
+// CREATE and WRITE of os.WriteFile may fall into two batches.
 func exhaust(t *testing.T, root string, ch <-chan timedBatch) time.Time {
 	t.Helper()
 	var first time.Time
 	for i := range spacingBurst {
 		name := fmt.Sprintf("burst%d", i)
-		write(t, filepath.Join(root, name), "x")
+		writeAtomic(t, filepath.Join(root, name), "x")
 		b := next(t, ch)
 		if len(b.cs) != 1 || b.cs[0] != (Change{Path: name}) {
 			t.Fatalf("batch %d of the burst: %+v, want %s", i+1, b.cs, name)
