@@ -256,7 +256,8 @@ func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
 func (w *Watcher) event(ev fsnotify.Event) error {
 	// Chmod alone changes no content. inotify also sends it on unlink,
 	// before the Remove.
-	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) || w.skipped(ev.Name) {
+	rel := w.rel(ev.Name)
+	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) || w.skippedRel(rel) {
 		return nil
 	}
 	if ev.Name == w.root {
@@ -274,7 +275,7 @@ func (w *Watcher) event(ev fsnotify.Event) error {
 			return w.watchTree(ev.Name, true)
 		}
 	}
-	w.pending[w.rel(ev.Name)] = true
+	w.pending[rel] = true
 	return nil
 }
 
@@ -438,8 +439,14 @@ func (w *Watcher) change(rel string) Change {
 	return Change{Path: rel, Removed: errors.Is(err, fs.ErrNotExist)}
 }
 
-// rel turns an absolute path under the root into a Change.Path.
+// rel turns an absolute path under the root into a Change.Path. It runs for
+// every event, so the usual case, a name fsnotify built from a watched
+// directory (clean, found by walking from the root) and an entry name, is
+// cut, not cleaned.
 func (w *Watcher) rel(abs string) string {
+	if len(abs) > len(w.root)+1 && abs[len(w.root)] == filepath.Separator && strings.HasPrefix(abs, w.root) {
+		return filepath.ToSlash(abs[len(w.root)+1:])
+	}
 	rel, err := filepath.Rel(w.root, abs)
 	if err != nil {
 		// Every name fsnotify reports starts with a path added under the
@@ -460,12 +467,13 @@ func (w *Watcher) logf(format string, args ...any) {
 // skipped reports whether the absolute path abs is one of Options.Skip or
 // under one.
 func (w *Watcher) skipped(abs string) bool {
-	if len(w.opts.Skip) == 0 {
-		return false
-	}
-	rel := w.rel(abs)
+	return len(w.opts.Skip) > 0 && w.skippedRel(w.rel(abs))
+}
+
+// skippedRel is skipped for a Change.Path.
+func (w *Watcher) skippedRel(rel string) bool {
 	for _, d := range w.opts.Skip {
-		if rel == d || strings.HasPrefix(rel, d+"/") {
+		if strings.HasPrefix(rel, d) && (len(rel) == len(d) || rel[len(d)] == '/') {
 			return true
 		}
 	}

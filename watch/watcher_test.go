@@ -517,3 +517,20 @@ func TestNewErrors(t *testing.T) {
 		t.Error("New on a file: no error")
 	}
 }
+
+// rel cuts the root off the clean names fsnotify builds and the walks find,
+// and agrees with filepath.Rel on them and on what is not under the root.
+func TestRel(t *testing.T) {
+	for _, tc := range []struct{ root, abs, want string }{
+		{"/r/ai-pm", "/r/ai-pm/tasks/t1.json", "tasks/t1.json"},
+		{"/r/ai-pm", "/r/ai-pm/a", "a"},
+		{"/r/ai-pm", "/r/ai-pm", "."},
+		{"/r/ai-pm", "/r/ai-pmx/a", "../ai-pmx/a"},
+		{"/", "/a/b", "a/b"},
+	} {
+		w := &Watcher{root: tc.root}
+		if got := w.rel(tc.abs); got != tc.want {
+			t.Errorf("root %s: rel(%s) = %q, want %q", tc.root, tc.abs, got, tc.want)
+		}
+	}
+}
