@@ -16,9 +16,10 @@ import (
 )
 
 // DefaultDebounce is the wait used when Options.Debounce is zero. The
-// debounce adds its whole length to every wake-up. One millisecond is enough
-// to merge the CREATE+WRITE of one os.WriteFile, or a tight burst of
-// appends, and it keeps the typical wake-up under the 2 ms target.
+// debounce adds its whole length to a wake-up after a quiet spell. One
+// millisecond is enough to merge the CREATE+WRITE of one os.WriteFile, or a
+// tight burst of appends, and it keeps the typical wake-up under the 2 ms
+// target.
 const DefaultDebounce = time.Millisecond
 
 // DefaultPollInterval is the rescan period of the polling fallback when
