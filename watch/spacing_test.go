@@ -240,6 +240,12 @@ func TestCancelDuringHoldOff(t *testing.T) {
 	}()
 	exhaust(t, root, ch)
 	write(t, filepath.Join(root, "held"), "x")
+	// Far longer than a debounce: the change is held, not delivered.
+	select {
+	case b := <-ch:
+		t.Fatalf("batch delivered during an hour's hold-off: %+v", b.cs)
+	case <-time.After(100 * time.Millisecond):
+	}
 
 	cancel()
 	select {
