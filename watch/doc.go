@@ -3,12 +3,21 @@
 //
 // It knows paths, not what the files mean. A [Watcher] watches a whole tree
 // (inotify is not recursive, so it adds a watch for every directory, including
-// ones created later), skips temp and editor files, debounces each path
-// briefly, and delivers batches of [Change]. Paths in a Change are relative
-// to the root and slash-separated, like "agents/bob/chat.jsonl". A Change
-// only says a path may have changed. The kernel merges and drops events, so
-// re-read the file and never count Changes. If inotify is unavailable or out
-// of instances or watches, the Watcher polls instead and says so once.
+// ones created later), skips temp and editor files, and delivers batches of
+// [Change]. Paths in a Change are relative to the root and slash-separated,
+// like "agents/bob/chat.jsonl". A Change only says a path may have changed.
+// The kernel merges and drops events, so re-read the file and never count
+// Changes. If inotify is unavailable or out of instances or watches, the
+// Watcher polls instead and says so once.
+//
+// After a quiet spell, a change is delivered a debounce (a millisecond)
+// after it is read, with whatever else came meanwhile, and so are the next
+// few. Under a stream of changes, such as other processes' writes, the
+// Watcher delivers one batch per spacing (a few milliseconds) and stops
+// reading events in between: the kernel queues them, and they cost one
+// wake-up per batch instead of one each. Nothing is dropped by waiting: a
+// path changed during the hold-off is in the next batch, and a queue that
+// overflows meanwhile yields a Rescan.
 //
 // A [Hub] wakes the waiters of one process. Feed it from the Watcher, and
 // also from the process's own writes, which then wake local waiters without

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -14,8 +15,8 @@ import (
 	"github.com/fsnotify/fsnotify"
 )
 
-// DefaultDebounce is the quiet period used when Options.Debounce is zero. A
-// trailing-edge debounce adds its whole length to every wake-up. One
+// DefaultDebounce is the wait used when Options.Debounce is zero. The
+// debounce adds its whole length to a wake-up after a quiet spell. One
 // millisecond is enough to merge the CREATE+WRITE of one os.WriteFile, or a
 // tight burst of appends, and it keeps the typical wake-up under the 2 ms
 // target.
@@ -27,11 +28,22 @@ const DefaultPollInterval = 250 * time.Millisecond
 
 // Options tunes a Watcher. The zero value is ready to use.
 type Options struct {
-	// Debounce is how long a path must stay quiet before its change is
-	// delivered. The debounce is per path and fires on the trailing edge.
-	// Zero means DefaultDebounce. A negative value delivers every event
-	// at once.
+	// Debounce is how long the Watcher waits, after reading a change while
+	// it was idle, for more changes to deliver in the same batch. A batch
+	// after a hold-off (see Spacing) goes out as soon as the events queued
+	// meanwhile are read. Zero means DefaultDebounce. A negative value
+	// delivers what was read at once.
 	Debounce time.Duration
+
+	// Spacing is the least time between two batches under a stream of
+	// changes. After a quiet spell, a few batches in a row (spacingBurst)
+	// each go out a debounce after their first change; from then on the
+	// Watcher delivers one batch per Spacing and does not even read the
+	// kernel's events in between, so a stream of other processes' writes
+	// costs this process one wake-up per Spacing, not one per write. Zero
+	// means DefaultSpacing. A negative value turns spacing off. Polling is
+	// spaced by PollInterval instead.
+	Spacing time.Duration
 
 	// PollInterval is how often the polling fallback rescans the tree.
 	// Zero means DefaultPollInterval.
@@ -82,9 +94,12 @@ type Watcher struct {
 
 	files map[string]fs.FileInfo // polling: last state per file, keyed by Change.Path
 
-	pending map[string]time.Time // Change.Path → delivery deadline
+	pending map[string]bool // Change.Paths read since the last batch
+	rescan  bool            // events were lost since the last batch
+	space   spacer
 	timer   *time.Timer
-	armed   bool // timer is set for the earliest deadline in pending
+	armed   bool // timer is set: for the end of the hold-off if holding, else for the next batch
+	holding bool // Events is not read until timer fires
 }
 
 // New starts watching root and every directory below it. Events are queued
@@ -109,7 +124,10 @@ func New(root string, opts Options) (*Watcher, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
-	w := &Watcher{root: abs, opts: opts, pending: make(map[string]time.Time)}
+	if opts.Spacing == 0 {
+		opts.Spacing = DefaultSpacing
+	}
+	w := &Watcher{root: abs, opts: opts, pending: make(map[string]bool), space: spacer{every: opts.Spacing}}
 
 	if opts.ForcePoll {
 		w.fallBack(errors.New("Options.ForcePoll is set"))
@@ -118,7 +136,7 @@ func New(root string, opts Options) (*Watcher, error) {
 	w.fsw, err = fsnotify.NewWatcher()
 	if err == nil {
 		w.dirs = make(map[string]fs.FileInfo)
-		err = w.watchTree(abs, nil)
+		err = w.watchTree(abs, false)
 	}
 	if err != nil {
 		w.fallBack(err)
@@ -141,8 +159,9 @@ func Tree(ctx context.Context, root string, opts Options, fn func([]Change)) err
 // Run delivers changes to fn until ctx is done, then releases the Watcher.
 // fn is called from Run's goroutine, one batch at a time, with paths sorted.
 // It should return quickly, for example by calling Hub.Notify. While fn
-// runs, events queue in the kernel, and if the queue overflows, the next
-// batch is a Rescan.
+// runs, and while the Watcher holds off between batches (Options.Spacing),
+// events queue in the kernel, and if the queue overflows, the next batch is
+// a Rescan.
 func (w *Watcher) Run(ctx context.Context, fn func([]Change)) {
 	defer w.Close()
 	if w.fsw != nil {
@@ -168,27 +187,38 @@ func (w *Watcher) Close() error {
 // runEvents is the inotify loop. It returns nil when ctx is done, or an
 // error when inotify can no longer cover the tree and polling must take
 // over.
+//
+// While it holds off between batches, it does not receive from Events.
+// fsnotify's goroutine then blocks sending the event it holds, and the
+// kernel queues the rest (merging repeats). When the hold-off ends, drain
+// takes what queued, which fsnotify reads in one read(2) instead of waking
+// up for each, and the batch goes out at once. Errors is read all along:
+// fsnotify blocks on whichever channel it is sending to, so an unread error
+// would stall events too.
 func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
 	w.timer = time.NewTimer(time.Hour)
 	w.timer.Stop()
 	defer w.timer.Stop()
 	for {
+		var events <-chan fsnotify.Event
+		if !w.holding {
+			events = w.fsw.Events
+		}
 		var due <-chan time.Time
 		if w.armed {
 			due = w.timer.C
 		}
-		// Both channels are unbuffered and fsnotify blocks on whichever
-		// one it is sending to, so an unread error would stall events too.
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-w.fsw.Events:
+		case ev, ok := <-events:
 			if !ok {
 				return nil
 			}
-			if err := w.event(ev, fn); err != nil {
+			if err := w.event(ev); err != nil {
 				return err
 			}
+			w.schedule(fn, w.opts.Debounce)
 		case err, ok := <-w.fsw.Errors:
 			if !ok {
 				return nil
@@ -201,24 +231,34 @@ func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
 			// without a watch, and files changed unseen. Pending paths are
 			// covered by the Rescan.
 			clear(w.pending)
-			w.timer.Stop()
-			w.armed = false
+			w.rescan = true
 			if err := w.rewatch(); err != nil {
 				return err
 			}
-			fn([]Change{{Rescan: true}})
+			w.schedule(fn, w.opts.Debounce)
 		case <-due:
 			w.armed = false
-			w.flush(fn)
+			if !w.holding {
+				w.flush(fn)
+				continue
+			}
+			w.holding = false
+			if err := w.drain(); err != nil {
+				return err
+			}
+			// The hold-off gathered the changes; a debounce on top would
+			// only read more of the stream one wake-up at a time.
+			w.schedule(fn, 0)
 		}
 	}
 }
 
 // event handles one fsnotify event.
-func (w *Watcher) event(ev fsnotify.Event, fn func([]Change)) error {
+func (w *Watcher) event(ev fsnotify.Event) error {
 	// Chmod alone changes no content. inotify also sends it on unlink,
 	// before the Remove.
-	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) || w.skipped(ev.Name) {
+	rel := w.rel(ev.Name)
+	if ev.Op == fsnotify.Chmod || ignored(filepath.Base(ev.Name)) || w.skippedRel(rel) {
 		return nil
 	}
 	if ev.Name == w.root {
@@ -233,20 +273,20 @@ func (w *Watcher) event(ev fsnotify.Event, fn func([]Change)) error {
 	}
 	if ev.Has(fsnotify.Create) {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-			return w.watchTree(ev.Name, fn)
+			return w.watchTree(ev.Name, true)
 		}
 	}
-	w.bump(ev.Name, fn)
+	w.pending[rel] = true
 	return nil
 }
 
 // watchTree adds watches for dir and every directory below it. Each watch
-// is added before its directory is listed. When fn is not nil, the files
+// is added before its directory is listed. When report is set, the files
 // found are reported: they may have been written before their directory had
 // a watch, as in "mkdir -p a/b && write a/b/x", which leaves no event for x.
-// When fn is nil, a directory without subdirectories is not listed
-// (leafDir): watching costs what the tree's directories cost, not its files.
-func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
+// Otherwise a directory without subdirectories is not listed (leafDir):
+// watching costs what the tree's directories cost, not its files.
+func (w *Watcher) watchTree(dir string, report bool) error {
 	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			// Vanished or unreadable. Polling could not see it either.
@@ -259,8 +299,8 @@ func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
 			return nil
 		}
 		if !d.IsDir() {
-			if fn != nil {
-				w.bump(path, fn)
+			if report {
+				w.pending[w.rel(path)] = true
 			}
 			return nil
 		}
@@ -277,7 +317,7 @@ func (w *Watcher) watchTree(dir string, fn func([]Change)) error {
 			return fmt.Errorf("watch %s: %w", path, err)
 		}
 		w.dirs[path] = fi
-		if fn == nil && leafDir(fi) {
+		if !report && leafDir(fi) {
 			return fs.SkipDir // nothing below to watch, and no file to report
 		}
 		return nil
@@ -294,7 +334,7 @@ func (w *Watcher) rewatch() error {
 			w.unwatch(dir)
 		}
 	}
-	return w.watchTree(w.root, nil)
+	return w.watchTree(w.root, false)
 }
 
 // unwatch drops the watches on path and below it. This runs when path is
@@ -314,42 +354,82 @@ func (w *Watcher) unwatch(path string) {
 	}
 }
 
-// bump records an event on the absolute path abs. Its change is delivered
-// once the path has been quiet for the debounce period.
-func (w *Watcher) bump(abs string, fn func([]Change)) {
-	rel := w.rel(abs)
-	if w.opts.Debounce < 0 {
-		fn([]Change{w.change(rel)})
-		return
+// drain handles the events that are ready now, and stops at the first
+// moment none is. After each one it yields, so that fsnotify's goroutine,
+// which the receive made ready to run next, can take the next event (from
+// its buffer, or from the kernel's queue in one read(2)) and block sending
+// it. Once the queue is empty, fsnotify waits in the poller instead and the
+// receive finds nothing. Should it find nothing too early, the rest is only
+// delivered a spacing later.
+func (w *Watcher) drain() error {
+	for misses := 0; misses < drainTries; {
+		select {
+		case ev, ok := <-w.fsw.Events:
+			if !ok {
+				return nil // runEvents sees it closed
+			}
+			if err := w.event(ev); err != nil {
+				return err
+			}
+			misses = 0
+		default:
+			misses++
+		}
+		runtime.Gosched()
 	}
-	w.pending[rel] = time.Now().Add(w.opts.Debounce)
-	if !w.armed {
-		w.timer.Reset(w.opts.Debounce)
-		w.armed = true
-	}
+	return nil
 }
 
-// flush delivers every pending path whose deadline has passed, then sets the
-// timer for the earliest deadline that remains.
-func (w *Watcher) flush(fn func([]Change)) {
+// drainTries is how many times in a row drain finds no event before it
+// stops. With more than one P, this goroutine may run again on another one
+// while fsnotify is still on its way to the next send.
+const drainTries = 3
+
+// schedule sets the timer for the next batch, if anything is pending and no
+// timer is set: debounce after now, and not before the spacing allows. With
+// nothing to wait for, it delivers at once.
+func (w *Watcher) schedule(fn func([]Change), debounce time.Duration) {
+	if w.armed || w.holding || (len(w.pending) == 0 && !w.rescan) {
+		return
+	}
 	now := time.Now()
+	at := w.space.next(now)
+	if debounce > 0 && now.Add(debounce).After(at) {
+		at = now.Add(debounce)
+	}
+	if !at.After(now) {
+		w.flush(fn)
+		return
+	}
+	w.timer.Reset(at.Sub(now))
+	w.armed = true
+}
+
+// flush delivers everything pending as one batch, then holds off reading
+// events until the spacing lets the next batch go out.
+func (w *Watcher) flush(fn func([]Change)) {
 	var batch []Change
-	var next time.Time
-	for rel, deadline := range w.pending {
-		if !deadline.After(now) {
+	if w.rescan {
+		batch = []Change{{Rescan: true}}
+	} else {
+		batch = make([]Change, 0, len(w.pending))
+		for rel := range w.pending {
 			batch = append(batch, w.change(rel))
-			delete(w.pending, rel)
-		} else if next.IsZero() || deadline.Before(next) {
-			next = deadline
 		}
-	}
-	if !next.IsZero() {
-		w.timer.Reset(next.Sub(now))
-		w.armed = true
-	}
-	if len(batch) > 0 {
 		slices.SortFunc(batch, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
-		fn(batch)
+	}
+	clear(w.pending)
+	w.rescan = false
+	if len(batch) == 0 {
+		return
+	}
+	w.space.took(time.Now())
+	fn(batch)
+
+	now := time.Now()
+	if until := w.space.next(now); until.After(now) {
+		w.timer.Reset(until.Sub(now))
+		w.armed, w.holding = true, true
 	}
 }
 
@@ -360,8 +440,14 @@ func (w *Watcher) change(rel string) Change {
 	return Change{Path: rel, Removed: errors.Is(err, fs.ErrNotExist)}
 }
 
-// rel turns an absolute path under the root into a Change.Path.
+// rel turns an absolute path under the root into a Change.Path. It runs for
+// every event, so the usual case, a name fsnotify built from a watched
+// directory (clean, found by walking from the root) and an entry name, is
+// cut, not cleaned.
 func (w *Watcher) rel(abs string) string {
+	if len(abs) > len(w.root)+1 && abs[len(w.root)] == filepath.Separator && strings.HasPrefix(abs, w.root) {
+		return filepath.ToSlash(abs[len(w.root)+1:])
+	}
 	rel, err := filepath.Rel(w.root, abs)
 	if err != nil {
 		// Every name fsnotify reports starts with a path added under the
@@ -382,12 +468,13 @@ func (w *Watcher) logf(format string, args ...any) {
 // skipped reports whether the absolute path abs is one of Options.Skip or
 // under one.
 func (w *Watcher) skipped(abs string) bool {
-	if len(w.opts.Skip) == 0 {
-		return false
-	}
-	rel := w.rel(abs)
+	return len(w.opts.Skip) > 0 && w.skippedRel(w.rel(abs))
+}
+
+// skippedRel is skipped for a Change.Path.
+func (w *Watcher) skippedRel(rel string) bool {
 	for _, d := range w.opts.Skip {
-		if rel == d || strings.HasPrefix(rel, d+"/") {
+		if strings.HasPrefix(rel, d) && (len(rel) == len(d) || rel[len(d)] == '/') {
 			return true
 		}
 	}

@@ -381,9 +381,10 @@ func TestRootRemovedFallsBackToPolling(t *testing.T) {
 	}
 }
 
-// Stalling the consumer overflows the kernel queue. The Watcher must
-// recover and tell its consumer to rescan.
-func TestOverflowRescans(t *testing.T) {
+// queueLimit returns the size of the kernel's inotify queue, or skips the
+// test if it cannot be overflowed quickly.
+func queueLimit(t *testing.T) int {
+	t.Helper()
 	b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events")
 	if err != nil {
 		t.Skip("no inotify queue limit to overflow:", err)
@@ -395,6 +396,13 @@ func TestOverflowRescans(t *testing.T) {
 	if limit > 1<<20 {
 		t.Skipf("max_queued_events=%d is too large to overflow quickly", limit)
 	}
+	return limit
+}
+
+// Stalling the consumer overflows the kernel queue. The Watcher must
+// recover and tell its consumer to rescan.
+func TestOverflowRescans(t *testing.T) {
+	limit := queueLimit(t)
 
 	root := t.TempDir()
 	w, err := New(root, Options{})
@@ -507,5 +515,22 @@ func TestNewErrors(t *testing.T) {
 	write(t, filepath.Join(root, "file"), "")
 	if _, err := New(filepath.Join(root, "file"), Options{}); err == nil {
 		t.Error("New on a file: no error")
+	}
+}
+
+// rel cuts the root off the clean names fsnotify builds and the walks find,
+// and agrees with filepath.Rel on them and on what is not under the root.
+func TestRel(t *testing.T) {
+	for _, tc := range []struct{ root, abs, want string }{
+		{"/r/ai-pm", "/r/ai-pm/tasks/t1.json", "tasks/t1.json"},
+		{"/r/ai-pm", "/r/ai-pm/a", "a"},
+		{"/r/ai-pm", "/r/ai-pm", "."},
+		{"/r/ai-pm", "/r/ai-pmx/a", "../ai-pmx/a"},
+		{"/", "/a/b", "a/b"},
+	} {
+		w := &Watcher{root: tc.root}
+		if got := w.rel(tc.abs); got != tc.want {
+			t.Errorf("root %s: rel(%s) = %q, want %q", tc.root, tc.abs, got, tc.want)
+		}
 	}
 }

@@ -1,0 +1,50 @@
+package watch
+
+import "time"
+
+// DefaultSpacing is the least time between two batches when Options.Spacing
+// is zero. Every batch wakes the consumer, which then looks at the files
+// again; under a stream of other processes' writes, five milliseconds lets
+// several of their changes share one wake-up, and it stays far below the
+// time anyone waits for a reply.
+const DefaultSpacing = 5 * time.Millisecond
+
+// spacingBurst is how many batches may go out one right after the other once
+// the Watcher has been quiet for that many spacings. One operation of a
+// writer often changes a few files, a few fsyncs apart, more than a debounce
+// period in all (a message: a delivery record, two mailboxes, a
+// conversation). Each of its batches must wake its waiters at once; only a
+// longer stream is held to one batch per spacing.
+const spacingBurst = 4
+
+// spacer decides when the next batch may be delivered: at most spacingBurst
+// at once, and one per every after that (a token bucket, kept as the time
+// at which it would be full again). Times are passed in, so the rule can be
+// tested without a clock.
+type spacer struct {
+	every time.Duration // zero or less: no spacing
+	full  time.Time     // when the allowance is whole again; zero when it is whole
+}
+
+// next returns the earliest time from now on at which a batch may be
+// delivered.
+func (s *spacer) next(now time.Time) time.Time {
+	if s.every <= 0 {
+		return now
+	}
+	if at := s.full.Add(-(spacingBurst - 1) * s.every); at.After(now) {
+		return at
+	}
+	return now
+}
+
+// took records a batch delivered at now.
+func (s *spacer) took(now time.Time) {
+	if s.every <= 0 {
+		return
+	}
+	if s.full.Before(now) {
+		s.full = now
+	}
+	s.full = s.full.Add(s.every)
+}
