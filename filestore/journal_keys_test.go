@@ -228,3 +228,42 @@ func TestWriteStartsFromTheFileNotTheCache(t *testing.T) {
 		t.Errorf("file after the write: %+v, %v; want the edited title, in progress", tk, err)
 	}
 }
+
+// A server answers Agent from its cache, which its watcher keeps current; a process without
+// a watcher sees an edit at once.
+func TestAgentFromTheCacheSeesEdits(t *testing.T) {
+	s := newTestStore(t)
+	edit := func(name string) {
+		t.Helper()
+		data, err := os.ReadFile(s.agentPath("w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := s.readAgent("w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Replace(string(data), `"name": "`+a.Name+`"`, `"name": "`+name+`"`, 1)
+		if out == string(data) {
+			t.Fatalf("no name field to edit in %s", data)
+		}
+		if err := os.WriteFile(s.agentPath("w1"), []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, watched := range []bool{false, true} {
+		o := reopen(t, s)
+		if watched {
+			o.Watched()
+		}
+		o.Warm()
+		name := fmt.Sprint("Worker watched=", watched)
+		edit(name)
+		if watched {
+			o.Changed("agents/w1/agent.json")
+		}
+		if a, err := o.Agent("w1"); err != nil || a.Name != name {
+			t.Errorf("watched=%v: Agent after an edit: %+v, %v", watched, a, err)
+		}
+	}
+}
