@@ -9,22 +9,22 @@ import (
 
 // A server sets its GC target and soft memory limit unless the environment does.
 func TestTuneMemory(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	defer debug.SetGCPercent(debug.SetGCPercent(30))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 
 	tuneMemory(getenv)
-	if got := debug.SetGCPercent(100); got != 40 {
-		t.Errorf("GC percent = %d, want 40", got)
+	if got := debug.SetGCPercent(30); got != 100 {
+		t.Errorf("GC percent = %d, want 100", got)
 	}
 	if got := debug.SetMemoryLimit(math.MaxInt64); got != mcpMemoryLimit {
 		t.Errorf("memory limit = %d, want %d", got, mcpMemoryLimit)
 	}
 
-	env["GOGC"], env["GOMEMLIMIT"] = "100", "1GiB" // the runtime read them at start
+	env["GOGC"], env["GOMEMLIMIT"] = "30", "1GiB" // the runtime read them at start
 	tuneMemory(getenv)
-	if got := debug.SetGCPercent(100); got != 100 {
+	if got := debug.SetGCPercent(30); got != 30 {
 		t.Errorf("with GOGC set: GC percent = %d, want it left alone", got)
 	}
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
