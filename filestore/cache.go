@@ -99,6 +99,9 @@ type dirCache[T any] struct {
 	mu     sync.Mutex
 	loaded bool
 	ents   map[string]*cacheEntry[T]
+	// gen counts the changes of entries since the cache was made: the same count means
+	// the same content.
+	gen uint64
 	// since counts the entries changed since the index file was last written or read;
 	// rebuilt says the directory was compared file by file since then.
 	since   int
@@ -165,6 +168,7 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 	}
 	c.index(id, oldK, curK)
 	c.since++
+	c.gen++
 }
 
 // knownWrite is what a write through aipm left in a file, as its journal line says.

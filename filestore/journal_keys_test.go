@@ -267,3 +267,52 @@ func TestAgentFromTheCacheSeesEdits(t *testing.T) {
 		}
 	}
 }
+
+// The tasks' generation stays while nothing changed and moves with any change: a write by
+// another process (known from the journal), an edit beside aipm, a new file.
+func TestTasksGenerationMovesWithEveryChange(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	for _, watched := range []bool{false, true} {
+		o := reopen(t, s)
+		if watched {
+			o.Watched()
+		}
+		gen := func() uint64 {
+			t.Helper()
+			g, err := o.TasksGeneration()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return g
+		}
+		g0 := gen()
+		if g := gen(); g != g0 {
+			t.Fatalf("watched=%v: generation moved with no change: %d → %d", watched, g0, g)
+		}
+		steps := []struct {
+			what string
+			do   func()
+		}{
+			{"another process's write", func() {
+				if _, err := s.AssignTask(human, a.ID, map[bool]string{false: "w2", true: "w1"}[watched]); err != nil {
+					t.Fatal(err)
+				}
+			}},
+			{"an edit beside aipm", func() {
+				handEdit(t, s, a.ID, func(tk *Task) { tk.Title = fmt.Sprint("A edited, watched=", watched) })
+				if watched {
+					o.Changed("tasks/" + a.ID + ".json")
+				}
+			}},
+			{"a new task", func() { mustTask(t, s, NewTask{Title: "B"}) }},
+		}
+		for _, st := range steps {
+			before := gen()
+			st.do()
+			if after := gen(); after == before {
+				t.Errorf("watched=%v: %s left the generation at %d", watched, st.what, after)
+			}
+		}
+	}
+}

@@ -344,6 +344,15 @@ func (s *Store) TaskRefs(ids []string) ([]TaskRef, error) {
 	return out, err
 }
 
+// TasksGeneration brings the tasks cache up to date and returns its generation: it
+// changes whenever a task as the store knows it changes, so an answer computed from the
+// tasks at one generation holds while it stays the same.
+func (s *Store) TasksGeneration() (uint64, error) {
+	var g uint64
+	err := s.tasks.with(func() { g = s.tasks.gen })
+	return g, err
+}
+
 // InProgressByAssignee counts the in-progress tasks of each assignee ("" for none), from
 // the index: no file is read.
 func (s *Store) InProgressByAssignee() (map[string]int, error) {

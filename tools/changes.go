@@ -181,15 +181,31 @@ func (s *Server) notePause() {
 
 // deriveFor compares the session's tasks with what it saw last and notifies it of changes
 // made by others.
-func (s *Server) deriveFor(se *filestore.Session) error {
+func (s *Server) deriveFor(se *filestore.Session) (err error) {
 	// One derivation at a time: a caller that finds nothing new must also find the
 	// notification another one is still writing.
 	s.deriveMu.Lock()
 	defer s.deriveMu.Unlock()
+	// Nothing to compare while no task changed since the last derivation: every call of
+	// the session asks (hasInterrupt), and most find the tasks as they were.
+	gen, genErr := s.store.TasksGeneration()
+	s.mu.Lock()
+	last, derived := s.derivedAt[se.ID]
+	s.mu.Unlock()
+	if genErr == nil && derived && last == gen {
+		return nil
+	}
 	tasks, handed, err := s.watchedTasks(se)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err == nil && genErr == nil {
+			s.mu.Lock()
+			s.derivedAt[se.ID] = gen
+			s.mu.Unlock()
+		}
+	}()
 	s.mu.Lock()
 	seen := s.seen[se.ID]
 	if seen == nil {
