@@ -100,8 +100,9 @@ type dirCache[T any] struct {
 	loaded bool
 	ents   map[string]*cacheEntry[T]
 	// gen counts the changes of entries since the cache was made: the same count means
-	// the same content.
-	gen uint64
+	// the same content. recent holds the ids of the latest changes, by gen.
+	gen    uint64
+	recent []string
 	// since counts the entries changed since the index file was last written or read;
 	// rebuilt says the directory was compared file by file since then.
 	since   int
@@ -169,6 +170,26 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 	c.index(id, oldK, curK)
 	c.since++
 	c.gen++
+	if c.recent == nil {
+		c.recent = make([]string, recentChanges)
+	}
+	c.recent[c.gen%recentChanges] = id
+}
+
+// recentChanges is how many of the latest changed ids a cache remembers (changedSince).
+const recentChanges = 4096
+
+// changedSince returns the ids changed after generation g, up to now, and false when
+// they are no longer all remembered. The caller holds mu.
+func (c *dirCache[T]) changedSince(g uint64) ([]string, bool) {
+	if g > c.gen || c.gen-g > recentChanges-1 || c.recent == nil && c.gen != g {
+		return nil, false
+	}
+	var ids []string
+	for i := g + 1; i <= c.gen; i++ {
+		ids = append(ids, c.recent[i%recentChanges])
+	}
+	return ids, true
 }
 
 // knownWrite is what a write through aipm left in a file, as its journal line says.

@@ -3,6 +3,7 @@ package filestore
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -314,5 +315,35 @@ func TestTasksGenerationMovesWithEveryChange(t *testing.T) {
 				t.Errorf("watched=%v: %s left the generation at %d", watched, st.what, after)
 			}
 		}
+	}
+}
+
+// TasksChangedSince names the tasks changed after a generation, and says when it no longer
+// can.
+func TestTasksChangedSince(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w1"})
+	o := reopen(t, s)
+	o.Watched()
+	g0, err := o.TasksGeneration()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, g, ok, err := o.TasksChangedSince(g0); err != nil || !ok || len(ids) != 0 || g != g0 {
+		t.Fatalf("nothing changed: %v %d %v %v", ids, g, ok, err)
+	}
+	if _, err := s.AssignTask(human, a.ID, "w2"); err != nil {
+		t.Fatal(err)
+	}
+	b := mustTask(t, s, NewTask{Title: "B"})
+	ids, g1, ok, err := o.TasksChangedSince(g0)
+	if err != nil || !ok || !slices.Contains(ids, a.ID) || !slices.Contains(ids, b.ID) || g1 == g0 {
+		t.Fatalf("after two writes: %v %d %v %v", ids, g1, ok, err)
+	}
+	o.tasks.mu.Lock()
+	o.tasks.gen += recentChanges // as after that many changes
+	o.tasks.mu.Unlock()
+	if _, _, ok, _ := o.TasksChangedSince(g1); ok {
+		t.Error("changes beyond what is remembered told as complete")
 	}
 }

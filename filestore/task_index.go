@@ -353,6 +353,17 @@ func (s *Store) TasksGeneration() (uint64, error) {
 	return g, err
 }
 
+// TasksChangedSince brings the tasks cache up to date and returns the ids of the tasks
+// that changed after generation g (TasksGeneration), and the generation now; ok is false
+// when the changes since g are too many to tell.
+func (s *Store) TasksChangedSince(g uint64) (ids []string, now uint64, ok bool, err error) {
+	err = s.tasks.with(func() {
+		now = s.tasks.gen
+		ids, ok = s.tasks.changedSince(g)
+	})
+	return ids, now, ok && err == nil, err
+}
+
 // InProgressByAssignee counts the in-progress tasks of each assignee ("" for none), from
 // the index: no file is read.
 func (s *Store) InProgressByAssignee() (map[string]int, error) {

@@ -186,14 +186,26 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 	// notification another one is still writing.
 	s.deriveMu.Lock()
 	defer s.deriveMu.Unlock()
-	// Nothing to compare while no task changed since the last derivation: every call of
-	// the session asks (hasInterrupt), and most find the tasks as they were.
-	gen, genErr := s.store.TasksGeneration()
+	// Nothing to compare while no task that concerns the session changed since the last
+	// derivation: every call of the session asks (hasInterrupt), and most find its tasks
+	// as they were, whatever the rest of the team changed.
 	s.mu.Lock()
 	last, derived := s.derivedAt[se.ID]
 	s.mu.Unlock()
-	if genErr == nil && derived && last == gen {
-		return nil
+	var gen uint64
+	var genErr error
+	if derived {
+		var ids []string
+		var ok bool
+		ids, gen, ok, genErr = s.store.TasksChangedSince(last)
+		if ok && (len(ids) == 0 || !s.concerns(se.ID, se.AgentID, se.TaskID, ids)) {
+			s.mu.Lock()
+			s.derivedAt[se.ID] = gen
+			s.mu.Unlock()
+			return nil
+		}
+	} else {
+		gen, genErr = s.store.TasksGeneration()
 	}
 	tasks, handed, err := s.watchedTasks(se)
 	if err != nil {
