@@ -17,3 +17,13 @@ func lockFile(f *os.File) (unlock func(), err error) {
 	}
 	return func() { lk.Unlock() }, nil
 }
+
+// tryLockFile takes an exclusive lock on an open file's path if no one holds it; ok is
+// false when someone does.
+func tryLockFile(f *os.File) (unlock func(), ok bool) {
+	lk := flock.New(f.Name())
+	if got, err := lk.TryLock(); err != nil || !got {
+		return nil, false
+	}
+	return func() { lk.Unlock() }, true
+}

@@ -20,3 +20,17 @@ func lockFile(f *os.File) (unlock func(), err error) {
 		}
 	}
 }
+
+// tryLockFile takes an exclusive flock on an open file if no one holds it; ok is false
+// when someone does.
+func tryLockFile(f *os.File) (unlock func(), ok bool) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }, true
+		}
+		if err != syscall.EINTR {
+			return nil, false
+		}
+	}
+}

@@ -549,3 +549,26 @@ func TestIndexFileColdPartSpoiledWithItsChecksum(t *testing.T) {
 		}
 	}
 }
+
+// One process writes the index file at a time: one that finds another writing it leaves
+// it to that one, and writes it later if it still must.
+func TestIndexFileWrittenByOneProcessAtATime(t *testing.T) {
+	s := newTestStore(t)
+	for i := range 5 {
+		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
+	}
+	os.Remove(s.tasks.indexPath())
+	other := reopen(t, s)
+	unlock, ok := other.tasks.lockIndex()
+	if !ok {
+		t.Fatal("the lock of a fresh store is held")
+	}
+	o := reopen(t, s)
+	saveIndex(t, o)
+	if _, err := os.Stat(s.tasks.indexPath()); !os.IsNotExist(err) {
+		t.Fatalf("written while another process held the lock: %v", err)
+	}
+	unlock()
+	saveIndex(t, o)
+	wantIndexFile(t, s, 5)
+}
