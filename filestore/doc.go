@@ -34,7 +34,8 @@
 //	                                  after each call (usage.go)
 //	    changes.log                   the change journal: paths written through aipm (below)
 //	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
-//	                                  delegations/ a process starts from (# Caches)
+//	                                  delegations/ a process starts from (# Caches);
+//	                                  <dir>.lock is held by the process writing it
 //	    index/events.idx              events.jsonl's lines by entity id (# Caches)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
@@ -311,7 +312,9 @@
 // the file written anew. It is written (atomically, not fsynced) after such a comparison,
 // and when a process has seen a thousand changes and the file lags the journal by more
 // than 64 KiB; the process that wrote it then holds the file in place of the finished
-// entities it held.
+// entities it held. One process writes it at a time: it holds runtime/index/<dir>.lock
+// (flock, tried without waiting), and a process that finds it held leaves the save to the
+// holder.
 //
 // runtime/index/events.idx finds an entity's lines in events.jsonl: a header line
 // "aipm-events-index <format> <inode of events.jsonl> <bytes covered> <entries> <crc32 of
