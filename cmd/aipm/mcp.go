@@ -57,7 +57,7 @@ func (a *app) cmdMCP(args []string) error {
 	if err := tools.Watch(ctx, s, hub, logf); err != nil {
 		return err
 	}
-	tuneMemory(a.getenv, false)
+	tuneMemory(a.getenv)
 	go func() {
 		s.Warm() // read the store into the caches while the client initializes, on every core
 		// Then one core is enough for one agent's calls. A team runs a server per agent, each
@@ -67,7 +67,10 @@ func (a *app) cmdMCP(args []string) error {
 		if a.getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)
 		}
-		tuneMemory(a.getenv, true)
+		// A store much larger than the limit was made for must not keep the GC running.
+		if a.getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+		}
 	}()
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
 	go srv.Run(ctx) // notifications derived from others' changes to this agent's tasks
@@ -114,24 +117,16 @@ func liveHeap() uint64 {
 	return sample[0].Value.Uint64()
 }
 
-// tuneMemory sets the garbage collector of a server, for loading its caches (loaded
-// false) and then for serving (loaded true). GOGC and GOMEMLIMIT in the environment win.
-//
-// Loading is one burst of allocation: a low target (40) collects its garbage early, so
-// the peak stays near what the caches need, and no limit is set, which with thirty
-// servers starting at once on two cores would keep the collector running. Serving keeps
-// the caches for the server's life: Go's default target (100) collects a small store
-// less often (40 cost thirty busy servers about 12% more CPU), and the soft limit keeps a
-// large one near what its caches need over hours of calls.
-func tuneMemory(getenv func(string) string, loaded bool) {
+// tuneMemory sets the garbage collector of a server. The caches hold the store's entities
+// for its life; the soft limit keeps its memory near what they need at a large store,
+// where the collector runs more often, and Go's default target (100) lets a small one
+// collect less often than a lower target would (40 cost thirty busy servers about 12%
+// more CPU). GOGC and GOMEMLIMIT in the environment win.
+func tuneMemory(getenv func(string) string) {
 	if getenv("GOGC") == "" {
-		target := 40
-		if loaded {
-			target = 100
-		}
-		debug.SetGCPercent(target)
+		debug.SetGCPercent(100)
 	}
-	if loaded && getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(mcpMemoryLimit)
 	}
 }

@@ -7,32 +7,23 @@ import (
 	"testing"
 )
 
-// A server sets its GC target for loading, then its target and soft memory limit for
-// serving, unless the environment does.
+// A server sets its GC target and soft memory limit unless the environment does.
 func TestTuneMemory(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(30))
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 
-	tuneMemory(getenv, false)
-	if got := debug.SetGCPercent(30); got != 40 {
-		t.Errorf("loading: GC percent = %d, want 40", got)
-	}
-	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
-		t.Errorf("loading: memory limit = %d, want none", got)
-	}
-	tuneMemory(getenv, true)
+	tuneMemory(getenv)
 	if got := debug.SetGCPercent(30); got != 100 {
-		t.Errorf("serving: GC percent = %d, want 100", got)
+		t.Errorf("GC percent = %d, want 100", got)
 	}
-	if got := debug.SetMemoryLimit(math.MaxInt64); got < mcpMemoryLimit {
-		t.Errorf("serving: memory limit = %d, want at least %d", got, mcpMemoryLimit)
+	if got := debug.SetMemoryLimit(math.MaxInt64); got != mcpMemoryLimit {
+		t.Errorf("memory limit = %d, want %d", got, mcpMemoryLimit)
 	}
 
 	env["GOGC"], env["GOMEMLIMIT"] = "30", "1GiB" // the runtime read them at start
-	tuneMemory(getenv, false)
-	tuneMemory(getenv, true)
+	tuneMemory(getenv)
 	if got := debug.SetGCPercent(30); got != 30 {
 		t.Errorf("with GOGC set: GC percent = %d, want it left alone", got)
 	}
