@@ -101,10 +101,10 @@ func newStderrLogger(a *app) *log.Logger {
 const mcpMemoryLimit = 26 << 20
 
 // memoryLimitFor is the soft memory limit of a server whose caches hold live bytes: the
-// default, or half as much again as the live heap of a store too large for it, so that the
-// collector does not run without end to stay under a limit the caches alone come near.
+// default, or twice the live heap of a store too large for it, so that the collector does
+// not run without end to stay under a limit the caches alone exceed.
 func memoryLimitFor(live uint64) int64 {
-	return max(mcpMemoryLimit, int64(live+live/2))
+	return max(mcpMemoryLimit, int64(2*live))
 }
 
 // liveHeap is the heap the last garbage collection found live.

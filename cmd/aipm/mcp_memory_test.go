@@ -37,11 +37,8 @@ func TestMemoryLimitFor(t *testing.T) {
 	if got := memoryLimitFor(10 << 20); got != mcpMemoryLimit {
 		t.Errorf("10 MiB live: limit %d, want the default %d", got, mcpMemoryLimit)
 	}
-	if got := memoryLimitFor(16 << 20); got != mcpMemoryLimit {
-		t.Errorf("16 MiB live: limit %d, want the default %d", got, mcpMemoryLimit)
-	}
-	if got := memoryLimitFor(100 << 20); got != 150<<20 {
-		t.Errorf("100 MiB live: limit %d, want 150 MiB", got)
+	if got := memoryLimitFor(100 << 20); got != 200<<20 {
+		t.Errorf("100 MiB live: limit %d, want 200 MiB", got)
 	}
 	runtime.GC()
 	if liveHeap() == 0 {
