@@ -12,6 +12,7 @@ import (
 	"runtime/metrics"
 	"runtime/pprof"
 	"syscall"
+	"time"
 
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -67,9 +68,10 @@ func (a *app) cmdMCP(args []string) error {
 		if a.getenv("GOMAXPROCS") == "" {
 			runtime.GOMAXPROCS(1)
 		}
-		// A store much larger than the limit was made for must not keep the GC running.
+		// The limit follows the caches: a store much larger than it was made for, or a
+		// live heap that grows over hours of calls, must not keep the collector running.
 		if a.getenv("GOMEMLIMIT") == "" {
-			debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+			followMemoryLimit(ctx, memoryLimitEvery)
 		}
 	}()
 	srv := tools.New(s, tools.Options{Logf: logf, Hub: hub, SpawnTicket: a.getenv("AIPM_SPAWN_TICKET")})
@@ -105,6 +107,27 @@ const mcpMemoryLimit = 26 << 20
 // not run without end to stay under a limit the caches alone exceed.
 func memoryLimitFor(live uint64) int64 {
 	return max(mcpMemoryLimit, int64(2*live))
+}
+
+// memoryLimitEvery is how often a server sets its memory limit anew from its live heap.
+const memoryLimitEvery = 5 * time.Second
+
+// followMemoryLimit sets the memory limit from the live heap now and then every interval,
+// until ctx ends.
+func followMemoryLimit(ctx context.Context, every time.Duration) {
+	debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				debug.SetMemoryLimit(memoryLimitFor(liveHeap()))
+			}
+		}
+	}()
 }
 
 // liveHeap is the heap the last garbage collection found live.

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"math"
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 )
 
 // A server sets its GC target and soft memory limit unless the environment does.
@@ -44,4 +46,29 @@ func TestMemoryLimitFor(t *testing.T) {
 	if liveHeap() == 0 {
 		t.Error("no live heap read from runtime/metrics")
 	}
+}
+
+// The limit follows a live heap that grows: a server whose caches outgrow the default is
+// given room instead of a collector that runs without end.
+func TestMemoryLimitFollowsTheLiveHeap(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	followMemoryLimit(ctx, 10*time.Millisecond)
+	if got := debug.SetMemoryLimit(-1); got != memoryLimitFor(liveHeap()) {
+		t.Fatalf("limit %d, want %d", got, memoryLimitFor(liveHeap()))
+	}
+	held := make([][]byte, 0, 64)
+	for range 64 {
+		held = append(held, make([]byte, 1<<20)) // 64 MiB live
+	}
+	runtime.GC()
+	deadline := time.Now().Add(5 * time.Second)
+	for debug.SetMemoryLimit(-1) < 2*64<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("limit %d after the live heap grew past 64 MiB", debug.SetMemoryLimit(-1))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	runtime.KeepAlive(held)
 }
