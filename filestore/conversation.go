@@ -311,28 +311,26 @@ func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Convers
 	var list []*Conversation
 	var due []timedOut
 	err := s.convs.with(func() {
-		var agentSet, taskSet map[string]struct{}
+		var probes []probe
 		if f.AgentID != "" {
-			agentSet = s.convs.lookup(0, f.AgentID)
+			probes = append(probes, probe{0, []string{f.AgentID}})
 		}
 		if f.TaskID != "" {
-			taskSet = s.convs.lookup(1, f.TaskID)
+			probes = append(probes, probe{1, []string{f.TaskID}})
 		}
-		var stateSet map[string]struct{}
+		// The states asked for, and those a timeout may still move into them.
+		var states []string
 		if len(f.States) > 0 {
-			// The states asked for, and those a timeout may still move into them.
-			stateSet = map[string]struct{}{}
-			for _, st := range append(slices.Clone(f.States), ConvPending, ConvActive) {
-				for id := range s.convs.lookup(2, st) {
-					stateSet[id] = struct{}{}
-				}
-			}
+			states = append(slices.Clone(f.States), ConvPending, ConvActive)
+			probes = append(probes, probe{2, states})
 		}
-		set, narrowed := smallest(agentSet, taskSet, stateSet)
+		set, narrowed := narrowest(s.convs, probes...)
 		for _, id := range pick(s.convs, set, narrowed) {
-			// A finished conversation in a state not asked for is not read: it cannot
-			// time out into one.
-			if k := s.convs.keysOf(id); k == nil || len(f.States) > 0 && (k[3] == ConvEnded || k[3] == ConvExpired) && !slices.Contains(f.States, k[3]) {
+			// Told apart on the index keys: a conversation another constraint rules out
+			// is not read (initiator, participant, task, state).
+			keys := s.convs.keysOf(id)
+			if keys == nil || f.AgentID != "" && keys[0] != f.AgentID && keys[1] != f.AgentID ||
+				f.TaskID != "" && keys[2] != f.TaskID || states != nil && !slices.Contains(states, keys[3]) {
 				continue
 			}
 			cached := s.convs.get(id)

@@ -727,3 +727,46 @@ func TestDoctorChecksConversations(t *testing.T) {
 		t.Errorf("ending a broken conversation: %s", code(err))
 	}
 }
+
+// A listing by agent and state is told apart on the index keys, whichever constraint
+// narrows it: an agent's ended conversations, and other agents' live ones, are left out.
+func TestConversationListingByAgentAndState(t *testing.T) {
+	s := newTestStore(t)
+	for range 4 {
+		c := mustStart(t, s, "w1", "w2", ConversationRequest{Purpose: "old"})
+		if _, err := s.EndConversation(as("w1"), c.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mine := mustStart(t, s, "w1", "w2", ConversationRequest{Purpose: "now"})
+	other := mustStart(t, s, "w2", "mgr", ConversationRequest{Purpose: "theirs"})
+	o := reopen(t, s) // finished ones from the index file, the live ones held
+	for _, f := range []ConversationFilter{
+		{AgentID: "w1", States: []string{ConvPending}},
+		{AgentID: "w1", States: []string{ConvPending, ConvActive}},
+	} {
+		list, err := o.Conversations(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].ID != mine.ID {
+			var ids []string
+			for _, c := range list {
+				ids = append(ids, c.ID+" "+c.State)
+			}
+			t.Errorf("%+v: %v, want only %s (not %s)", f, ids, mine.ID, other.ID)
+		}
+	}
+	if busy, err := o.ChatBusy("mgr"); err != nil || !busy {
+		t.Errorf("mgr's chat busy = %v, %v; want busy", busy, err)
+	}
+	if _, err := s.EndConversation(as("w1"), mine.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TakeEndedNotice(as("w2")); err != nil {
+		t.Fatal(err)
+	}
+	if busy, err := o.ChatBusy("w1"); err != nil || busy {
+		t.Errorf("w1's chat busy after its last conversation ended = %v, %v; want not", busy, err)
+	}
+}

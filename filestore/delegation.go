@@ -92,18 +92,22 @@ func (f DelegationFilter) match(d *Delegation) bool {
 func (s *Store) Delegations(f DelegationFilter) ([]*Delegation, error) {
 	var out []*Delegation
 	err := s.dlgs.with(func() {
-		var a, t, st map[string]struct{}
+		var probes []probe
 		if f.AgentID != "" {
-			a = s.dlgs.lookup(0, f.AgentID)
+			probes = append(probes, probe{0, []string{f.AgentID}})
 		}
 		if f.TaskID != "" {
-			t = s.dlgs.lookup(1, f.TaskID)
+			probes = append(probes, probe{1, []string{f.TaskID}})
 		}
 		if f.Status != "" {
-			st = s.dlgs.lookup(2, f.Status)
+			probes = append(probes, probe{2, []string{f.Status}})
 		}
-		set, narrowed := smallest(a, t, st)
+		set, narrowed := narrowest(s.dlgs, probes...)
 		for _, id := range pick(s.dlgs, set, narrowed) {
+			// Told apart on the index keys (agent, task, status) before it is read.
+			if k := s.dlgs.keysOf(id); k == nil || !f.match(&Delegation{AgentID: k[0], TaskID: k[1], Status: k[2]}) {
+				continue
+			}
 			if d := s.dlgs.get(id); d != nil && f.match(d) {
 				c := *d
 				out = append(out, &c)

@@ -100,19 +100,41 @@ func newDlgCache(s *Store) *dirCache[Delegation] {
 	return c
 }
 
-// smallest returns the smallest of the candidate sets that apply (nil, false if none).
-func smallest(sets ...map[string]struct{}) (map[string]struct{}, bool) {
-	var best map[string]struct{}
-	found := false
-	for _, s := range sets {
-		if s == nil {
-			continue
+// probe is one constraint of a listing: the entities under any of keys in index idx.
+type probe struct {
+	idx  int
+	keys []string
+}
+
+// narrowest returns the ids of the smallest of the probes' sets, sizing each first and
+// building only that one (a key's set held in the index file is built id by id, and the
+// largest, an agent's history, grows with the project); false when there is no probe.
+// The caller checks the other probes on each id's keys. The set must not be changed.
+func narrowest[T any](c *dirCache[T], probes ...probe) (map[string]struct{}, bool) {
+	if len(probes) == 0 {
+		return nil, false
+	}
+	best, bestN := 0, -1
+	for i, p := range probes {
+		n := 0
+		for _, k := range p.keys {
+			n += c.lookupSize(p.idx, k)
 		}
-		if !found || len(s) < len(best) {
-			best, found = s, true
+		if bestN < 0 || n < bestN {
+			best, bestN = i, n
 		}
 	}
-	return best, found
+	p := probes[best]
+	if len(p.keys) == 1 {
+		return c.lookup(p.idx, p.keys[0]), true
+	}
+	set := map[string]struct{}{}
+	for _, k := range p.keys {
+		for id := range c.lookup(p.idx, k) {
+			set[id] = struct{}{}
+		}
+	}
+	return set, true
 }
 
 // pick returns the ids of a candidate set, or of every cached entity, sorted.
