@@ -325,6 +325,10 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	// Lines written after the index, up to where this process reads the journal on.
 	var since []byte
 	switch {
+	case pos.off-max(h.journal.off, 0) > journalMax:
+		// More than a journal holds since the file (one grown by hand, a sparse file of
+		// gigabytes): comparing the files costs less than reading it.
+		return false
 	case h.journal.ino == pos.ino && h.journal.off <= pos.off:
 		since, err = readJournalRange(c.s.journalPath(), h.journal.off, pos.off)
 	case h.journal.ino == 0 && pos.ino != 0:

@@ -572,3 +572,22 @@ func TestIndexFileWrittenByOneProcessAtATime(t *testing.T) {
 	saveIndex(t, o)
 	wantIndexFile(t, s, 5)
 }
+
+// An index file far behind a journal grown past what a journal holds (by hand, or a sparse
+// file of a gigabyte) is not used: reading that much of the journal would cost more than
+// comparing the files, and memory in proportion.
+func TestIndexFileBehindAHugeJournal(t *testing.T) {
+	s := newTestStore(t)
+	mustTask(t, s, NewTask{Title: "a"})
+	saveIndex(t, s)
+	if err := os.Truncate(s.journalPath(), 1<<30); err != nil {
+		t.Fatal(err)
+	}
+	o := reopen(t, s)
+	if got := titles(t, o, TaskFilter{}); got != "a:backlog" {
+		t.Fatalf("tasks = %q", got)
+	}
+	if fromIndex(t, o) {
+		t.Error("started from an index file a gigabyte of journal behind")
+	}
+}
