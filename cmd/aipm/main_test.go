@@ -25,10 +25,10 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 		os.Setenv("XDG_CONFIG_HOME", dir)
-		testscript.Main(cleanupM{m, dir}, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain})
+		testscript.Main(cleanupM{m, dir}, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain, maxRSSCommand: maxRSSMain})
 		return
 	}
-	testscript.Main(m, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain})
+	testscript.Main(m, map[string]func(){"aipm": aipmTestMain, noopMCPCommand: noopMCPMain, maxRSSCommand: maxRSSMain})
 }
 
 // cleanupM removes a directory once the tests ran (testscript.Main exits right after).
