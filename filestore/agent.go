@@ -68,18 +68,8 @@ func (s *Store) Agent(id string) (*Agent, error) {
 	if err := ValidateAgentID(id); err != nil {
 		return nil, err
 	}
-	// As Task: a query of a process that holds the agents is answered from its cache; a
-	// write, a one-shot command and an agent the cache does not have read the file.
-	if !s.inLock.Load() && s.agents.isLoaded() {
-		var a *Agent
-		if err := s.agents.with(func() {
-			if v := s.agents.get(id); v != nil {
-				c := *v
-				a = &c
-			}
-		}); err == nil && a != nil {
-			return a, nil
-		}
+	if a := s.agents.cachedCopy(id, func(a *Agent) *Agent { c := *a; return &c }); a != nil {
+		return a, nil
 	}
 	return s.readAgent(id)
 }

@@ -243,12 +243,29 @@ func (c *dirCache[T]) markAll() {
 	c.dmu.Unlock()
 }
 
-// isLoaded tells whether the cache has been filled: a query then costs what changed, not
-// a load.
-func (c *dirCache[T]) isLoaded() bool {
+// cachedCopy returns a copy (clone) of id's value when a query may take it from the
+// cache, nil when its file must be read. A query of a process that holds the cache (a
+// server) is answered from it: a write by another process reaches it through the journal,
+// an edit beside aipm through the watcher. Under the store lock the file is read, so that
+// a write starts from the file as it is this instant, an edit not yet reported included.
+// A cache not loaded yet (a one-shot command) is not loaded for one entity, and an entity
+// the cache does not have is read for the file's own error.
+func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.loaded
+	loaded := c.loaded
+	c.mu.Unlock()
+	if c.s.inLock.Load() || !loaded {
+		return nil
+	}
+	var out *T
+	if err := c.with(func() {
+		if v := c.get(id); v != nil {
+			out = clone(v)
+		}
+	}); err != nil {
+		return nil
+	}
+	return out
 }
 
 // with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must

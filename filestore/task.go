@@ -107,21 +107,8 @@ func (s *Store) Task(id string) (*Task, error) {
 	if err := ValidateEntityID(PrefixTask, id); err != nil {
 		return nil, err
 	}
-	// A query of a process that holds the tasks (a server) is answered from its cache,
-	// which a write by another process reaches through the journal and an edit beside
-	// aipm through the watcher. Under the store lock the file is read: a write must start
-	// from the file as it is this instant, an edit not yet reported included. A one-shot
-	// command reads the file rather than load the index for one task, and a task the cache
-	// does not have is read for the file's own error.
-	if !s.inLock.Load() && s.tasks.isLoaded() {
-		var t *Task
-		if err := s.tasks.with(func() {
-			if v := s.tasks.get(id); v != nil {
-				t = cloneTask(v)
-			}
-		}); err == nil && t != nil {
-			return t, nil
-		}
+	if t := s.tasks.cachedCopy(id, cloneTask); t != nil {
+		return t, nil
 	}
 	return s.readTask(id)
 }

@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"os"
 	"testing"
 
 	"github.com/aipm/aipm/filestore"
@@ -11,19 +10,12 @@ import (
 // the user, never as idle: every wait the close wakes gives the same answer, whichever of
 // the evaluation's reads saw the close first.
 func TestChatClosedDuringEvaluation(t *testing.T) {
-	st, err := filestore.Init(t.TempDir(), filestore.InitOptions{OwnerID: "alice"}, filestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st := newTestServer(t)
 	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
-	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "alice", Passkey: "w1-passkey"}); err != nil {
-		t.Fatal(err)
-	}
 	if _, err := st.OpenChat(owner, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	s := New(st, Options{PID: os.Getpid(), Logf: t.Logf})
-	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey"}); isErr || out["purpose"] != "chat" {
+	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey", "purpose": "chat"}); isErr || out["purpose"] != "chat" {
 		t.Fatalf("authenticate: %v", out)
 	}
 	testHookAfterClosedCheck = func() {
