@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/gofrs/flock"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -29,17 +30,77 @@ import (
 // that does nothing, served the way `aipm mcp` serves.
 const noopMCPCommand = "aipm-noop-mcp"
 
-// noopMCPMain serves the no-op tool on stdin/stdout until stdin closes.
+// noopMCPMain serves the no-op tool on stdin/stdout until stdin closes. With
+// the argument "write" true, the tool does what the disk must do for one aipm
+// write and nothing else (floorWrite): the floor of the mixed operations.
 func noopMCPMain() {
 	s := server.NewMCPServer("noop", "0", server.WithToolCapabilities(true))
+	var seq int
 	s.AddTool(mcp.NewTool("noop", mcp.WithDescription("Does nothing")),
-		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if w, _ := req.GetArguments()["write"].(bool); w {
+				seq++
+				if err := floorWrite(seq); err != nil {
+					return mcp.NewToolResultError(err.Error()), nil
+				}
+			}
 			return mcp.NewToolResultText(`{"ok":true}`), nil
 		})
 	if err := server.NewStdioServer(s).Listen(context.Background(), os.Stdin, os.Stdout); err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		os.Exit(1)
 	}
+}
+
+// floorWrite is the physical part of one aipm write, in the working
+// directory: under an exclusive lock on a shared lock file, a file replaced
+// atomically (temp file, fsync, rename, fsync of the directory) and a line
+// appended to a shared log and fsync'd. No JSON, no cache, no rule.
+func floorWrite(seq int) error {
+	lk := flock.New("floor.lock")
+	if err := lk.Lock(); err != nil {
+		return err
+	}
+	defer lk.Unlock()
+	name := fmt.Sprintf("floor-%d.json", os.Getpid())
+	line := fmt.Appendf(nil, `{"pid":%d,"seq":%d}`+"\n", os.Getpid(), seq)
+	tmp, err := os.CreateTemp(".", "."+name+".*.tmp")
+	if err != nil {
+		return err
+	}
+	if _, err = tmp.Write(line); err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), name)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	d, err := os.Open(".")
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	d.Close()
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile("floor.jsonl", os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err = f.Write(line); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // scaleEnvInt reads a size override from the environment.
@@ -331,7 +392,10 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 //   - thirty: 30 servers started at once (w10..w19 and 20 workers the CLI
 //     adds), each authenticating a task session: the wall time until all
 //     have answered, each first call, each VmHWM; then the mixed operations
-//     in all 30.
+//     in all 30, with the CPU the servers and this process (the client
+//     driving them) spent per operation. The floor column holds the same
+//     phase with 30 no-op servers whose writes do only the disk's part of
+//     an aipm write (scaleFloorThirty).
 //
 // Run it with `make bench`, or alone:
 //
@@ -402,6 +466,7 @@ func BenchmarkScale(b *testing.B) {
 		"mixed 30 processes: ops/s, lost",
 		"mixed 30: op latency p50/p99 ms",
 		"mixed 30: CPU ms per op (30 servers' user+sys)",
+		"mixed 30: the driving client's CPU ms per op",
 	}}
 	for _, sz := range sizes {
 		tab.cols = append(tab.cols, sz.Name)
@@ -417,6 +482,9 @@ func BenchmarkScale(b *testing.B) {
 	}()
 	if !onlyThirty {
 		scaleFloor(b, exe, tab, calls)
+	}
+	if n := scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000); n > 0 {
+		scaleFloorThirty(b, exe, tab, n)
 	}
 	for i, sz := range sizes {
 		scaleProgress("%s store: generating", sz.Name)
@@ -502,6 +570,62 @@ func scaleFloor(b *testing.B, exe string, tab *scaleTable, calls int) {
 		float64(procStatusKB(b, s.cmd.Process.Pid, "VmHWM"))/1024, float64(procStatusKB(b, s.cmd.Process.Pid, "VmRSS"))/1024)
 	b.ReportMetric(msf(wakePercentile(lat, 50)), "floor-p50-ms")
 	s.c.Close()
+}
+
+// scaleFloorThirty is the floor of the thirty-process phase: thirty no-op
+// servers started at once, each making n calls driven the way scaleMixed
+// drives aipm, from this one process. A call is a write (floorWrite, under
+// one lock shared by all thirty) as often as scaleMixedWorker's operations
+// are: 55 in 100. It shows what thirty processes on this machine cost
+// before aipm does any work: the client's side, the pipes, the scheduler,
+// and the disk for the writes.
+func scaleFloorThirty(b *testing.B, exe string, tab *scaleTable, n int) {
+	col := tab.cols[0]
+	dir := b.TempDir()
+	servers := make([]*scaleServer, 30)
+	for i := range servers {
+		servers[i] = startScaleServer(b, exe, dir, fmt.Sprintf("noop%d", i), noopMCPCommand)
+	}
+	cpu := func() time.Duration {
+		var t time.Duration
+		for _, s := range servers {
+			t += procCPU(b, s.cmd.Process.Pid)
+		}
+		return t
+	}
+	c0, self0 := cpu(), procCPU(b, os.Getpid())
+	lats := make([][]time.Duration, len(servers))
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(i), 7))
+			for range n {
+				d, _, err := s.tryTimed("noop", map[string]any{"write": rng.IntN(100) < 55})
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				lats[i] = append(lats[i], d)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(t0)
+	for _, err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	ops := n * len(servers)
+	used, self := cpu()-c0, procCPU(b, os.Getpid())-self0
+	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s (%d ops in %.1fs)", float64(ops)/elapsed.Seconds(), ops, elapsed.Seconds())
+	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(slices.Concat(lats...), false))
+	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(used)/float64(ops), used.Seconds(), ops)
+	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(self)/float64(ops))
 }
 
 // scaleRun measures one store (see BenchmarkScale).
@@ -838,9 +962,11 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 		}
 		return t
 	}
-	c0 := cpu()
+	c0, self0 := cpu(), procCPU(b, os.Getpid())
 	ops, lost, elapsed, opLat := scaleMixed(b, st, servers, team, toks, mixedOps)
-	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(cpu()-c0)/float64(max(ops, 1)), (cpu() - c0).Seconds(), ops)
+	used, self := cpu()-c0, procCPU(b, os.Getpid())-self0
+	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(used)/float64(max(ops, 1)), used.Seconds(), ops)
+	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(self)/float64(max(ops, 1)))
 	cut := ""
 	if ops < mixedOps*len(servers) {
 		cut = fmt.Sprintf(", stopped at the time limit: %d of %d", ops, mixedOps*len(servers))
