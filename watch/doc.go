@@ -13,11 +13,11 @@
 // After a quiet spell, a change is delivered a debounce (a millisecond)
 // after it is read, with whatever else came meanwhile, and so are the next
 // few. Under a stream of changes, such as other processes' writes, the
-// Watcher delivers one batch per spacing (15 milliseconds) and stops
-// reading events in between: the kernel queues them, and they cost one
-// wake-up per batch instead of one each. Nothing is dropped by waiting: a
-// path changed during the hold-off is in the next batch, and a queue that
-// overflows meanwhile yields a Rescan.
+// Watcher delivers one batch per spacing (5 milliseconds, 15 once the stream
+// is sustained) and stops reading events in between: the kernel queues them,
+// and they cost one wake-up per batch instead of one each. Nothing is
+// dropped by waiting: a path changed during the hold-off is in the next
+// batch, and a queue that overflows meanwhile yields a Rescan.
 //
 // A [Hub] wakes the waiters of one process. Feed it from the Watcher, and
 // also from the process's own writes, which then wake local waiters without

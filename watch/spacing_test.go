@@ -296,3 +296,59 @@ func TestOverflowDuringHoldOff(t *testing.T) {
 		found = contains(next(t, ch).cs, Change{Path: "after/x.json"})
 	}
 }
+
+// A stream that goes on without a pause is spaced by StreamSpacing once
+// streamAfter hold-offs in a row gathered changes; after a hold-off that
+// gathers nothing, the shorter Spacing and its burst apply again.
+func TestSustainedStreamSpacing(t *testing.T) {
+	const spacing = 5 * time.Millisecond
+	const stream = 500 * time.Millisecond
+	root := t.TempDir()
+	ch := startTimed(t, root, Options{Spacing: spacing, StreamSpacing: stream})
+
+	// A write every millisecond or so for 2 s (far more often than Spacing,
+	// far fewer than the kernel queues), then one last file.
+	ctx, stop := context.WithTimeout(context.Background(), 2*time.Second)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			if err := os.WriteFile(filepath.Join(root, fmt.Sprintf("s%d", i%8)), []byte("x"), 0o644); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+		writeAtomic(t, filepath.Join(root, "end"), "x")
+	})
+	var batches []timedBatch
+	for done := false; !done; {
+		b := next(t, ch)
+		batches = append(batches, b)
+		done = contains(b.cs, Change{Path: "end"})
+	}
+	wg.Wait()
+	span := batches[len(batches)-1].at.Sub(batches[0].at)
+	// The burst, the hold-offs before the stream counts as sustained, and
+	// one batch per StreamSpacing after that, with room to spare for batches
+	// that reached fn late. At the shorter spacing alone there would be
+	// hundreds.
+	limit := spacingBurst + streamAfter + 2*int(span/stream) + 4
+	t.Logf("a stream of %v: %d batches (limit %d)", span, len(batches), limit)
+	if len(batches) > limit {
+		t.Errorf("%d batches in a sustained stream of %v, want at most %d with StreamSpacing %v", len(batches), span, limit, stream)
+	}
+
+	// The hold-off after the last batch gathers nothing: from then on, a
+	// burst goes out at once and the next batch a Spacing later.
+	time.Sleep(stream + 200*time.Millisecond)
+	first := exhaust(t, root, ch)
+	writeAtomic(t, filepath.Join(root, "after"), "x")
+	b := next(t, ch)
+	if !contains(b.cs, Change{Path: "after"}) {
+		t.Fatalf("batch after the burst: %+v, want after", b.cs)
+	}
+	if gap := b.at.Sub(first); gap >= stream/2 {
+		t.Errorf("after the stream ended, a held batch came %v after the burst began, want about %v", gap, spacing)
+	}
+}

@@ -45,6 +45,12 @@ type Options struct {
 	// spaced by PollInterval instead.
 	Spacing time.Duration
 
+	// StreamSpacing is the spacing once a stream is sustained: when
+	// streamAfter hold-offs in a row each gathered changes. It lasts until a
+	// hold-off gathers nothing, and then Spacing applies again. Zero means
+	// DefaultStreamSpacing; a value under Spacing means Spacing.
+	StreamSpacing time.Duration
+
 	// PollInterval is how often the polling fallback rescans the tree.
 	// Zero means DefaultPollInterval.
 	PollInterval time.Duration
@@ -97,6 +103,7 @@ type Watcher struct {
 	pending map[string]bool // Change.Paths read since the last batch
 	rescan  bool            // events were lost since the last batch
 	space   spacer
+	streak  int // hold-offs in a row that gathered changes
 	timer   *time.Timer
 	armed   bool // timer is set: for the end of the hold-off if holding, else for the next batch
 	holding bool // Events is not read until timer fires
@@ -127,6 +134,10 @@ func New(root string, opts Options) (*Watcher, error) {
 	if opts.Spacing == 0 {
 		opts.Spacing = DefaultSpacing
 	}
+	if opts.StreamSpacing == 0 {
+		opts.StreamSpacing = DefaultStreamSpacing
+	}
+	opts.StreamSpacing = max(opts.StreamSpacing, opts.Spacing)
 	w := &Watcher{root: abs, opts: opts, pending: make(map[string]bool), space: spacer{every: opts.Spacing}}
 
 	if opts.ForcePoll {
@@ -246,6 +257,7 @@ func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
 			if err := w.drain(); err != nil {
 				return err
 			}
+			w.gathered(len(w.pending) > 0 || w.rescan)
 			// The hold-off gathered the changes; a debounce on top would
 			// only read more of the stream one wake-up at a time.
 			w.schedule(fn, 0)
@@ -384,6 +396,26 @@ func (w *Watcher) drain() error {
 // stops. With more than one P, this goroutine may run again on another one
 // while fsnotify is still on its way to the next send.
 const drainTries = 3
+
+// gathered records whether a hold-off gathered changes, and sets the spacing:
+// StreamSpacing once streamAfter hold-offs in a row did, Spacing again after
+// one that did not.
+func (w *Watcher) gathered(any bool) {
+	if !any {
+		if w.streak >= streamAfter {
+			// The quiet hold-off lasted a StreamSpacing: the allowance of the
+			// shorter spacing is whole again.
+			w.space.full = time.Time{}
+		}
+		w.streak = 0
+		w.space.every = w.opts.Spacing
+		return
+	}
+	w.streak++
+	if w.streak >= streamAfter {
+		w.space.every = w.opts.StreamSpacing
+	}
+}
 
 // schedule sets the timer for the next batch, if anything is pending and no
 // timer is set: debounce after now, and not before the spacing allows. With
