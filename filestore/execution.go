@@ -46,6 +46,14 @@ func (s *Store) executionPath(id string) string { return s.path("executions", id
 // StartExecution returns the execution record of a task session, creating it on the first
 // call only.
 func (s *Store) StartExecution(sessionID string) (*Execution, error) {
+	// Every get_my_task of a task session asks, and only the first creates the record: a
+	// session that names its record already (a name never changed once written) is
+	// answered from the files, without the store lock.
+	if se, err := s.readSession(sessionID); err == nil && se.Purpose == PurposeTask && se.TaskID != "" && se.ExecutionID != "" {
+		if ex, err := s.Execution(se.ExecutionID); err == nil {
+			return ex, nil
+		}
+	}
 	var ex *Execution
 	err := s.locked(func() error {
 		return s.updateSessionLocked(sessionID, func(se *Session) error {

@@ -3,7 +3,9 @@ package filestore
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"testing"
+	"time"
 )
 
 // A session's usage reaches its run record when the record closes, and the calls that
@@ -93,5 +95,57 @@ func TestUsageDirectorySwappedForALink(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("written outside the store: %v", entries)
+	}
+}
+
+// A task session's run record is made by its first StartExecution only; every later one
+// (each get_my_task asks) reads it without waiting for the store lock, which another
+// process may hold for a while.
+func TestStartExecutionOnceThenWithoutTheLock(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeTask, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := s.StartExecution(r.Session.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(s.Root(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another process holds the lock while this one asks again.
+	got := make(chan *Execution, 1)
+	errc := make(chan error, 1)
+	err = other.locked(func() error {
+		go func() {
+			ex, err := s.StartExecution(r.Session.ID)
+			if err != nil {
+				errc <- err
+				return
+			}
+			got <- ex
+		}()
+		select {
+		case ex := <-got:
+			if ex.ID != first.ID {
+				t.Errorf("second StartExecution: record %s, want the first one, %s", ex.ID, first.ID)
+			}
+		case err := <-errc:
+			t.Errorf("second StartExecution: %v", err)
+		case <-time.After(5 * time.Second):
+			t.Errorf("second StartExecution waited for the store lock")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One record, one "started" event.
+	entries, err := os.ReadDir(filepath.Join(s.Dir(), "executions"))
+	if err != nil || len(entries) != 1 {
+		t.Errorf("executions/: %d files (%v), want 1", len(entries), err)
 	}
 }
