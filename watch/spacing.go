@@ -62,3 +62,16 @@ func (s *spacer) took(now time.Time) {
 	}
 	s.full = s.full.Add(s.every)
 }
+
+// respace changes the spacing at now, keeping the batches the allowance lacks:
+// the time until it is whole again is scaled to the new spacing.
+func (s *spacer) respace(every time.Duration, now time.Time) {
+	old := s.every
+	if every == old {
+		return
+	}
+	if rest := s.full.Sub(now); rest > 0 && old > 0 && every > 0 {
+		s.full = now.Add(time.Duration(float64(rest) * float64(every) / float64(old)))
+	}
+	s.every = every
+}

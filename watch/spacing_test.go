@@ -65,6 +65,35 @@ func TestSpacer(t *testing.T) {
 	}
 }
 
+// A change of spacing keeps what the allowance lacks: a stream held to one
+// batch per spacing stays held when the spacing grows, at the longer one,
+// and gets no new burst when it shrinks again.
+func TestSpacerRespace(t *testing.T) {
+	const short, long = 10 * time.Millisecond, 30 * time.Millisecond
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := spacer{every: short}
+	for range spacingBurst + 1 {
+		s.took(t0)
+	}
+	// One batch beyond the burst: the next waits two short spacings.
+	if got := s.next(t0); got.Sub(t0) != 2*short {
+		t.Fatalf("before: next = +%v, want +%v", got.Sub(t0), 2*short)
+	}
+	s.respace(long, t0)
+	if got := s.next(t0); got.Sub(t0) != 2*long {
+		t.Fatalf("grown: next = +%v, want +%v", got.Sub(t0), 2*long)
+	}
+	s.respace(short, t0)
+	if got := s.next(t0); got.Sub(t0) != 2*short {
+		t.Fatalf("shrunk again: next = +%v, want +%v (no new burst)", got.Sub(t0), 2*short)
+	}
+	// The same spacing again changes nothing.
+	s.respace(short, t0)
+	if got := s.next(t0); got.Sub(t0) != 2*short {
+		t.Fatalf("same spacing: next = +%v, want +%v", got.Sub(t0), 2*short)
+	}
+}
+
 // timed runs a Watcher on root until the test ends and returns its batches,
 // each with the time it reached fn.
 type timedBatch struct {

@@ -402,18 +402,13 @@ const drainTries = 3
 // one that did not.
 func (w *Watcher) gathered(any bool) {
 	if !any {
-		if w.streak >= streamAfter {
-			// The quiet hold-off lasted a StreamSpacing: the allowance of the
-			// shorter spacing is whole again.
-			w.space.full = time.Time{}
-		}
 		w.streak = 0
-		w.space.every = w.opts.Spacing
+		w.space.respace(w.opts.Spacing, time.Now())
 		return
 	}
 	w.streak++
 	if w.streak >= streamAfter {
-		w.space.every = w.opts.StreamSpacing
+		w.space.respace(w.opts.StreamSpacing, time.Now())
 	}
 }
 
