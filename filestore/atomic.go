@@ -35,7 +35,6 @@ func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed fun
 	if !inStore {
 		return writeFileAtomicOutside(path, data, perm)
 	}
-	defer root.Close()
 	cp := filepath.Clean(path)
 	base := cp[:storeBase(cp)]
 	dirRel := filepath.Dir(rel)

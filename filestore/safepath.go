@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // A cloned repository is untrusted input: everything under .ai-pm may come from a
@@ -77,10 +78,11 @@ func kindOf(mode fs.FileMode) string {
 	return "not a regular file"
 }
 
-// openStoreRoot opens the .ai-pm directory holding path as an os.Root, and returns the
-// path relative to it. Every access below then resolves inside the directory by
-// construction (openat under the hood): a directory swapped for a link between a check
-// and an open cannot carry the access outside. The .ai-pm directory itself must be a real
+// openStoreRoot opens the .ai-pm directory holding path as an os.Root, or finds it held
+// open (heldRoots: the caller must not close it), and returns the path relative to it.
+// Every access below then resolves inside the directory by construction (openat under
+// the hood): a directory swapped for a link between a check and an open cannot carry the
+// access outside. The .ai-pm directory itself must be a real
 // directory, and the one opened must be the one checked (a swap of .ai-pm itself in that
 // instant is refused). ok is false for a path under no store.
 func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool, err error) {
@@ -107,16 +109,50 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 	if !fi.IsDir() {
 		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: kindOf(fi.Mode())}
 	}
+	heldRoots.Lock()
+	h, held := heldRoots.m[dir]
+	heldRoots.Unlock()
+	if held && os.SameFile(fi, h.id) {
+		return h.root, rel, true, nil
+	}
 	root, err = os.OpenRoot(dir)
 	if err != nil {
 		return nil, "", true, err
 	}
-	if got, err := root.Stat("."); err != nil || !os.SameFile(fi, got) {
+	got, err := root.Stat(".")
+	if err != nil || !os.SameFile(fi, got) {
 		root.Close()
 		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
 	}
+	heldRoots.Lock()
+	if len(heldRoots.m) >= maxHeldRoots {
+		clear(heldRoots.m)
+	}
+	heldRoots.m[dir] = heldRoot{root: root, id: got}
+	heldRoots.Unlock()
 	return root, rel, true, nil
 }
+
+// heldRoots are the .ai-pm directories this process opened as os.Roots, by path, each
+// with the identity it had when opened. They stay open, so that a file access does not
+// open, stat and close the store's directory every time. One is used only while a Lstat
+// of its path finds that identity (device and inode): held open, its inode cannot be
+// freed and given to a directory made anew, so the identity cannot match another
+// directory. A replaced or dropped one is not closed, as another goroutine's access may
+// be using it; the garbage collector closes it once none is.
+var heldRoots = struct {
+	sync.Mutex
+	m map[string]heldRoot
+}{m: map[string]heldRoot{}}
+
+type heldRoot struct {
+	root *os.Root
+	id   os.FileInfo
+}
+
+// maxHeldRoots bounds heldRoots: a process that opens many stores in turn (a test
+// binary) drops them all past it and starts again.
+const maxHeldRoots = 64
 
 // checkDirs verifies that the .ai-pm directory and every directory below it down to dir
 // are real directories. With create, missing ones are made (one level at a time, so a
@@ -132,7 +168,6 @@ func checkDirs(dir string, create bool) error {
 	if err != nil {
 		return err
 	}
-	defer root.Close()
 	return checkDirsIn(root, filepath.Clean(dir[:storeBase(filepath.Clean(dir))]), rel, create)
 }
 
@@ -189,7 +224,6 @@ func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.Fil
 		return nil, nil, err
 	}
 	if inStore {
-		defer root.Close()
 		cp := filepath.Clean(path)
 		if err := checkDirsIn(root, cp[:storeBase(cp)], filepath.Dir(rel), flag&os.O_CREATE != 0); err != nil {
 			return nil, nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -66,5 +67,58 @@ func TestReadFileSafeLimit(t *testing.T) {
 	}
 	if b, err := readFileSafe(p, 4096); err != nil || len(b) != 2048 {
 		t.Errorf("read under the limit: %d %v", len(b), err)
+	}
+}
+
+// The .ai-pm directory a process holds open is used only while its path still leads to
+// it: a store moved away and made anew is read and written anew, and one swapped for a
+// link is refused, however often the old one was used before.
+func TestHeldStoreRootFollowsItsPath(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, DirName)
+	file := filepath.Join(dir, "tasks", "t.json")
+	if err := writeJSON(file, "old", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if b, err := readFileSafe(file, maxEntityFile); err != nil || !strings.Contains(string(b), "old") {
+			t.Fatalf("read before the move: %q, %v", b, err)
+		}
+	}
+
+	// Moved away and made anew: the new directory is the store now.
+	moved := filepath.Join(root, "moved")
+	if err := os.Rename(dir, moved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readFileSafe(file, maxEntityFile); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read after the store moved away: %v, want not found", err)
+	}
+	if err := writeJSON(file, "new", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "new") {
+		t.Errorf("the new store's file: %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(moved, "tasks", "t.json")); err != nil || !strings.Contains(string(b), "old") {
+		t.Errorf("the moved store's file was written: %q, %v", b, err)
+	}
+
+	// Swapped for a link to the moved one: refused, though that directory was held.
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(moved, dir); err != nil {
+		t.Fatal(err)
+	}
+	var ue *UnsafePathError
+	if _, err := readFileSafe(filepath.Join(moved, "tasks", "t.json"), maxEntityFile); err != nil {
+		t.Fatalf("read of the moved store by its own path: %v", err)
+	}
+	if _, err := readFileSafe(file, maxEntityFile); !errors.As(err, &ue) || ue.Path != DirName {
+		t.Errorf("read through a store swapped for a link: %v", err)
+	}
+	if err := writeJSON(file, "through the link", 0o644); !errors.As(err, &ue) {
+		t.Errorf("write through a store swapped for a link: %v", err)
 	}
 }
