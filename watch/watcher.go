@@ -100,7 +100,7 @@ type Watcher struct {
 
 	files map[string]fs.FileInfo // polling: last state per file, keyed by Change.Path
 
-	pending map[string]bool // Change.Paths read since the last batch
+	pending map[string]bool // Change.Paths read since the last batch, and whether each is gone
 	rescan  bool            // events were lost since the last batch
 	space   spacer
 	streak  int // hold-offs in a row that gathered changes
@@ -288,7 +288,11 @@ func (w *Watcher) event(ev fsnotify.Event) error {
 			return w.watchTree(ev.Name, true)
 		}
 	}
-	w.pending[rel] = true
+	// Whether the path is gone is the last event's word: events come in the
+	// order they happened (the kernel merges only repeats of the last one),
+	// so a vim save, which renames the file away and creates it again, ends
+	// in a Create. A lost event is a Rescan.
+	w.pending[rel] = ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)
 	return nil
 }
 
@@ -312,7 +316,7 @@ func (w *Watcher) watchTree(dir string, report bool) error {
 		}
 		if !d.IsDir() {
 			if report {
-				w.pending[w.rel(path)] = true
+				w.pending[w.rel(path)] = false
 			}
 			return nil
 		}
@@ -440,8 +444,8 @@ func (w *Watcher) flush(fn func([]Change)) {
 		batch = []Change{{Rescan: true}}
 	} else {
 		batch = make([]Change, 0, len(w.pending))
-		for rel := range w.pending {
-			batch = append(batch, w.change(rel))
+		for rel, gone := range w.pending {
+			batch = append(batch, Change{Path: rel, Removed: gone})
 		}
 		slices.SortFunc(batch, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
 	}
@@ -458,13 +462,6 @@ func (w *Watcher) flush(fn func([]Change)) {
 		w.timer.Reset(until.Sub(now))
 		w.armed, w.holding = true, true
 	}
-}
-
-// change describes rel as it is now. Removal is decided here, not from the
-// event: a vim save renames the file away and then creates it again.
-func (w *Watcher) change(rel string) Change {
-	_, err := os.Lstat(filepath.Join(w.root, filepath.FromSlash(rel)))
-	return Change{Path: rel, Removed: errors.Is(err, fs.ErrNotExist)}
 }
 
 // rel turns an absolute path under the root into a Change.Path. It runs for
