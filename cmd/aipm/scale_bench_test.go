@@ -467,6 +467,7 @@ func BenchmarkScale(b *testing.B) {
 		"mixed 30: op latency p50/p99 ms",
 		"mixed 30: CPU ms per op (30 servers' user+sys)",
 		"mixed 30: the driving client's CPU ms per op",
+		"authenticate first call after mixed 30, median of 3 ms",
 	}}
 	for _, sz := range sizes {
 		tab.cols = append(tab.cols, sz.Name)
@@ -499,6 +500,7 @@ func BenchmarkScale(b *testing.B) {
 			mixed = scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000)
 		}
 		if onlyThirty {
+			scaleWarmIndex(b, exe, st)
 			scaleThirty(b, exe, st, tab, col, mixed)
 		} else {
 			scaleRun(b, exe, st, tab, col, calls, mixed, i == len(sizes)-1)
@@ -509,25 +511,26 @@ func BenchmarkScale(b *testing.B) {
 		}
 	}
 	targets := map[string]string{
-		"get_my_profile (w1 task) p50/p99 ms":                 "≤ 1 p50, ≤ 2× 10k",
-		"get_my_task (w1 task) p50/p99 ms":                    "≤ 1 p50, ≤ 2× 10k",
-		"get_task 20 sub-tasks (w1) p50/p99 ms":               "≤ 1 p50, ≤ 2× 10k",
-		"get_next_action t=0 worker p50/p99 ms":               "≤ 1 p50, ≤ 2× 10k",
-		"get_next_action t=0 manager p50/p99 ms":              "≤ 1 p50, ≤ 2× 10k",
-		"get_next_action t=0 chat p50/p99 ms":                 "≤ 1 p50, ≤ 2× 10k",
-		"get_pending_messages (chat) p50/p99 ms":              "≤ 1 p50, ≤ 2× 10k",
-		"list_tasks status=done p50/p95/p99 ms":               "p95 ≤ 50",
-		"list_tasks status=done + assignee p50/p99 ms":        "≤ 2× 10k",
-		"authenticate first call, median of 5 ms":             "≤ 20",
-		"start → initialized, median of 5 ms":                 "≤ 50",
-		"RSS VmHWM / VmRSS MB (max of w1, m1, m3)":            "≤ 40",
-		"30 servers: VmHWM MB per aipm mcp, median / max":     "≤ 40",
-		"get_task on 400 sub-tasks: result bytes":             "≤ 8 KB",
-		"wake send → waiting get_next_action p50/p99 ms":      "p50 ≤ 2",
-		"CPU per write across 10 task servers ms":             "≤ 30 (goal ≤ 5)",
-		"aipm task status (CLI) wall p50 ms":                  "≤ 50",
-		"mixed 30 processes: ops/s, lost":                     "≥ 1,000, 0 lost",
-		"authenticate first call, no index file (rebuilt) ms": "(once per machine)",
+		"get_my_profile (w1 task) p50/p99 ms":                    "≤ 1 p50, ≤ 2× 10k",
+		"get_my_task (w1 task) p50/p99 ms":                       "≤ 1 p50, ≤ 2× 10k",
+		"get_task 20 sub-tasks (w1) p50/p99 ms":                  "≤ 1 p50, ≤ 2× 10k",
+		"get_next_action t=0 worker p50/p99 ms":                  "≤ 1 p50, ≤ 2× 10k",
+		"get_next_action t=0 manager p50/p99 ms":                 "≤ 1 p50, ≤ 2× 10k",
+		"get_next_action t=0 chat p50/p99 ms":                    "≤ 1 p50, ≤ 2× 10k",
+		"get_pending_messages (chat) p50/p99 ms":                 "≤ 1 p50, ≤ 2× 10k",
+		"list_tasks status=done p50/p95/p99 ms":                  "p95 ≤ 50",
+		"list_tasks status=done + assignee p50/p99 ms":           "≤ 2× 10k",
+		"authenticate first call, median of 5 ms":                "≤ 20",
+		"authenticate first call after mixed 30, median of 3 ms": "≤ 20",
+		"start → initialized, median of 5 ms":                    "≤ 50",
+		"RSS VmHWM / VmRSS MB (max of w1, m1, m3)":               "≤ 40",
+		"30 servers: VmHWM MB per aipm mcp, median / max":        "≤ 40",
+		"get_task on 400 sub-tasks: result bytes":                "≤ 8 KB",
+		"wake send → waiting get_next_action p50/p99 ms":         "p50 ≤ 2",
+		"CPU per write across 10 task servers ms":                "≤ 30 (goal ≤ 5)",
+		"aipm task status (CLI) wall p50 ms":                     "≤ 50",
+		"mixed 30 processes: ops/s, lost":                        "≥ 1,000, 0 lost",
+		"authenticate first call, no index file (rebuilt) ms":    "(once per machine)",
 	}
 	for row, t := range targets {
 		if tab.cells[row] != nil {
@@ -900,6 +903,28 @@ func scaleTeam(b *testing.B, exe string, st *scaleStore) []string {
 	return team
 }
 
+// scaleWarmIndex has one server read the store as the earlier phases do, so
+// that the machine's index files are written before the thirty start: a
+// store copied from AIPM_BENCH_STORE_CACHE comes without valid ones (they
+// name the directory they were made for), and thirty servers that each read
+// every conversation file would measure a new machine's first start, not
+// the work of a team.
+func scaleWarmIndex(b *testing.B, exe string, st *scaleStore) {
+	a := scaleCPUWorkers[0]
+	s := startScaleServer(b, exe, st.dir, "warm", "aipm", "mcp")
+	defer s.c.Close()
+	for _, purpose := range []string{"task", "chat"} {
+		r := s.call(b, "authenticate", map[string]any{"agent_id": a, "passkey": scalePasskey(a), "purpose": purpose}, "purpose", purpose)
+		tok, _ := r["session_token"].(string)
+		ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
+		_, err := s.raw(ctx, "get_next_action", map[string]any{"timeout_seconds": 0, "session_token": tok})
+		cancel()
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // scaleThirty starts thirty servers at once, each authenticating its agent
 // (a task session), then runs the mixed operations in all of them.
 func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, mixedOps int) {
@@ -973,6 +998,19 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 	}
 	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s, %d lost (%d ops in %.1fs%s)", float64(ops)/elapsed.Seconds(), lost, ops, elapsed.Seconds(), cut)
 	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(opLat, false))
+
+	// A server started now begins from an index file that may lag the
+	// journal by all the thirty wrote since it was last saved: the most a
+	// start has to catch up on.
+	var first []time.Duration
+	for i := range 3 {
+		s := startScaleServer(b, exe, st.dir, fmt.Sprintf("after%d", i), "aipm", "mcp")
+		d, _ := s.timed(b, "authenticate", map[string]any{"agent_id": "w1", "passkey": scalePasskey("w1")})
+		first = append(first, d)
+		s.call(b, "logout", nil, "success", true)
+		s.c.Close()
+	}
+	tab.set("authenticate first call after mixed 30, median of 3 ms", col, "%.2f", msf(median(first)))
 }
 
 func envOr(name, def string) string {
