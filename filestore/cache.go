@@ -753,12 +753,57 @@ func parseJournalLine(line string) journalLine {
 	st.size, err[1] = strconv.ParseInt(fs[3], 10, 64)
 	st.mtime, err[2] = strconv.ParseInt(fs[4], 10, 64)
 	st.ctime, err[3] = strconv.ParseInt(fs[5], 10, 64)
-	var keys []string
-	if errors.Join(err[:]...) != nil || json.Unmarshal([]byte(fs[6]), &keys) != nil || keys == nil {
+	keys, ok := parseJournalKeys(fs[6])
+	if errors.Join(err[:]...) != nil || !ok {
 		return l
 	}
 	l.st, l.keys = st, keys
 	return l
+}
+
+// parseJournalKeys reads the index keys of a journal line: a JSON array of strings, as
+// json.Marshal wrote it. Every process reads every line another one writes, and a process
+// that starts reads all those since its index file was saved, so the usual form (printable
+// ASCII, no space, no escape) is cut apart here; anything else is left to encoding/json.
+// ok is false when it is not an array of strings.
+func parseJournalKeys(s string) (keys []string, ok bool) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return parseJournalKeysJSON(s)
+	}
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '\\' {
+			return parseJournalKeysJSON(s)
+		}
+	}
+	body := s[1 : len(s)-1]
+	keys = make([]string, 0, strings.Count(body, ",")+1)
+	for body != "" {
+		if body[0] != '"' {
+			return parseJournalKeysJSON(s)
+		}
+		end := strings.IndexByte(body[1:], '"')
+		if end < 0 {
+			return parseJournalKeysJSON(s)
+		}
+		keys = append(keys, body[1:1+end])
+		body = body[2+end:]
+		if body == "" {
+			break
+		}
+		if body[0] != ',' || len(body) == 1 {
+			return parseJournalKeysJSON(s)
+		}
+		body = body[1:]
+	}
+	return keys, true
+}
+
+func parseJournalKeysJSON(s string) ([]string, bool) {
+	var keys []string
+	if json.Unmarshal([]byte(s), &keys) != nil || keys == nil {
+		return nil, false
+	}
+	return keys, true
 }
 
 // pullJournal reads what other writers appended to the journal since the last look and

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -345,5 +346,36 @@ func TestTasksChangedSince(t *testing.T) {
 	o.tasks.mu.Unlock()
 	if _, _, ok, _ := o.TasksChangedSince(g1); ok {
 		t.Error("changes beyond what is remembered told as complete")
+	}
+}
+
+// The journal's keys are cut apart by hand in their usual form; every input reads as
+// encoding/json reads it, whatever its form.
+func TestParseJournalKeysAsJSON(t *testing.T) {
+	inputs := []string{
+		`[]`, `["a"]`, `["tsk_01","in_progress","w1",""]`, `["","",""]`,
+		`["é, ü","日本"]`, `["a\"b"]`, `["\u003cx\u003e"]`, `["a\\b","c"]`,
+		`[ "a" ]`, `["a" ,"b"]`, `null`, `[null]`, `[1]`, `["a",]`, `["a""b"]`, `["a"`, `"a"]`,
+		`[`, `]`, ``, `["a"]x`, `[,]`, `[""`, `["a",""]`, `["a,b"]`, `["[","]"]`,
+		"[\"a\x01b\"]", "[\"\xff\"]", "[\"ü\"]",
+	}
+	for i := range 200 { // keys as json.Marshal writes them, some needing escapes
+		var ks []string
+		for j := range i % 6 {
+			ks = append(ks, strings.Repeat(string(rune('a'+(i+j)%26)), j)+[]string{"", ",", "\"", "<", "\x01", "\t", "ü"}[(i+j)%7])
+		}
+		b, err := json.Marshal(ks)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inputs = append(inputs, string(b))
+	}
+	for _, in := range inputs {
+		var want []string
+		wantOK := json.Unmarshal([]byte(in), &want) == nil && want != nil
+		got, ok := parseJournalKeys(in)
+		if ok != wantOK || ok && !slices.Equal(got, want) {
+			t.Errorf("parseJournalKeys(%q) = %q, %v; encoding/json reads %q, %v", in, got, ok, want, wantOK)
+		}
 	}
 }
