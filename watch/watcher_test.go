@@ -318,7 +318,9 @@ func TestSkippedDirectories(t *testing.T) {
 			write(t, filepath.Join(root, "runtime/usages/c.json"), "{}")
 			write(t, filepath.Join(root, "done"), "")
 			seen := collect(t, ch, present("done"))
-			if count(seen, "runtime/usages/c.json") != 1 {
+			// Once or more: the walk of the new directory and the file's own
+			// events may fall into two batches (Changes are not to be counted).
+			if count(seen, "runtime/usages/c.json") == 0 {
 				t.Errorf("a directory beside a skipped one was not reported: %+v", seen)
 			}
 			for _, c := range seen {
