@@ -1294,7 +1294,13 @@ func (s *simAgent) answerPartner(m simMessage) error {
 	w, ok := simNextWord(heard, p.used)
 	if !ok {
 		s.logf("no word after %s: I give up", heard)
-		return s.endConversation(m.ConversationID)
+		if err := s.endConversation(m.ConversationID); err != nil {
+			return err
+		}
+		// Ended here, so no conversation_ended comes for it: a job queued behind it (one
+		// this agent wants to start with the same partner) starts now.
+		delete(s.partners, m.ConversationID)
+		return s.startQueued()
 	}
 	p.used[w] = true
 	return s.reply(m, w, fresh)
