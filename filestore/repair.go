@@ -183,14 +183,12 @@ func (st *ruleState) breaches() []Breach {
 		if len(list) < 2 {
 			continue
 		}
-		// The one kept: active before pending (someone already talks in it), then the
-		// older. Every clone picks the same one.
-		sort.SliceStable(list, func(i, j int) bool {
-			if (list[i].State == ConvActive) != (list[j].State == ConvActive) {
-				return list[i].State == ConvActive
-			}
-			return list[i].ID < list[j].ID
-		})
+		// The one kept: the older, whatever its state. Every clone must pick the same one,
+		// and clones repair at different moments: one that has already seen a request
+		// accepted and one that has not would each keep a different conversation if the
+		// state decided, and the next merge would carry both ends, leaving the pair none.
+		// An id never changes, so every clone keeps the same one.
+		sort.SliceStable(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 		for _, c := range list[1:] {
 			end := "terminating, end_reason duplicate: both sides are told"
 			if c.State == ConvPending {
@@ -381,8 +379,9 @@ func (s *Store) Breaches() ([]Breach, error) {
 //   - a task running under a blocked ancestor: blocked by that ancestor's cascade, so it
 //     resumes when the ancestor is unblocked;
 //   - a live conversation at max_turns: terminating, end_reason max_turns;
-//   - a second live conversation of a pair: the active (else the older) one is kept, the
-//     other ended with end_reason duplicate (expired if it was pending).
+//   - a second live conversation of a pair: the older one is kept (by id, so that every
+//     clone keeps the same one), the other ended with end_reason duplicate (expired if it
+//     was pending).
 //
 // A done task with an open sub-task and a dependency cycle have no safe repair: they are
 // returned unrepaired for `aipm doctor` to name. It returns every breach found, repaired

@@ -220,33 +220,38 @@ func TestRepairSecondLiveConversation(t *testing.T) {
 	at := s.Now()
 	active.State, active.ActivatedAt = ConvActive, &at
 	writeRaw(t, s.conversationPath(active.ID), &active)
-	if got := problemsOf(t, s); !hasPrefix(got, ".ai-pm/conversations/"+pending.ID+".json:7: second live conversation between w1 and w2 (also "+active.ID+")") {
+	if got := problemsOf(t, s); !hasPrefix(got, ".ai-pm/conversations/"+active.ID+".json:7: second live conversation between w1 and w2 (also "+pending.ID+")") {
 		t.Errorf("doctor does not name it:\n%s", strings.Join(got, "\n"))
 	}
+	// The older is kept, though the younger is the one already picked up: another clone
+	// may not have seen that yet, and must keep the same one.
 	got := repairAll(t, s)
-	if b := got[RuleOneLivePair]; len(b) != 1 || b[0].ID != pending.ID || !b[0].Repaired {
+	if b := got[RuleOneLivePair]; len(b) != 1 || b[0].ID != active.ID || !b[0].Repaired {
 		t.Fatalf("breaches %+v", got)
 	}
-	if c := mustConv(t, s, active.ID); c.State != ConvActive {
-		t.Errorf("the active one is %s", c.State)
+	if c := mustConv(t, s, pending.ID); c.State != ConvPending {
+		t.Errorf("the older one is %s", c.State)
 	}
-	c := mustConv(t, s, pending.ID)
-	if c.State != ConvExpired || c.EndReason != EndDuplicate || !c.needsNotice("w1") {
-		t.Errorf("the pending one: %s %s", c.State, c.EndReason)
+	c := mustConv(t, s, active.ID)
+	if c.State != ConvTerminating || c.EndReason != EndDuplicate || !c.needsNotice("w1") || !c.needsNotice("w2") {
+		t.Errorf("the younger active one: %s %s", c.State, c.EndReason)
 	}
 	if got := problemsOf(t, s); len(got) != 0 {
 		t.Errorf("doctor after the repair:\n%s", strings.Join(got, "\n"))
 	}
 
-	// Two active ones: the older is kept, the other terminates for both sides.
-	third := mustConv(t, s, active.ID)
+	// A younger pending one: it expires, and its initiator is told.
+	third := *pending
 	third.ID = NewID(PrefixConversation, s.Now().Add(2*time.Second))
-	writeRaw(t, s.conversationPath(third.ID), third)
+	writeRaw(t, s.conversationPath(third.ID), &third)
 	if b := repairAll(t, s)[RuleOneLivePair]; len(b) != 1 || b[0].ID != third.ID {
 		t.Fatalf("breaches %+v", b)
 	}
-	if c := mustConv(t, s, third.ID); c.State != ConvTerminating || c.EndReason != EndDuplicate {
-		t.Errorf("the younger active one: %s %s", c.State, c.EndReason)
+	if c := mustConv(t, s, third.ID); c.State != ConvExpired || c.EndReason != EndDuplicate || !c.needsNotice("w1") {
+		t.Errorf("the younger pending one: %s %s", c.State, c.EndReason)
+	}
+	if c := mustConv(t, s, pending.ID); c.State != ConvPending {
+		t.Errorf("the older one after the second repair: %s", c.State)
 	}
 }
 
