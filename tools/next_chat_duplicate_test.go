@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -38,13 +37,15 @@ func TestNextChatToldOfDuplicate(t *testing.T) {
 	}
 	mine := out["conversation_id"].(string)
 
-	// What a merge brings: w2's conversation with w1, started and picked up on its machine.
+	// What a merge brings: w2's conversation with w1, started a moment earlier and picked
+	// up on its machine. The older one is kept.
 	cv, err := st.Conversation(mine)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := *cv
-	other.ID = filestore.NewID(filestore.PrefixConversation, st.Now().Add(time.Second))
+	// The same millisecond, the random part all zeros: it sorts before mine.
+	other.ID = mine[:len(filestore.PrefixConversation)+1+10] + strings.Repeat("0", 16)
 	other.InitiatorID, other.ParticipantID = "w2", "w1"
 	at := st.Now()
 	other.State, other.ActivatedAt = filestore.ConvActive, &at
