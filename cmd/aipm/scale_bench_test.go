@@ -68,12 +68,7 @@ func floorWrite(seq int) error {
 	if err != nil {
 		return err
 	}
-	if _, err = tmp.Write(line); err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	err = writeSyncClose(tmp, line)
 	if err == nil {
 		err = os.Rename(tmp.Name(), name)
 	}
@@ -94,7 +89,13 @@ func floorWrite(seq int) error {
 	if err != nil {
 		return err
 	}
-	if _, err = f.Write(line); err == nil {
+	return writeSyncClose(f, line)
+}
+
+// writeSyncClose writes data to f, makes it durable and closes f, whatever happens.
+func writeSyncClose(f *os.File, data []byte) error {
+	_, err := f.Write(data)
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
