@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -15,6 +16,12 @@ import (
 func processAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
+	}
+	// This process is alive; whether the record is of it or of an earlier holder of its
+	// pid is told by the start time read once. A server asks of its own sessions on
+	// every call.
+	if pid == os.Getpid() {
+		return start == "" || selfStart() == "" || start == selfStart()
 	}
 	err := syscall.Kill(pid, 0)
 	if err != nil && !errors.Is(err, syscall.EPERM) {
@@ -27,6 +34,9 @@ func processAlive(pid int, start string) bool {
 	}
 	return true
 }
+
+// selfStart is this process's start time (processStart of its own pid).
+var selfStart = sync.OnceValue(func() string { return processStart(os.Getpid()) })
 
 // processStart returns the process start time in clock ticks since boot from
 // /proc/<pid>/stat (Linux), or "" where that is not available. A zombie still has its
