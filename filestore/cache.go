@@ -20,7 +20,7 @@ import (
 // kept with the identity it was read at (inode, size, modification time), and re-read only
 // when something says it may have changed:
 //
-//   - the change journal, runtime/changes.log: every write through aipm, by any process,
+//   - the change journal, runtime/journal/changes.log: every write through aipm, by any process,
 //     appends the path it replaced, under the store lock, right after the rename. A reader
 //     that finds the journal longer than it last saw re-checks exactly those paths. Under
 //     the lock this is exact: no write made through aipm is missed, so the rules a write
@@ -588,7 +588,7 @@ func (c *dirCache[T]) keysOf(id string) []string {
 	return nil
 }
 
-// journal is the process's position in runtime/changes.log.
+// journal is the process's position in runtime/journal/changes.log.
 type journal struct {
 	mu sync.Mutex
 	// f is the journal file of ino, kept open between looks.
@@ -612,8 +612,18 @@ type journalPos struct {
 // journalChunk is the most of the journal's growth read at once (see pullJournal).
 const journalChunk = 1 << 20
 
+// JournalDir holds the change journal and the record of a send under way: files written
+// on every write, which no reader waits on, so no watcher watches the directory
+// (UnwatchedDirs). Beside runtime/'s other files, each line appended would wake every
+// watching process of the team.
+const JournalDir = "runtime/journal"
+
 // JournalPath is the change journal's path relative to .ai-pm.
-const JournalPath = "runtime/changes.log"
+const JournalPath = JournalDir + "/changes.log"
+
+// legacyRuntimeFiles are where earlier versions kept the journal and the delivery record,
+// in runtime/ itself (adoptLegacyRuntime).
+var legacyRuntimeFiles = [...]string{"runtime/changes.log", "runtime/delivery.json"}
 
 func (s *Store) journalPath() string { return s.path(JournalPath) }
 

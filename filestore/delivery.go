@@ -15,7 +15,7 @@ import (
 // two appends to two files, and a process killed between them, or a disk that fills up
 // after the first, would leave the message in the sender's mailbox only: sent as far as the
 // sender can see, never received. So a send first records what it is delivering in
-// runtime/delivery.json (fsynced), then appends both lines, then empties the record. A
+// runtime/journal/delivery.json (fsynced), then appends both lines, then empties the record. A
 // write that fails is undone (undoDelivery). A record found non-empty means a send was
 // killed: whoever takes the store lock next to send, or the receiver reading its messages,
 // finishes it (finishDeliveryLocked), and `aipm doctor --repair` does too. Found by
@@ -25,13 +25,13 @@ import (
 // with their receivers' (unpairedMessages), which finds a message in one mailbox only
 // whatever left it there, and RepairDeliveries appends the missing copies.
 
-// deliveryRecord is runtime/delivery.json while a send is under way.
+// deliveryRecord is runtime/journal/delivery.json while a send is under way.
 type deliveryRecord struct {
 	To      string  `json:"to"`
 	Message Message `json:"message"` // the receiver's copy: no receiverId
 }
 
-func (s *Store) deliveryPath() string { return s.path("runtime", "delivery.json") }
+func (s *Store) deliveryPath() string { return s.path(JournalDir, "delivery.json") }
 
 // deliveryFault, when set (by tests), runs between the sender's append and the receiver's:
 // it stands for a kill (a panic) or a failed write (an error) at the worst moment.
@@ -138,7 +138,7 @@ func (s *Store) dropLastLine(agentID, id string) error {
 
 // writeDeliveryRecord replaces the record's content (nil empties it).
 func (s *Store) writeDeliveryRecord(data []byte, durable bool) error {
-	if err := EnsureDir(s.path("runtime")); err != nil {
+	if err := EnsureDir(s.path(JournalDir)); err != nil {
 		return err
 	}
 	f, err := openSafe(s.deliveryPath(), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)

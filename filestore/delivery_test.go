@@ -252,3 +252,40 @@ func TestRefusedReceiverUndoesTheSend(t *testing.T) {
 	}
 	send(t, s, "owner", "w2", "after")
 }
+
+// A record an earlier version left in runtime/ itself (with its journal there) is taken
+// into runtime/journal/ when a store is opened: the half-sent message is delivered once,
+// and neither old file stays.
+func TestLegacyDeliveryRecordIsAdopted(t *testing.T) {
+	s := newTestStore(t)
+	id := killedSend(t, s, "half sent before the upgrade")
+	oldDelivery := filepath.Join(s.Dir(), "runtime", "delivery.json")
+	oldJournal := filepath.Join(s.Dir(), "runtime", "changes.log")
+	if err := os.Rename(s.deliveryPath(), oldDelivery); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(oldJournal, []byte("tasks/tsk_1.json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(s.Dir(), "runtime", "locks", "temp-swept.lock"))
+
+	next, err := Open(s.Root(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{oldDelivery, oldJournal} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still there (%v)", p, err)
+		}
+	}
+	got, err := next.TakeUnread("w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].ID != id {
+		t.Fatalf("the next reader got %+v, want the half-sent message", got)
+	}
+	if n := count(mailbox(t, s, "w1"), id); n != 1 {
+		t.Errorf("receiver holds %d copies, want 1", n)
+	}
+}

@@ -32,7 +32,10 @@
 //	    usage/<ses-id>.json           the session's tool calls so far: {"tool_calls",
 //	                                  "request_bytes", "result_bytes"}, written by its process
 //	                                  after each call (usage.go)
-//	    changes.log                   the change journal: paths written through aipm (below)
+//	    journal/changes.log           the change journal: paths written through aipm (below)
+//	    journal/delivery.json         the message being sent, {"to","message"}, between its two
+//	                                  mailbox lines; empty when no send is under way. No
+//	                                  watcher watches journal/ (UnwatchedDirs)
 //	    index/<dir>.idx               a copy of the cache of tasks/, conversations/ or
 //	                                  delegations/ a process starts from (# Caches);
 //	                                  <dir>.lock is held by the process writing it
@@ -43,8 +46,6 @@
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
 //	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
 //	                                  read: {"id","session_id","at"} (later sessions skip them)
-//	    delivery.json                 the message being sent, {"to","message"}, between its two
-//	                                  mailbox lines; empty when no send is under way
 //	    locks/store.lock              the store lock file
 //	    tmp/                          the temp files of atomic writes, renamed into place
 //
@@ -85,7 +86,7 @@
 //
 // Both lines are appended and fsynced under the store lock before the sender is answered,
 // so an acknowledged message is in both mailboxes, and every mailbox is in send order.
-// A send first writes runtime/delivery.json (fsynced), then the two lines, then empties it.
+// A send first writes runtime/journal/delivery.json (fsynced), then the two lines, then empties it.
 // A failed write is undone (both lines taken back, the sender gets the error); a send killed
 // between the lines leaves the record, and the next send, the receiver's next read (or
 // `aipm doctor --repair`) appends the missing receiver's line, found missing by message id;
@@ -269,7 +270,7 @@
 // work is held parsed; finished work (done and cancelled tasks, ended and expired
 // conversations, completed and failed delegations) only as what the sets need (parent,
 // assignee, status, dependencies; the two sides, task, state), and is read from its file
-// when asked for. runtime/changes.log is its change journal: every entity write through
+// when asked for. runtime/journal/changes.log is its change journal: every entity write through
 // aipm appends, under the store lock after the rename, the path it replaced and its
 // directory's modification time in nanoseconds before and after the write
 // ("tasks/tsk_….json<TAB>before<TAB>after"; agent files: the path alone); a reader

@@ -22,7 +22,7 @@ import (
 // is compared with it file by file, and whatever it says is checked against the files
 // before it is used:
 //
-//   - the journal lines written since the index was (runtime/changes.log) name the files
+//   - the journal lines written since the index was (runtime/journal/changes.log) name the files
 //     changed through aipm, which are re-checked; each also carries its directory's
 //     modification time before and after the write, so a change made beside aipm (a file
 //     created, removed or renamed by hand or by git) shows as a directory whose

@@ -115,9 +115,39 @@ func (s *Store) sweepTemp() {
 		}
 	}
 	cleanTemp(s.dir, s.Now())
+	s.adoptLegacyRuntime()
 	if f, err := openSafe(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
 		f.Close()
 	}
+}
+
+// adoptLegacyRuntime moves what an earlier version left in runtime/ itself to
+// JournalDir: a delivery record still naming a send (so that the next send or reader
+// finishes it) unless a newer one is there, and the old journal is removed (readers that
+// find a new journal re-check their caches by file identity).
+func (s *Store) adoptLegacyRuntime() {
+	oldJournal, oldDelivery := s.path(legacyRuntimeFiles[0]), s.path(legacyRuntimeFiles[1])
+	os.Remove(oldJournal)
+	fi, err := os.Lstat(oldDelivery)
+	if err != nil || !fi.Mode().IsRegular() {
+		return
+	}
+	s.locked(func() error {
+		if cur, err := os.Lstat(s.deliveryPath()); err == nil && cur.Size() > 0 {
+			return nil // a send of this version is under way or unfinished: the old one waits for doctor
+		}
+		if fi.Size() == 0 {
+			return os.Remove(oldDelivery)
+		}
+		if err := EnsureDir(s.path(JournalDir)); err != nil {
+			return err
+		}
+		root, rel, _, err := openStoreRoot(oldDelivery, false)
+		if err != nil {
+			return err
+		}
+		return root.Rename(rel, filepath.Join(filepath.FromSlash(JournalDir), "delivery.json"))
+	})
 }
 
 func newStore(root string, opts Options) *Store {

@@ -612,3 +612,44 @@ func TestLiftCascadesAfterHandEdit(t *testing.T) {
 		t.Errorf("history of the lift: %+v", last)
 	}
 }
+
+// A write's journal line and a send's delivery record go to runtime/journal, which
+// watchers leave out: a watcher of runtime/ itself sees nothing of a task written and a
+// message sent before the file made after them.
+func TestJournalOutOfWatchedDirectories(t *testing.T) {
+	s := newTestStore(t)
+	if !slices.Contains(UnwatchedDirs, JournalDir) {
+		t.Fatalf("%s is not among the unwatched directories", JournalDir)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Add(s.path("runtime")); err != nil {
+		t.Fatal(err)
+	}
+	mustTask(t, s, NewTask{Title: "journaled"})
+	send(t, s, "owner", "w1", "recorded")
+	if fi, err := os.Stat(s.path(JournalPath)); err != nil || fi.Size() == 0 {
+		t.Fatalf("the journal at %s is empty or missing: %v", JournalPath, err)
+	}
+	sentinel := s.path("runtime", "sentinel")
+	if err := os.WriteFile(sentinel, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case ev := <-w.Events:
+			if ev.Name != sentinel {
+				t.Fatalf("a watcher of runtime/ saw %s %s", ev.Op, ev.Name)
+			}
+			return
+		case err := <-w.Errors:
+			t.Fatal(err)
+		case <-timeout:
+			t.Fatal("the sentinel's creation was not seen")
+		}
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore"
 )
 
 // memoryBound is the peak resident size (VmHWM) a command or server may reach on the
@@ -70,7 +72,7 @@ func TestMemoryBounded(t *testing.T) {
 	f.WriteString(`{"id":"` + strings.Repeat("x", 2<<20) + "\"}\n")
 	f.Close()
 	// The journal: a gigabyte, sparse.
-	if err := os.Truncate(filepath.Join(repo, ".ai-pm", "runtime", "changes.log"), 1<<30); err != nil {
+	if err := os.Truncate(filepath.Join(repo, ".ai-pm", filepath.FromSlash(filestore.JournalPath)), 1<<30); err != nil {
 		t.Fatal(err)
 	}
 

@@ -77,7 +77,7 @@ func (a *app) watchStatus(s *filestore.Store, asJSON, fullIDs bool, limit time.D
 // statusRelevant says whether a change under .ai-pm can change the status view: not the
 // agents' captured output, the caches or the locks.
 func statusRelevant(path string) bool {
-	for _, skip := range []string{"runtime/changes.log", "runtime/locks/", "runtime/cache/"} {
+	for _, skip := range []string{filestore.JournalDir + "/", "runtime/locks/", "runtime/cache/"} {
 		if strings.HasPrefix(path, skip) {
 			return false
 		}
