@@ -28,33 +28,36 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 // that it names this content even if someone changes the file right after. A file
 // outside the store gets no call.
 func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) error {
-	root, rel, inStore, err := openStoreRoot(path, true)
+	cp := filepath.Clean(path)
+	b := storeBase(cp)
+	if b < 0 {
+		return writeFileAtomicOutside(path, data, perm)
+	}
+	dir, _, err := openStoreDir(filepath.Dir(cp), true)
 	if err != nil {
 		return err
 	}
-	if !inStore {
-		return writeFileAtomicOutside(path, data, perm)
-	}
-	cp := filepath.Clean(path)
-	base := cp[:storeBase(cp)]
-	dirRel := filepath.Dir(rel)
-	if err := checkDirsIn(root, base, dirRel, true); err != nil {
-		return err
-	}
-	if fi, err := root.Lstat(rel); err == nil && !fi.Mode().IsRegular() {
+	name := filepath.Base(cp)
+	if fi, err := dir.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+	}
+	store, rel, _, err := openStoreRoot(cp, true)
+	if err != nil {
+		return err
 	}
 	// The temp file is made in runtime/tmp, which no watcher watches (UnwatchedDirs): its
 	// creation, writes and rename would otherwise reach every watching process, while
 	// only the rename into place is news. A store whose directories are on other
 	// filesystems (a rename cannot cross them) gets it beside the file, as before.
-	tmpDir := TempDir
-	if err := checkDirsIn(root, base, tmpDir, true); err != nil || dirRel == tmpDir {
-		tmpDir = dirRel
+	dirRel := filepath.Dir(rel)
+	tmpRel := filepath.FromSlash(TempDir)
+	tmp, _, err := openStoreDir(filepath.Join(cp[:b], tmpRel), true)
+	if err != nil || dirRel == tmpRel {
+		tmp, tmpRel = dir, dirRel
 	}
-	err = writeAtomicVia(root, tmpDir, dirRel, rel, data, perm, renamed)
-	if errors.Is(err, syscall.EXDEV) && tmpDir != dirRel {
-		err = writeAtomicVia(root, dirRel, dirRel, rel, data, perm, renamed)
+	err = writeAtomicVia(store, tmp, tmpRel, dir, rel, data, perm, renamed)
+	if errors.Is(err, syscall.EXDEV) && tmpRel != dirRel {
+		err = writeAtomicVia(store, dir, dirRel, dir, rel, data, perm, renamed)
 	}
 	return err
 }
@@ -62,15 +65,15 @@ func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed fun
 // TempDir is where writeFileAtomic makes its temp files, relative to .ai-pm.
 const TempDir = "runtime/tmp"
 
-// writeAtomicVia is writeFileAtomic with its temp file in tmpDir: write, fsync, rename to
-// rel, call renamed (if not nil) with the temp file's identity, fsync rel's directory
-// dirRel.
-func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) (err error) {
+// writeAtomicVia is writeFileAtomic with its temp file in the directory tmp (tmpRel from
+// the store's root): write, fsync, rename to rel, call renamed (if not nil) with the temp
+// file's identity, fsync rel's directory dir.
+func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) (err error) {
 	var f *os.File
-	var tmp string
+	var name string
 	for range 10 {
-		tmp = filepath.Join(tmpDir, "."+filepath.Base(rel)+"."+newSecret("")[:12]+".tmp")
-		f, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
+		name = "." + filepath.Base(rel) + "." + newSecret("")[:12] + ".tmp"
+		f, err = tmp.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -80,17 +83,17 @@ func writeAtomicVia(root *os.Root, tmpDir, dirRel, rel string, data []byte, perm
 	}
 	fi, err := fillTemp(f, data, perm)
 	if err != nil {
-		root.Remove(tmp)
+		tmp.Remove(name)
 		return err
 	}
-	if err = root.Rename(tmp, rel); err != nil {
-		root.Remove(tmp)
+	if err = store.Rename(filepath.Join(tmpRel, name), rel); err != nil {
+		tmp.Remove(name)
 		return err
 	}
 	if renamed != nil {
 		renamed(fi)
 	}
-	d, err := root.Open(dirRel)
+	d, err := dir.Open(".")
 	if err != nil {
 		return err
 	}

@@ -154,49 +154,88 @@ type heldRoot struct {
 // binary) drops them all past it and starts again.
 const maxHeldRoots = 64
 
+// openStoreDir returns the directory dir (a store's .ai-pm or a directory below it) as
+// an os.Root for opening the files directly in it, held open (heldDirs: the caller must
+// not close it); ok is false for a directory under no store. Each directory from .ai-pm
+// down to dir is checked with one Lstat inside its parent's held root (no link is
+// followed) and must be a real directory, made with create when missing; a held root is
+// used only while that Lstat finds the identity it was opened with (see heldRoots). An
+// access to agents/<id>/chat.jsonl then costs a stat per directory and one open, where an
+// open through the store's root opens and closes each directory on the way.
+func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
+	dir = filepath.Clean(dir)
+	b := storeBase(dir)
+	if b < 0 {
+		return nil, false, nil
+	}
+	if b == len(dir) {
+		root, _, _, err := openStoreRoot(dir, create)
+		return root, true, err
+	}
+	parent, _, err := openStoreDir(filepath.Dir(dir), create)
+	if err != nil {
+		return nil, true, err
+	}
+	name := filepath.Base(dir)
+	fi, err := parent.Lstat(name)
+	if errors.Is(err, fs.ErrNotExist) && create {
+		if err = parent.Mkdir(name, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
+			fi, err = parent.Lstat(name)
+		}
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	if !fi.IsDir() {
+		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: kindOf(fi.Mode())}
+	}
+	heldDirs.Lock()
+	h, held := heldDirs.m[dir]
+	heldDirs.Unlock()
+	if held && os.SameFile(fi, h.id) {
+		return h.root, true, nil
+	}
+	sub, err := parent.OpenRoot(name)
+	if err != nil {
+		return nil, true, err
+	}
+	got, err := sub.Stat(".")
+	if err != nil || !os.SameFile(fi, got) {
+		sub.Close()
+		if err != nil {
+			return nil, true, err
+		}
+		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
+	}
+	heldDirs.Lock()
+	if len(heldDirs.m) >= maxHeldDirs {
+		clear(heldDirs.m)
+	}
+	heldDirs.m[dir] = heldRoot{root: sub, id: got}
+	heldDirs.Unlock()
+	return sub, true, nil
+}
+
+// heldDirs are the directories below a store's .ai-pm this process opened as os.Roots
+// (openStoreDir), by path, kept as heldRoots keeps the store directories.
+var heldDirs = struct {
+	sync.Mutex
+	m map[string]heldRoot
+}{m: map[string]heldRoot{}}
+
+// maxHeldDirs bounds heldDirs: a store has a few dozen directories one process opens
+// files in (one per agent, and runtime's); past it, all are dropped and opened again.
+const maxHeldDirs = 256
+
 // checkDirs verifies that the .ai-pm directory and every directory below it down to dir
 // are real directories. With create, missing ones are made (one level at a time, so a
 // link is never followed to make them); without, a missing one is os.ErrNotExist.
 func checkDirs(dir string, create bool) error {
-	root, rel, ok, err := openStoreRoot(dir, create)
-	if !ok {
-		if create {
-			return os.MkdirAll(dir, 0o755)
-		}
-		return nil
+	_, ok, err := openStoreDir(dir, create)
+	if !ok && create {
+		return os.MkdirAll(dir, 0o755)
 	}
-	if err != nil {
-		return err
-	}
-	return checkDirsIn(root, filepath.Clean(dir[:storeBase(filepath.Clean(dir))]), rel, create)
-}
-
-// checkDirsIn is checkDirs inside an opened store root; base is the store directory's
-// path, for messages.
-func checkDirsIn(root *os.Root, base, rel string, create bool) error {
-	if rel == "." {
-		return nil
-	}
-	p := ""
-	for _, part := range strings.Split(rel, string(filepath.Separator)) {
-		if part == "" || part == "." {
-			continue
-		}
-		p = filepath.Join(p, part)
-		fi, err := root.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) && create {
-			if err = root.Mkdir(p, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-				fi, err = root.Lstat(p)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if !fi.IsDir() {
-			return &UnsafePathError{Path: relToRepo(filepath.Join(base, p)), Problem: kindOf(fi.Mode())}
-		}
-	}
-	return nil
+	return err
 }
 
 // relToRepo names a path from the repository root (the directory holding .ai-pm).
@@ -219,18 +258,21 @@ func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, e
 // openSafeInfo is openSafe that also returns what the open file's stat said.
 func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
 	var f *os.File
-	root, rel, inStore, err := openStoreRoot(path, flag&os.O_CREATE != 0)
-	if err != nil {
-		return nil, nil, err
-	}
+	cp := filepath.Clean(path)
+	b := storeBase(cp)
+	inStore := b >= 0
 	if inStore {
-		cp := filepath.Clean(path)
-		if err := checkDirsIn(root, cp[:storeBase(cp)], filepath.Dir(rel), flag&os.O_CREATE != 0); err != nil {
+		if b == len(cp) {
+			return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fs.ModeDir)}
+		}
+		dir, _, err := openStoreDir(filepath.Dir(cp), flag&os.O_CREATE != 0)
+		if err != nil {
 			return nil, nil, err
 		}
-		f, err = root.OpenFile(rel, flag|openNoFollow, perm)
+		name := filepath.Base(cp)
+		f, err = dir.OpenFile(name, flag|openNoFollow, perm)
 		if err != nil {
-			if fi, lerr := root.Lstat(rel); lerr == nil && !fi.Mode().IsRegular() {
+			if fi, lerr := dir.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
 				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 			}
 			return nil, nil, err
@@ -241,6 +283,7 @@ func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.Fil
 				return nil, nil, err
 			}
 		}
+		var err error
 		f, err = os.OpenFile(path, flag|openNoFollow, perm)
 		if err != nil {
 			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {

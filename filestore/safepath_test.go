@@ -122,3 +122,65 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 		t.Errorf("write through a store swapped for a link: %v", err)
 	}
 }
+
+// A directory below .ai-pm that a process holds open is used only while every directory
+// on its path is a real one with the identity it was opened with: swapped for a link to
+// the very directory held, at its own level or above, it is refused; made anew, the new
+// one is used.
+func TestHeldStoreDirFollowsItsPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DirName)
+	file := filepath.Join(dir, "agents", "w1", "chat.jsonl")
+	read := func() (string, error) {
+		b, err := readFileSafe(file, maxJSONLFile)
+		return string(b), err
+	}
+	if err := writeJSON(file, "first", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if b, err := read(); err != nil || !strings.Contains(b, "first") {
+			t.Fatalf("read while held: %q, %v", b, err)
+		}
+	}
+	var ue *UnsafePathError
+	swap := func(from, to string) {
+		t.Helper()
+		if err := os.Rename(from, to); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(filepath.Base(to), from); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The agent's directory swapped for a link to itself, moved aside.
+	swap(filepath.Join(dir, "agents", "w1"), filepath.Join(dir, "agents", "w1-moved"))
+	if _, err := read(); !errors.As(err, &ue) || ue.Path != DirName+"/agents/w1" {
+		t.Errorf("read through a directory swapped for a link: %v", err)
+	}
+	if f, err := openSafe(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644, 0); !errors.As(err, &ue) {
+		if f != nil {
+			f.Close()
+		}
+		t.Errorf("append through a directory swapped for a link: %v", err)
+	}
+	// Put back, then agents/ swapped for a link to itself, moved aside.
+	os.Remove(filepath.Join(dir, "agents", "w1"))
+	if err := os.Rename(filepath.Join(dir, "agents", "w1-moved"), filepath.Join(dir, "agents", "w1")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := read(); err != nil || !strings.Contains(b, "first") {
+		t.Fatalf("read once put back: %q, %v", b, err)
+	}
+	swap(filepath.Join(dir, "agents"), filepath.Join(dir, "agents-moved"))
+	if _, err := read(); !errors.As(err, &ue) || ue.Path != DirName+"/agents" {
+		t.Errorf("read through a parent swapped for a link: %v", err)
+	}
+	// Made anew: the new directory is read.
+	os.Remove(filepath.Join(dir, "agents"))
+	if err := writeJSON(file, "second", 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := read(); err != nil || !strings.Contains(b, "second") {
+		t.Errorf("read of the directory made anew: %q, %v", b, err)
+	}
+}
