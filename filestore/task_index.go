@@ -68,6 +68,31 @@ func taskFinished(t *Task) bool { return t.Status == StatusDone || t.Status == S
 
 // update moves id from what old said to what cur says (taskKeys; nil: none).
 func (x *taskIndex) update(id string, old, cur []string) {
+	// Most writes keep a task's parent and assignee, and many its status: a set that
+	// keeps the id is left alone (the sets of a large project hold thousands of ids).
+	if old != nil && cur != nil {
+		if old[tkParent] != cur[tkParent] {
+			setDel(x.kids, old[tkParent], id)
+			setAdd(x.kids, cur[tkParent], id)
+		}
+		if old[tkAssignee] != cur[tkAssignee] {
+			setDel(x.assigned, old[tkAssignee], id)
+			setAdd(x.assigned, cur[tkAssignee], id)
+		}
+		if old[tkStatus] != cur[tkStatus] {
+			setDel(x.byStatus, old[tkStatus], id)
+			setAdd(x.byStatus, cur[tkStatus], id)
+		}
+		if !slices.Equal(old[tkDeps:], cur[tkDeps:]) {
+			for _, d := range old[tkDeps:] {
+				setDel(x.dependents, d, id)
+			}
+			for _, d := range cur[tkDeps:] {
+				setAdd(x.dependents, d, id)
+			}
+		}
+		return
+	}
 	if old != nil {
 		setDel(x.kids, old[tkParent], id)
 		setDel(x.assigned, old[tkAssignee], id)
