@@ -83,6 +83,9 @@ type dirCache[T any] struct {
 	// index keeps secondary indexes in step: called under mu with the old keys (nil if
 	// none) and the new ones (nil when removed or unreadable).
 	index func(id string, old, cur []string)
+	// change, if not nil, is told of each change of an entry's keys (setLocked), not of
+	// entries moving between memory and the index file; reset starts it over.
+	change func(id string, old, cur []string)
 	// reset empties the secondary indexes before a full load.
 	reset func()
 	// persist keeps a copy of the cache in runtime/index/ (persist.go), so that the next
@@ -168,6 +171,9 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 		curK = e.k
 	}
 	c.index(id, oldK, curK)
+	if c.change != nil {
+		c.change(id, oldK, curK)
+	}
 	c.since++
 	c.gen++
 	if c.recent == nil {

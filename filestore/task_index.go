@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"maps"
 	"slices"
 	"sort"
 )
@@ -14,6 +15,26 @@ type taskIndex struct {
 	assigned   idIndex // assignee id → task ids
 	byStatus   idIndex // status → task ids
 	dependents idIndex // dependency id → ids of tasks that depend on it
+	// load counts the in_progress tasks of each assignee, those in the index file's cold
+	// part too, while loadOK: counted once from the sets, then kept by change.
+	load   map[string]int
+	loadOK bool
+}
+
+// change keeps load in step with a task's keys going from old to cur (nil: none): a
+// change of what the cache knows, not a move between memory and the index file.
+func (x *taskIndex) change(id string, old, cur []string) {
+	if !x.loadOK {
+		return
+	}
+	if old != nil && old[tkStatus] == StatusInProgress {
+		if x.load[old[tkAssignee]]--; x.load[old[tkAssignee]] <= 0 {
+			delete(x.load, old[tkAssignee])
+		}
+	}
+	if cur != nil && cur[tkStatus] == StatusInProgress {
+		x.load[cur[tkAssignee]]++
+	}
 }
 
 // The secondary indexes by number, as the index file's cold part files them (cold.go).
@@ -116,6 +137,7 @@ func newTaskCache(s *Store) *dirCache[Task] {
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
 	c.reset = s.tix.reset
 	c.index = s.tix.update
+	c.change = s.tix.change
 	c.sets, c.nidx, c.minKeys = s.tix.set, 4, tkDeps
 	c.slot = func(pos int) int { return min(pos, ixDependents) } // parent, assignee, status, dependencies
 	s.tix.reset()
@@ -392,13 +414,18 @@ func (s *Store) TasksChangedSince(g uint64) (ids []string, now uint64, ok bool, 
 // InProgressByAssignee counts the in-progress tasks of each assignee ("" for none), from
 // the index: no file is read.
 func (s *Store) InProgressByAssignee() (map[string]int, error) {
-	out := map[string]int{}
+	var out map[string]int
 	err := s.tasks.with(func() {
-		for id := range s.tasks.lookup(ixStatus, StatusInProgress) {
-			if k := s.tasks.keysOf(id); k != nil && k[tkStatus] == StatusInProgress {
-				out[k[tkAssignee]]++
+		if !s.tix.loadOK {
+			s.tix.load = map[string]int{}
+			for id := range s.tasks.lookup(ixStatus, StatusInProgress) {
+				if k := s.tasks.keysOf(id); k != nil && k[tkStatus] == StatusInProgress {
+					s.tix.load[k[tkAssignee]]++
+				}
 			}
+			s.tix.loadOK = true
 		}
+		out = maps.Clone(s.tix.load)
 	})
 	return out, err
 }

@@ -1,8 +1,11 @@
 package filestore
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 )
@@ -46,5 +49,104 @@ func TestTaskIndexUpdateMatchesRebuild(t *testing.T) {
 		if !reflect.DeepEqual(x, want) {
 			t.Fatalf("after update %d (%s → %v) the index differs from one rebuilt:\n got  %v\n want %v", i, id, next, x, want)
 		}
+	}
+}
+
+// The in-progress count by assignee, kept by each change, equals a count of the files:
+// in the process that writes, in another that learns of the writes, after a hand edit,
+// and in a process that starts from the index file.
+func TestInProgressByAssigneeFollowsChanges(t *testing.T) {
+	a := newTestStore(t)
+	b, err := Open(a.Root(), Options{Now: a.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFiles := func() map[string]int {
+		out := map[string]int{}
+		tasks, err := Open(a.Root(), Options{Now: a.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := tasks.Tasks(TaskFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range all {
+			if tk.Status == StatusInProgress {
+				out[tk.AssigneeID]++
+			}
+		}
+		return out
+	}
+	var last map[string]int
+	moved := 0 // steps that changed the count
+	check := func(step int, what string) {
+		t.Helper()
+		want := fromFiles()
+		if !reflect.DeepEqual(want, last) {
+			moved++
+		}
+		last = want
+		fresh, err := Open(a.Root(), Options{Now: a.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, s := range map[string]*Store{"writer": a, "other process": b, "new process": fresh} {
+			got, err := s.InProgressByAssignee()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+				t.Fatalf("step %d (%s), %s: in progress by assignee %v, the files say %v", step, what, name, got, want)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	var ids []string
+	for step := range 300 {
+		w := []*Store{a, b}[rng.IntN(2)]
+		who := []string{"w1", "w2", ""}[rng.IntN(3)]
+		var what string
+		switch r := rng.IntN(10); {
+		case r < 3 || len(ids) == 0:
+			what = "create"
+			tk, err := w.CreateTask(human, NewTask{Title: fmt.Sprint("t", step), Status: StatusTodo, AssigneeID: who})
+			if err == nil {
+				ids = append(ids, tk.ID)
+			}
+		case r < 6:
+			what = "start"
+			w.SetTaskStatus(human, ids[rng.IntN(len(ids))], StatusInProgress, "")
+		case r < 8:
+			what = "finish"
+			w.SetTaskStatus(human, ids[rng.IntN(len(ids))], StatusDone, "")
+		case r < 9:
+			what = "reassign"
+			w.AssignTask(human, ids[rng.IntN(len(ids))], who)
+		default:
+			what = "hand edit"
+			id := ids[rng.IntN(len(ids))]
+			p := filepath.Join(a.Dir(), "tasks", id+".json")
+			data, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tk map[string]any
+			if err := json.Unmarshal(data, &tk); err != nil {
+				t.Fatal(err)
+			}
+			tk["status"], tk["assignee_id"] = StatusInProgress, who
+			out, _ := json.MarshalIndent(tk, "", "  ")
+			if err := os.WriteFile(p, append(out, '\n'), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			// As the watchers of both processes report it.
+			a.Changed("tasks/" + id + ".json")
+			b.Changed("tasks/" + id + ".json")
+		}
+		check(step, what)
+	}
+	if moved < 20 {
+		t.Fatalf("the count changed in only %d steps: the test did not exercise it", moved)
 	}
 }
