@@ -987,7 +987,11 @@ func (s *Store) markPath(rel string) {
 		case len(parts) == 1: // the whole directory
 			c.markAll()
 		case c.nested():
-			c.mark(parts[1]) // agents/<id> or anything in it
+			// agents/<id> itself or its agents/<id>/agent.json: the mailbox and the other
+			// files beside it change on every message and are no part of the entity.
+			if len(parts) == 2 || len(parts) == 3 && parts[2] == c.leafName() {
+				c.mark(parts[1])
+			}
 		case len(parts) == 2:
 			if id, ok := strings.CutSuffix(parts[1], ".json"); ok {
 				c.mark(id)
@@ -1007,6 +1011,7 @@ func (s *Store) markAll() {
 type anyCache interface {
 	dirName() string
 	nested() bool
+	leafName() string
 	mark(id string)
 	know(id string, st stamp, keys []string) bool
 	markAll()
@@ -1042,8 +1047,9 @@ func (c *dirCache[T]) markCheck() {
 	c.dmu.Unlock()
 }
 
-func (c *dirCache[T]) dirName() string { return c.dir }
-func (c *dirCache[T]) nested() bool    { return c.leaf != "" }
+func (c *dirCache[T]) dirName() string  { return c.dir }
+func (c *dirCache[T]) nested() bool     { return c.leaf != "" }
+func (c *dirCache[T]) leafName() string { return c.leaf }
 
 func (s *Store) caches() []anyCache {
 	return []anyCache{s.tasks, s.convs, s.dlgs, s.agents}
