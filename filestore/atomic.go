@@ -86,19 +86,27 @@ func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string
 		tmp.Remove(name)
 		return err
 	}
-	if err = store.Rename(filepath.Join(tmpRel, name), rel); err != nil {
+	tf, err := heldDirFile(tmp)
+	var df *os.File
+	if err == nil {
+		df, err = heldDirFile(dir)
+	}
+	if err != nil {
+		tmp.Remove(name)
+		return err
+	}
+	done, err := renameAt(tf, name, df, filepath.Base(rel))
+	if !done {
+		err = store.Rename(filepath.Join(tmpRel, name), rel)
+	}
+	if err != nil {
 		tmp.Remove(name)
 		return err
 	}
 	if renamed != nil {
 		renamed(fi)
 	}
-	d, err := dir.Open(".")
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return df.Sync()
 }
 
 // writeFileAtomicOutside is writeFileAtomic for a file under no store (the machine

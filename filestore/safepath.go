@@ -216,6 +216,33 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 	return sub, true, nil
 }
 
+// heldDirFile returns the directory root (a held one) itself as an open file, for renames
+// into it and for fsyncs of it, opened once per root.
+func heldDirFile(root *os.Root) (*os.File, error) {
+	dirFiles.Lock()
+	f := dirFiles.m[root]
+	dirFiles.Unlock()
+	if f != nil {
+		return f, nil
+	}
+	f, err := root.Open(".")
+	if err != nil {
+		return nil, err
+	}
+	dirFiles.Lock()
+	if len(dirFiles.m) >= 2*maxHeldDirs {
+		clear(dirFiles.m) // the garbage collector closes them once unused
+	}
+	dirFiles.m[root] = f
+	dirFiles.Unlock()
+	return f, nil
+}
+
+var dirFiles = struct {
+	sync.Mutex
+	m map[*os.Root]*os.File
+}{m: map[*os.Root]*os.File{}}
+
 // heldDirs are the directories below a store's .ai-pm this process opened as os.Roots
 // (openStoreDir), by path, kept as heldRoots keeps the store directories.
 var heldDirs = struct {
