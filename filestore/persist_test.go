@@ -360,7 +360,7 @@ func TestTaskPageMatchesTheSortedListing(t *testing.T) {
 	}
 	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
 		all, _ := s.Tasks(f)
-		for _, limit := range []int{1, 2, 5, 50} {
+		for _, limit := range []int{1, 2, 5, 50, maxPartialSort + 1} {
 			var got []string
 			after := ""
 			for pages := 0; ; pages++ {

@@ -320,11 +320,32 @@ func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, erro
 func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit int) {
 	c := s.tasks
 	cons := f.constraints()
+	// Of the matches held in memory (thousands of unfinished tasks in a large project),
+	// only the page's are sorted: the limit+1 smallest ids after `after` (one more says
+	// whether a next page starts) are kept in order as they are met, the others counted.
 	var hot []string
+	nhot, keepHot := 0, limit+1
 	match := func(id string) {
-		if e := c.ents[id]; e != nil && e.k != nil && f.matchKeys(e.k) {
+		if e := c.ents[id]; e == nil || e.k == nil || !f.matchKeys(e.k) {
+			return
+		}
+		nhot++
+		if id <= after {
+			return
+		}
+		if keepHot > maxPartialSort {
+			hot = append(hot, id)
+			return
+		}
+		if len(hot) == keepHot && id >= hot[keepHot-1] {
+			return
+		}
+		i, _ := slices.BinarySearch(hot, id)
+		if len(hot) < keepHot {
 			hot = append(hot, id)
 		}
+		copy(hot[i+1:], hot[i:len(hot)-1])
+		hot[i] = id
 	}
 	if len(cons) > 0 {
 		best := c.sets(cons[0].ix)[cons[0].key]
@@ -341,13 +362,15 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 			match(id)
 		}
 	}
-	sort.Strings(hot)
+	if keepHot > maxPartialSort {
+		sort.Strings(hot)
+	}
 	var cold []uint32
 	if !f.Unfinished {
 		cold = c.coldMatchLocked(cons)
 	}
-	out.Total = len(hot) + len(cold)
-	i := sort.Search(len(hot), func(i int) bool { return hot[i] > after })
+	out.Total = nhot + len(cold)
+	i := 0
 	j := sort.Search(len(cold), func(j int) bool { return c.cold.id(int(cold[j])) > after })
 	keep := make([]string, 0, min(limit+1, out.Total))
 	for len(keep) < limit+1 && (i < len(hot) || j < len(cold)) {
@@ -369,6 +392,10 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 		out.Next = page[limit-1]
 	}
 }
+
+// maxPartialSort is the largest page that taskPageLocked keeps in order as it goes; a
+// larger one sorts every match instead.
+const maxPartialSort = 256
 
 // walkSubtreeLocked calls fn with each of the task's descendants (not the task itself),
 // breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
