@@ -82,6 +82,8 @@ type seqState struct {
 	hi int
 	at stamp
 	ok bool
+	// listings counts the listings of tasks/ (for tests).
+	listings int
 }
 
 // journaled counts a journal line naming rel under tasks/, written when the directory's
@@ -115,14 +117,29 @@ func (s *Store) nextTaskSeq() (int, error) {
 	fi, statErr := os.Lstat(s.path("tasks"))
 	q := &s.seq
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if statErr == nil && q.ok {
 		if now := dirStamp(fi); now.mtime == q.at.mtime && now.ino == q.at.ino {
+			q.mu.Unlock()
 			return max(seqMin, q.hi+1), nil
 		}
 	}
-	// The names alone, unsorted and unvalidated (taskSeq reads only a well-formed number).
 	q.ok = false
+	q.mu.Unlock()
+	// The cache of tasks/ holds every name in it while the directory has the identity the
+	// cache accounts for (its last comparison, and every write the journal named since):
+	// a server's first mint then reads its cache, not a listing of the directory.
+	if statErr == nil {
+		now := dirStamp(fi)
+		if hi, at, ok := s.tasks.maxSeq(); ok && now.mtime == at.mtime && (at.ino == 0 || now.ino == at.ino) {
+			q.mu.Lock()
+			q.hi, q.at, q.ok = hi, now, true
+			q.mu.Unlock()
+			return max(seqMin, hi+1), nil
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	// The names alone, unsorted and unvalidated (taskSeq reads only a well-formed number).
 	d, err := os.Open(s.path("tasks"))
 	if errors.Is(err, os.ErrNotExist) {
 		return seqMin, nil
@@ -132,6 +149,7 @@ func (s *Store) nextTaskSeq() (int, error) {
 	}
 	names, err := d.Readdirnames(-1)
 	d.Close()
+	q.listings++
 	if err != nil {
 		return 0, err
 	}
@@ -144,6 +162,32 @@ func (s *Store) nextTaskSeq() (int, error) {
 		q.hi, q.at, q.ok = hi, dirStamp(fi), true
 	}
 	return max(seqMin, hi+1), nil
+}
+
+// maxSeq is the highest sequence number among the ids the cache holds, in memory or in
+// its index file, with the directory identity they account for; ok is false when the
+// cache may miss a change made beside aipm, or is not loaded yet: a one-shot command
+// lists the directory rather than load every task for one id.
+func (c *dirCache[T]) maxSeq() (hi int, at stamp, ok bool) {
+	c.mu.Lock()
+	loaded := c.loaded
+	c.mu.Unlock()
+	if !loaded {
+		return 0, stamp{}, false
+	}
+	err := c.with(func() {
+		c.dmu.Lock()
+		at, ok = c.dirAt, c.loaded && c.dirAtOK && !c.unsure && !c.rescan
+		c.dmu.Unlock()
+		if !ok {
+			return
+		}
+		for id := range c.ents {
+			hi = max(hi, taskSeq(id))
+		}
+		c.eachColdLocked(func(id string) { hi = max(hi, taskSeq(id)) })
+	})
+	return hi, at, ok && err == nil
 }
 
 // cloneTag is two base32 digits that differ, with odds of 1023 in 1024, between two clones

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -132,6 +133,44 @@ func TestMintWithoutListingSeesFilesMadeBesideAipm(t *testing.T) {
 		}
 	}
 	if d := mustTask(t, s, NewTask{Title: "after the pull"}); d.ID <= pulled {
+		t.Errorf("created %s, not after the file made beside aipm %s", d.ID, pulled)
+	}
+}
+
+// A process started from the index file (a server, which loads its caches as it starts)
+// mints its first id from what the index holds, without listing tasks/; once a file is
+// made beside aipm, it lists the directory. A one-shot command lists it.
+func TestFirstMintFromTheIndexFile(t *testing.T) {
+	s := newTestStore(t)
+	var last *Task
+	for i := range 5 {
+		last = mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
+	}
+	titles(t, s, TaskFilter{}) // leaves the index file
+	cli := reopen(t, s)
+	last = mustTask(t, cli, NewTask{Title: "from the command line"})
+	if cli.seq.listings != 1 {
+		t.Errorf("a one-shot command listed tasks/ %d times, want once", cli.seq.listings)
+	}
+	o := reopen(t, s)
+	o.Warm()
+	next := mustTask(t, o, NewTask{Title: "next"})
+	if taskSeq(next.ID) != taskSeq(last.ID)+1 {
+		t.Errorf("minted %s after %s", next.ID, last.ID)
+	}
+	if n := o.seq.listings; n != 0 {
+		t.Errorf("a process started from the index file listed tasks/ %d times to mint", n)
+	}
+	pulled := seqTaskID(seqMin+40, "zz")
+	if err := os.WriteFile(s.taskPath(pulled), []byte(`{"id":"`+pulled+`","title":"pulled","status":"todo","priority":"medium"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(s.path("tasks"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	p := reopen(t, s)
+	if d := mustTask(t, p, NewTask{Title: "after the pull"}); d.ID <= pulled {
 		t.Errorf("created %s, not after the file made beside aipm %s", d.ID, pulled)
 	}
 }
