@@ -360,7 +360,7 @@ func TestTaskPageMatchesTheSortedListing(t *testing.T) {
 			mustTask(t, s, n)
 		}
 	}
-	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
+	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {Status: StatusTodo}, {Status: StatusBacklog}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
 		all, _ := s.Tasks(f)
 		for _, limit := range []int{1, 2, 5, 50, maxPartialSort + 1} {
 			var got []string

@@ -347,7 +347,24 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 		copy(hot[i+1:], hot[i:len(hot)-1])
 		hot[i] = id
 	}
-	if len(cons) > 0 {
+	if f == (TaskFilter{Status: f.Status}) && f.Status != "" {
+		// One status: its ids are kept sorted (taskIndex.sorted); the page is read off
+		// after the cursor.
+		ids := s.tix.sorted[f.Status]
+		nhot = len(ids)
+		from, _ := slices.BinarySearch(ids, after)
+		if from < len(ids) && ids[from] == after {
+			from++
+		}
+		for _, id := range ids[from:] {
+			if len(hot) == keepHot {
+				break
+			}
+			if e := c.ents[id]; e != nil && e.k != nil && e.k[tkStatus] == f.Status {
+				hot = append(hot, id)
+			}
+		}
+	} else if len(cons) > 0 {
 		best := c.sets(cons[0].ix)[cons[0].key]
 		for _, k := range cons[1:] {
 			if set := c.sets(k.ix)[k.key]; len(set) < len(best) {

@@ -15,6 +15,9 @@ type taskIndex struct {
 	assigned   idIndex // assignee id → task ids
 	byStatus   idIndex // status → task ids
 	dependents idIndex // dependency id → ids of tasks that depend on it
+	// sorted holds byStatus's sets as sorted ids, so that a page of one status is found
+	// without sorting (or visiting) the rest of its thousands of tasks.
+	sorted map[string][]string
 	// load counts the in_progress tasks of each assignee, those in the index file's cold
 	// part too, while loadOK: counted once from the sets, then kept by change.
 	load   map[string]int
@@ -50,7 +53,29 @@ func (x *taskIndex) set(i int) idIndex {
 }
 
 func (x *taskIndex) reset() {
-	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}}
+	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}, sorted: map[string][]string{}}
+}
+
+// sortedAdd and sortedDel keep x.sorted[k] a sorted set of ids.
+func (x *taskIndex) sortedAdd(k, id string) {
+	ids := x.sorted[k]
+	i, found := slices.BinarySearch(ids, id)
+	if !found {
+		x.sorted[k] = slices.Insert(ids, i, id)
+	}
+}
+
+func (x *taskIndex) sortedDel(k, id string) {
+	ids := x.sorted[k]
+	i, found := slices.BinarySearch(ids, id)
+	if !found {
+		return
+	}
+	if ids = slices.Delete(ids, i, i+1); len(ids) == 0 {
+		delete(x.sorted, k)
+	} else {
+		x.sorted[k] = ids
+	}
 }
 
 func setAdd(m map[string]map[string]struct{}, k, id string) {
@@ -103,6 +128,8 @@ func (x *taskIndex) update(id string, old, cur []string) {
 		if old[tkStatus] != cur[tkStatus] {
 			setDel(x.byStatus, old[tkStatus], id)
 			setAdd(x.byStatus, cur[tkStatus], id)
+			x.sortedDel(old[tkStatus], id)
+			x.sortedAdd(cur[tkStatus], id)
 		}
 		if !slices.Equal(old[tkDeps:], cur[tkDeps:]) {
 			for _, d := range old[tkDeps:] {
@@ -118,6 +145,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 		setDel(x.kids, old[tkParent], id)
 		setDel(x.assigned, old[tkAssignee], id)
 		setDel(x.byStatus, old[tkStatus], id)
+		x.sortedDel(old[tkStatus], id)
 		for _, d := range old[tkDeps:] {
 			setDel(x.dependents, d, id)
 		}
@@ -126,6 +154,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 		setAdd(x.kids, cur[tkParent], id)
 		setAdd(x.assigned, cur[tkAssignee], id)
 		setAdd(x.byStatus, cur[tkStatus], id)
+		x.sortedAdd(cur[tkStatus], id)
 		for _, d := range cur[tkDeps:] {
 			setAdd(x.dependents, d, id)
 		}
