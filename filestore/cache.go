@@ -86,6 +86,9 @@ type dirCache[T any] struct {
 	// change, if not nil, is told of each change of an entry's keys (setLocked), not of
 	// entries moving between memory and the index file; reset starts it over.
 	change func(id string, old, cur []string)
+	// settle, if not nil, is called once the cache is up to date, before a query reads
+	// it: what a load filled in bulk is put in order.
+	settle func()
 	// reset empties the secondary indexes before a full load.
 	reset func()
 	// persist keeps a copy of the cache in runtime/index/ (persist.go), so that the next
@@ -289,6 +292,9 @@ func (c *dirCache[T]) sync(check bool, fn func()) error {
 	defer c.mu.Unlock()
 	if err := c.syncLocked(check, pos); err != nil {
 		return err
+	}
+	if c.settle != nil {
+		c.settle()
 	}
 	fn()
 	return nil

@@ -18,6 +18,9 @@ type taskIndex struct {
 	// sorted holds byStatus's sets as sorted ids, so that a page of one status is found
 	// without sorting (or visiting) the rest of its thousands of tasks.
 	sorted map[string][]string
+	// bulk: a load is filling the index, and sorted's sets are appended to in any order;
+	// settle sorts them once.
+	bulk bool
 	// load counts the in_progress tasks of each assignee, those in the index file's cold
 	// part too, while loadOK: counted once from the sets, then kept by change.
 	load   map[string]int
@@ -53,12 +56,29 @@ func (x *taskIndex) set(i int) idIndex {
 }
 
 func (x *taskIndex) reset() {
-	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}, sorted: map[string][]string{}}
+	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}, sorted: map[string][]string{}, bulk: true}
+}
+
+// settle ends a load: each of sorted's sets is sorted once, instead of an insertion in
+// order for each of the thousands of ids a load adds.
+func (x *taskIndex) settle() {
+	if !x.bulk {
+		return
+	}
+	for k, ids := range x.sorted {
+		slices.Sort(ids)
+		x.sorted[k] = slices.Compact(ids)
+	}
+	x.bulk = false
 }
 
 // sortedAdd and sortedDel keep x.sorted[k] a sorted set of ids.
 func (x *taskIndex) sortedAdd(k, id string) {
 	ids := x.sorted[k]
+	if x.bulk {
+		x.sorted[k] = append(ids, id)
+		return
+	}
 	i, found := slices.BinarySearch(ids, id)
 	if !found {
 		x.sorted[k] = slices.Insert(ids, i, id)
@@ -66,6 +86,7 @@ func (x *taskIndex) sortedAdd(k, id string) {
 }
 
 func (x *taskIndex) sortedDel(k, id string) {
+	x.settle()
 	ids := x.sorted[k]
 	i, found := slices.BinarySearch(ids, id)
 	if !found {
@@ -167,6 +188,7 @@ func newTaskCache(s *Store) *dirCache[Task] {
 	c.reset = s.tix.reset
 	c.index = s.tix.update
 	c.change = s.tix.change
+	c.settle = s.tix.settle
 	c.sets, c.nidx, c.minKeys = s.tix.set, 4, tkDeps
 	c.slot = func(pos int) int { return min(pos, ixDependents) } // parent, assignee, status, dependencies
 	s.tix.reset()

@@ -24,6 +24,7 @@ func TestTaskIndexUpdateMatchesRebuild(t *testing.T) {
 	}
 	var x taskIndex
 	x.reset()
+	x.settle() // kept in order from here on, as after a load
 	cur := map[string][]string{}
 	for i := range 2000 {
 		id := fmt.Sprintf("tsk_%d", rng.IntN(20))
@@ -44,8 +45,9 @@ func TestTaskIndexUpdateMatchesRebuild(t *testing.T) {
 		var want taskIndex
 		want.reset()
 		for id, k := range cur {
-			want.update(id, nil, k)
+			want.update(id, nil, k) // in bulk, as a load
 		}
+		want.settle()
 		if !reflect.DeepEqual(x, want) {
 			t.Fatalf("after update %d (%s → %v) the index differs from one rebuilt:\n got  %v\n want %v", i, id, next, x, want)
 		}
