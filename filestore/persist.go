@@ -365,7 +365,13 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	c.loaded, c.since, c.rebuilt, c.fromIndex = true, 0, false, true
 	at := h.dir
 	rescan := false
+	prefix := c.dir + "/"
 	for _, line := range strings.Split(string(since), "\n") {
+		// A line begins with the path it names: the lines of other directories (most of
+		// them, for a directory written less often than tasks/) are not parsed.
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
 		l := parseJournalLine(line)
 		dir, name, ok := strings.Cut(l.rel, "/")
 		if !ok || dir != c.dir {
