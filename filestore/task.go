@@ -347,7 +347,8 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 		copy(hot[i+1:], hot[i:len(hot)-1])
 		hot[i] = id
 	}
-	if f == (TaskFilter{Status: f.Status}) && f.Status != "" {
+	oneStatus := f == (TaskFilter{Status: f.Status}) && f.Status != ""
+	if oneStatus {
 		// One status: its ids are kept sorted (taskIndex.sorted); the page is read off
 		// after the cursor.
 		ids := s.tix.sorted[f.Status]
@@ -379,7 +380,7 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 			match(id)
 		}
 	}
-	if keepHot > maxPartialSort {
+	if keepHot > maxPartialSort && !oneStatus { // the status set's ids come in order
 		sort.Strings(hot)
 	}
 	var cold []uint32

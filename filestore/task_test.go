@@ -447,14 +447,7 @@ func TestCleanTemp(t *testing.T) {
 // watcher of tasks/ sees the task file appear and nothing else.
 func TestAtomicWriteTempFileOutOfWatchedDirectories(t *testing.T) {
 	s := newTestStore(t)
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.Add(s.path("tasks")); err != nil {
-		t.Fatal(err)
-	}
+	w := watchDir(t, s.path("tasks"))
 	tk := mustTask(t, s, NewTask{Title: "watched"})
 	timeout := time.After(5 * time.Second)
 	for {
@@ -475,6 +468,20 @@ func TestAtomicWriteTempFileOutOfWatchedDirectories(t *testing.T) {
 			t.Fatal("the task file's creation was not seen")
 		}
 	}
+}
+
+// watchDir is an fsnotify watcher of dir alone, closed when the test ends.
+func watchDir(t *testing.T, dir string) *fsnotify.Watcher {
+	t.Helper()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if err := w.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func TestCleanTempAtMostOnceAMinute(t *testing.T) {
@@ -624,14 +631,7 @@ func TestJournalOutOfWatchedDirectories(t *testing.T) {
 	// The first write and send make runtime/'s directories; the ones after change files.
 	mustTask(t, s, NewTask{Title: "first"})
 	send(t, s, "owner", "w1", "first")
-	w, err := fsnotify.NewWatcher()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	if err := w.Add(s.path("runtime")); err != nil {
-		t.Fatal(err)
-	}
+	w := watchDir(t, s.path("runtime"))
 	mustTask(t, s, NewTask{Title: "journaled"})
 	send(t, s, "owner", "w1", "recorded")
 	if fi, err := os.Stat(s.path(JournalPath)); err != nil || fi.Size() == 0 {

@@ -116,17 +116,7 @@ func TestMintWithoutListingSeesFilesMadeBesideAipm(t *testing.T) {
 	if !known {
 		t.Error("after writes through aipm alone, the directory had to be listed")
 	}
-	// A file from elsewhere, with a higher sequence number, not in the journal.
-	pulled := seqTaskID(seqMin+40, "zz")
-	if err := os.WriteFile(s.taskPath(pulled), []byte(`{"id":"`+pulled+`","title":"pulled","status":"todo","priority":"medium"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	// Later than the last write through aipm, as a checkout would be (a file made within
-	// the same clock tick keeps the directory's time: the watcher reports it).
-	later := time.Now().Add(time.Second)
-	if err := os.Chtimes(s.path("tasks"), later, later); err != nil {
-		t.Fatal(err)
-	}
+	pulled := pullTaskBesideAipm(t, s)
 	for _, st := range []*Store{s, other} {
 		if next := mint(st); next <= taskSeq(pulled) {
 			t.Errorf("next sequence number %d, not after the file made beside aipm %s", next, pulled)
@@ -142,13 +132,12 @@ func TestMintWithoutListingSeesFilesMadeBesideAipm(t *testing.T) {
 // made beside aipm, it lists the directory. A one-shot command lists it.
 func TestFirstMintFromTheIndexFile(t *testing.T) {
 	s := newTestStore(t)
-	var last *Task
 	for i := range 5 {
-		last = mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
+		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
 	}
 	titles(t, s, TaskFilter{}) // leaves the index file
 	cli := reopen(t, s)
-	last = mustTask(t, cli, NewTask{Title: "from the command line"})
+	last := mustTask(t, cli, NewTask{Title: "from the command line"})
 	if cli.seq.listings != 1 {
 		t.Errorf("a one-shot command listed tasks/ %d times, want once", cli.seq.listings)
 	}
@@ -161,6 +150,19 @@ func TestFirstMintFromTheIndexFile(t *testing.T) {
 	if n := o.seq.listings; n != 0 {
 		t.Errorf("a process started from the index file listed tasks/ %d times to mint", n)
 	}
+	pulled := pullTaskBesideAipm(t, s)
+	p := reopen(t, s)
+	if d := mustTask(t, p, NewTask{Title: "after the pull"}); d.ID <= pulled {
+		t.Errorf("created %s, not after the file made beside aipm %s", d.ID, pulled)
+	}
+}
+
+// pullTaskBesideAipm makes a task file as a pull would: from elsewhere, with a higher
+// sequence number, not in the journal, and the directory's time later than the last write
+// through aipm (a file made within the same clock tick keeps the directory's time: the
+// watcher reports it). It returns the task's id.
+func pullTaskBesideAipm(t *testing.T, s *Store) string {
+	t.Helper()
 	pulled := seqTaskID(seqMin+40, "zz")
 	if err := os.WriteFile(s.taskPath(pulled), []byte(`{"id":"`+pulled+`","title":"pulled","status":"todo","priority":"medium"}`), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,8 +171,5 @@ func TestFirstMintFromTheIndexFile(t *testing.T) {
 	if err := os.Chtimes(s.path("tasks"), later, later); err != nil {
 		t.Fatal(err)
 	}
-	p := reopen(t, s)
-	if d := mustTask(t, p, NewTask{Title: "after the pull"}); d.ID <= pulled {
-		t.Errorf("created %s, not after the file made beside aipm %s", d.ID, pulled)
-	}
+	return pulled
 }
