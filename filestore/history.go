@@ -350,3 +350,46 @@ func (s *Store) LastEvent(id string, match func(*Event) bool) (*Event, error) {
 	})
 	return out, err
 }
+
+// wroteEvent is the history event a commit of this process wrote for a task, with the
+// version and time the commit gave the task.
+type wroteEvent struct {
+	version int
+	at      time.Time
+	ev      Event
+}
+
+// wroteBound is how many tasks' last events a process keeps (noteWrote).
+const wroteBound = 4096
+
+// noteWrote records the event a commit wrote for t (nil: none for now, as while the
+// commit is between its file and its history line).
+func (s *Store) noteWrote(t *Task, ev *Event) {
+	s.wroteMu.Lock()
+	defer s.wroteMu.Unlock()
+	if ev == nil {
+		delete(s.wrote, t.ID)
+		return
+	}
+	if s.wrote == nil || len(s.wrote) >= wroteBound {
+		s.wrote = map[string]wroteEvent{}
+	}
+	s.wrote[t.ID] = wroteEvent{version: t.Version, at: t.UpdatedAt, ev: *ev}
+}
+
+// LastEventOf is LastEvent for a task as it is now (its version and updated_at): when
+// this process wrote that very version, and its event matches, the event is known
+// without reading the history. Every commit of a task writes one event and a new
+// version, so no later event of the task can follow the one that made the version it has.
+func (s *Store) LastEventOf(t *Task, match func(*Event) bool) (*Event, error) {
+	s.wroteMu.Lock()
+	w, ok := s.wrote[t.ID]
+	s.wroteMu.Unlock()
+	if ok && w.version == t.Version && w.at.Equal(t.UpdatedAt) && match(&w.ev) {
+		ev := w.ev
+		ev.Fields = slices.Clone(w.ev.Fields)
+		ev.Changes = slices.Clone(w.ev.Changes)
+		return &ev, nil
+	}
+	return s.LastEvent(t.ID, match)
+}

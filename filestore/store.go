@@ -59,6 +59,10 @@ type Store struct {
 	rebuilt   map[string]rebuiltCursor
 	// machine is what this machine trusts for the repository, outside it (machine_trust.go).
 	machine machineState
+	// wrote holds, per task, the history event this process last wrote for it
+	// (LastEventOf).
+	wroteMu sync.Mutex
+	wrote   map[string]wroteEvent
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.

@@ -828,7 +828,12 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 		return err
 	}
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "task", t.ID
-	return s.appendEvent(ev)
+	s.noteWrote(t, nil)
+	if err := s.appendEvent(ev); err != nil {
+		return err
+	}
+	s.noteWrote(t, &ev)
+	return nil
 }
 
 // writeTask writes a task file and tells the caches of every process (the journal) and of

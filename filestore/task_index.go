@@ -442,6 +442,53 @@ func (s *Store) TaskRefs(ids []string) ([]TaskRef, error) {
 	return out, err
 }
 
+// SubtreeRef is the index entry of a task in a sub-tree, with what tells how it stands
+// to the others there: its parent's assignee, and whether it has sub-tasks of its own.
+type SubtreeRef struct {
+	TaskRef
+	ParentAssignee string
+	HasChildren    bool
+}
+
+// SubtreeRefs returns the index entries of the tasks among ids that are root or below it,
+// without walking the sub-tree or reading a file: the parent chain of each says whether
+// it is in. Each id is answered once.
+func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
+	var out []SubtreeRef
+	err := s.tasks.with(func() {
+		done := make(map[string]bool, len(ids))
+		for _, id := range ids {
+			k := s.tasks.keysOf(id)
+			if done[id] || k == nil {
+				continue
+			}
+			done[id] = true
+			in := id == root
+			// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
+			chain := map[string]bool{}
+			for cur, ck := id, k; !in && ck != nil && ck[tkParent] != "" && !chain[cur]; cur, ck = ck[tkParent], s.tasks.keysOf(ck[tkParent]) {
+				chain[cur] = true
+				in = ck[tkParent] == root
+			}
+			if !in {
+				continue
+			}
+			r := SubtreeRef{TaskRef: TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]}}
+			if pk := s.tasks.keysOf(k[tkParent]); pk != nil {
+				r.ParentAssignee = pk[tkAssignee]
+			}
+			for kid := range s.tasks.lookup(ixKids, id) {
+				if s.tasks.keysOf(kid) != nil {
+					r.HasChildren = true
+					break
+				}
+			}
+			out = append(out, r)
+		}
+	})
+	return out, err
+}
+
 // TasksGeneration brings the tasks cache up to date and returns its generation: it
 // changes whenever a task as the store knows it changes, so an answer computed from the
 // tasks at one generation holds while it stays the same.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -136,6 +137,57 @@ func (s *Server) watchedTasks(se *filestore.Session) (own, handed map[string]*fi
 	return own, handed, nil
 }
 
+// changedWalkBound is the most changed tasks changedWatched looks at one by one; more
+// are compared by walking the sub-tree.
+const changedWalkBound = 64
+
+// changedWatched is watchedTasks for a session whose tasks, apart from ids, are as it saw
+// them last: only the tasks among ids (and its own task, always) are classified and
+// copied, from the index, so a derivation after a write of one sub-task costs that
+// sub-task, not the whole sub-tree. Whether a task is watched depends on its place in the
+// sub-tree, its assignee and its parent's, so a changed task with sub-tasks of its own
+// (moved by hand, or given to someone else) may have changed whether its sub-tasks are
+// watched without changing them: then it returns nil maps, and the caller walks the
+// sub-tree. Its own task does not count: below it, everything is measured from it.
+func (s *Server) changedWatched(se *filestore.Session, ids []string) (own, handed map[string]*filestore.Task, err error) {
+	refs, err := s.store.SubtreeRefs(se.TaskID, append(slices.Clip(ids), se.TaskID))
+	if err != nil {
+		return nil, nil, err
+	}
+	var want []string
+	isOwn := map[string]bool{}
+	for _, r := range refs {
+		if r.HasChildren && r.ID != se.TaskID {
+			return nil, nil, nil
+		}
+		switch {
+		case r.ID == se.TaskID || r.AssigneeID == se.AgentID:
+			isOwn[r.ID] = true
+		case r.ParentID == se.TaskID || r.ParentAssignee == se.AgentID:
+		default:
+			continue // below a task handed to someone else: not the session's to watch
+		}
+		want = append(want, r.ID)
+	}
+	tasks, err := s.store.TasksByID(want)
+	if err != nil {
+		return nil, nil, err
+	}
+	own, handed = map[string]*filestore.Task{}, map[string]*filestore.Task{}
+	for _, t := range tasks {
+		if isOwn[t.ID] {
+			own[t.ID] = t
+		} else {
+			handed[t.ID] = t
+		}
+	}
+	if own[se.TaskID] == nil {
+		// Its own task is gone or unreadable: the walk reports why.
+		return nil, nil, nil
+	}
+	return own, handed, nil
+}
+
 // remember records what a new task session sees now, the baseline of later changes.
 func (s *Server) remember(se *filestore.Session) {
 	if se.Purpose != filestore.PurposeTask {
@@ -194,6 +246,7 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 	s.mu.Unlock()
 	var gen uint64
 	var genErr error
+	var tasks, handed map[string]*filestore.Task
 	if derived {
 		var ids []string
 		var ok bool
@@ -204,12 +257,24 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 			s.mu.Unlock()
 			return nil
 		}
+		if ok && len(ids) <= s.walkBound {
+			tasks, handed, err = s.changedWatched(se, ids)
+			if err != nil {
+				return err
+			}
+			if tasks != nil {
+				s.mu.Lock()
+				s.derivedChanged++
+				s.mu.Unlock()
+			}
+		}
 	} else {
 		gen, genErr = s.store.TasksGeneration()
 	}
-	tasks, handed, err := s.watchedTasks(se)
-	if err != nil {
-		return err
+	if tasks == nil {
+		if tasks, handed, err = s.watchedTasks(se); err != nil {
+			return err
+		}
 	}
 	defer func() {
 		if err == nil && genErr == nil {
@@ -224,14 +289,18 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 		seen = map[string]taskSig{}
 		s.seen[se.ID] = seen
 	}
-	prev := map[string]taskSig{}
-	for id, sig := range seen {
-		prev[id] = sig
-	}
+	// What the session saw before, of the tasks compared now.
+	prev := make(map[string]taskSig, len(tasks)+len(handed))
 	for id, t := range tasks {
+		if sig, ok := seen[id]; ok {
+			prev[id] = sig
+		}
 		seen[id] = sigOf(t)
 	}
 	for id, t := range handed {
+		if sig, ok := seen[delegatedKey+id]; ok {
+			prev[delegatedKey+id] = sig
+		}
 		seen[delegatedKey+id] = sigOf(t)
 	}
 	s.mu.Unlock()
@@ -330,7 +399,7 @@ func (s *Server) changeEvent(se *filestore.Session, t *filestore.Task, old, cur 
 	if !(statusMoved && (cur.status == filestore.StatusCancelled || cur.changedBy == se.AgentID)) && !(!statusMoved && cur.assignee == old.assignee && edited) {
 		return nil, nil
 	}
-	return s.store.LastEvent(t.ID, func(e *filestore.Event) bool { return e.Change == "status" || e.Change == "updated" })
+	return s.store.LastEventOf(t, func(e *filestore.Event) bool { return e.Change == "status" || e.Change == "updated" })
 }
 
 // changeNotice is the notification for a change of task t from old to cur, or nil when

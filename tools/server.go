@@ -72,7 +72,11 @@ type Server struct {
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
 	// derivedAt is, per owned task session, the tasks' generation at its last derivation.
 	derivedAt map[string]uint64
-	waiting   map[string]int // sessions waiting in get_next_action (a message wakes them)
+	// walkBound is the most changed tasks a derivation compares one by one
+	// (changedWalkBound); derivedChanged counts the derivations that did.
+	walkBound      int
+	derivedChanged int
+	waiting        map[string]int // sessions waiting in get_next_action (a message wakes them)
 	// polls holds a slot per long-poll in progress: a wait beyond MaxWaits answers at once,
 	// so waits never occupy the transport's whole worker pool.
 	polls   chan struct{}
@@ -111,7 +115,7 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}, derivedAt: map[string]uint64{},
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}, derivedAt: map[string]uint64{}, walkBound: changedWalkBound,
 		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits),
 		list: listing{named: map[string]bool{}, asked: map[string]bool{}, read: make(chan struct{})}}
 	if s.hub == nil {
