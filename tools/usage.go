@@ -84,8 +84,9 @@ func (s *Server) count(id, name string, in, out int) {
 // read when the session's run record closes, while each write costs the call that makes
 // it; so counts are written at most this often, and at once around the calls that may
 // close a run record (endsRun) and when the server stops (Close). A server killed outright
-// loses the counts of its last moments.
-const usageEvery = 250 * time.Millisecond
+// loses the counts of its last second. Every 250 ms, the writes of thirty busy servers
+// (a file and a rename each) were 3.5% of their CPU.
+const usageEvery = time.Second
 
 // endsRun tells the calls that may end a session, and with it close its run record.
 func endsRun(name string) bool {
