@@ -13,9 +13,9 @@ import (
 // fallBack switches the Watcher to polling for good and says why. A Watcher
 // falls back at most once, so the message appears once.
 func (w *Watcher) fallBack(reason error) {
-	if w.fsw != nil {
-		w.fsw.Close()
-		w.fsw, w.dirs = nil, nil
+	if w.src != nil {
+		w.Close()
+		w.dirs = nil
 	}
 	clear(w.pending)
 	w.logf("watch: %s: polling every %v instead of using inotify: %v", w.root, w.opts.PollInterval, reason)

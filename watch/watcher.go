@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -95,7 +94,7 @@ type Watcher struct {
 	root string // absolute
 	opts Options
 
-	fsw  *fsnotify.Watcher      // nil once polling
+	src  source                 // nil once polling
 	dirs map[string]fs.FileInfo // watched directories (absolute), to drop watches of moved or replaced ones
 
 	files map[string]fs.FileInfo // polling: last state per file, keyed by Change.Path
@@ -103,10 +102,10 @@ type Watcher struct {
 	pending map[string]bool // Change.Paths read since the last batch, and whether each is gone
 	rescan  bool            // events were lost since the last batch
 	space   spacer
-	streak  int // hold-offs in a row that gathered changes
-	timer   *time.Timer
-	armed   bool // timer is set: for the end of the hold-off if holding, else for the next batch
-	holding bool // Events is not read until timer fires
+	streak  int       // hold-offs in a row that gathered changes
+	due     time.Time // when armed: the end of the hold-off if holding, else the next batch
+	armed   bool
+	holding bool // no event is read until due
 }
 
 // New starts watching root and every directory below it. Events are queued
@@ -114,6 +113,11 @@ type Watcher struct {
 // New and not miss a change made after that look. If inotify cannot be used,
 // New falls back to polling and reports the reason once through Options.Logf.
 func New(root string, opts Options) (*Watcher, error) {
+	return newWatcher(root, opts, newSource)
+}
+
+// newWatcher is New with the source of kernel events made by open.
+func newWatcher(root string, opts Options, open func(func(string, ...any)) (source, error)) (*Watcher, error) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w", root, err)
@@ -144,7 +148,7 @@ func New(root string, opts Options) (*Watcher, error) {
 		w.fallBack(errors.New("Options.ForcePoll is set"))
 		return w, nil
 	}
-	w.fsw, err = fsnotify.NewWatcher()
+	w.src, err = open(w.logf)
 	if err == nil {
 		w.dirs = make(map[string]fs.FileInfo)
 		err = w.watchTree(abs, false)
@@ -175,7 +179,7 @@ func Tree(ctx context.Context, root string, opts Options, fn func([]Change)) err
 // a Rescan.
 func (w *Watcher) Run(ctx context.Context, fn func([]Change)) {
 	defer w.Close()
-	if w.fsw != nil {
+	if w.src != nil {
 		err := w.runEvents(ctx, fn)
 		if err == nil {
 			return
@@ -189,80 +193,100 @@ func (w *Watcher) Run(ctx context.Context, fn func([]Change)) {
 // Close releases a Watcher that will not be Run. Run releases its own
 // Watcher, so do not call Close while Run is running.
 func (w *Watcher) Close() error {
-	if w.fsw == nil {
+	if w.src == nil {
 		return nil
 	}
-	return w.fsw.Close()
+	src := w.src
+	w.src = nil
+	return src.release()
 }
 
 // runEvents is the inotify loop. It returns nil when ctx is done, or an
 // error when inotify can no longer cover the tree and polling must take
 // over.
 //
-// While it holds off between batches, it does not receive from Events.
-// fsnotify's goroutine then blocks sending the event it holds, and the
-// kernel queues the rest (merging repeats). When the hold-off ends, drain
-// takes what queued, which fsnotify reads in one read(2) instead of waking
-// up for each, and the batch goes out at once. Errors is read all along:
-// fsnotify blocks on whichever channel it is sending to, so an unread error
-// would stall events too.
+// While it holds off between batches, it does not read events: the kernel
+// queues them (merging repeats), and on Linux nothing in the process even
+// waits on them (source_linux.go). When the hold-off ends, what queued is
+// read at once and the batch goes out.
 func (w *Watcher) runEvents(ctx context.Context, fn func([]Change)) error {
-	w.timer = time.NewTimer(time.Hour)
-	w.timer.Stop()
-	defer w.timer.Stop()
+	stop := context.AfterFunc(ctx, w.src.stop)
+	defer stop()
+	var hold *time.Timer
+	defer func() {
+		if hold != nil {
+			hold.Stop()
+		}
+	}()
 	for {
-		var events <-chan fsnotify.Event
-		if !w.holding {
-			events = w.fsw.Events
-		}
-		var due <-chan time.Time
-		if w.armed {
-			due = w.timer.C
-		}
-		select {
-		case <-ctx.Done():
+		if ctx.Err() != nil {
 			return nil
-		case ev, ok := <-events:
-			if !ok {
-				return nil
+		}
+		if w.holding {
+			if d := time.Until(w.due); d > 0 {
+				if hold == nil {
+					hold = time.NewTimer(d)
+				} else {
+					hold.Reset(d)
+				}
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-hold.C:
+				}
 			}
-			if err := w.event(ev); err != nil {
-				return err
-			}
-			w.schedule(fn, w.opts.Debounce)
-		case err, ok := <-w.fsw.Errors:
-			if !ok {
-				return nil
-			}
-			if !errors.Is(err, fsnotify.ErrEventOverflow) {
-				w.logf("watch: %s: %v", w.root, err)
-				continue
-			}
-			// The kernel dropped events. Directories may have been created
-			// without a watch, and files changed unseen. Pending paths are
-			// covered by the Rescan.
-			clear(w.pending)
-			w.rescan = true
-			if err := w.rewatch(); err != nil {
-				return err
-			}
-			w.schedule(fn, w.opts.Debounce)
-		case <-due:
-			w.armed = false
-			if !w.holding {
-				w.flush(fn)
-				continue
-			}
-			w.holding = false
-			if err := w.drain(); err != nil {
-				return err
+			w.holding, w.armed = false, false
+			if err := w.take(w.src.wait(0)); err != nil {
+				return ignoreStop(err)
 			}
 			w.gathered(len(w.pending) > 0 || w.rescan)
-			// The hold-off gathered the changes; a debounce on top would
-			// only read more of the stream one wake-up at a time.
+			// The hold-off gathered the changes; a debounce on top would only read
+			// more of the stream one wake-up at a time.
 			w.schedule(fn, 0)
+			continue
+		}
+		d := time.Duration(-1)
+		if w.armed {
+			d = max(time.Until(w.due), 0)
+		}
+		if err := w.take(w.src.wait(d)); err != nil {
+			return ignoreStop(err)
+		}
+		if w.armed && !time.Now().Before(w.due) {
+			w.armed = false
+			w.flush(fn)
+			continue
+		}
+		w.schedule(fn, w.opts.Debounce)
+	}
+}
+
+// ignoreStop is nil for a source stopped by the end of Run's context.
+func ignoreStop(err error) error {
+	if errors.Is(err, errStopped) {
+		return nil
+	}
+	return err
+}
+
+// take handles what a wait of the source returned.
+func (w *Watcher) take(evs []fsnotify.Event, overflow bool, err error) error {
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := w.event(ev); err != nil {
+			return err
 		}
 	}
+	if overflow {
+		// The kernel dropped events. Directories may have been created without a
+		// watch, and files changed unseen. Pending paths are covered by the Rescan.
+		clear(w.pending)
+		w.rescan = true
+		return w.rewatch()
+	}
+	return nil
 }
 
 // event handles one fsnotify event.
@@ -324,7 +348,7 @@ func (w *Watcher) watchTree(dir string, report bool) error {
 		if err != nil {
 			return nil
 		}
-		if err := w.fsw.Add(path); err != nil {
+		if err := w.src.add(path); err != nil {
 			if now, serr := os.Lstat(path); serr != nil || !now.IsDir() || errors.Is(err, fs.ErrPermission) {
 				return fs.SkipDir
 			}
@@ -364,42 +388,11 @@ func (w *Watcher) unwatch(path string) {
 	for dir := range w.dirs {
 		if dir == path || strings.HasPrefix(dir, prefix) {
 			// An error only means the kernel already dropped the watch.
-			w.fsw.Remove(dir)
+			w.src.remove(dir)
 			delete(w.dirs, dir)
 		}
 	}
 }
-
-// drain handles the events that are ready now, and stops at the first
-// moment none is. After each one it yields, so that fsnotify's goroutine,
-// which the receive made ready to run next, can take the next event (from
-// its buffer, or from the kernel's queue in one read(2)) and block sending
-// it. Once the queue is empty, fsnotify waits in the poller instead and the
-// receive finds nothing. Should it find nothing too early, the rest is only
-// delivered a spacing later.
-func (w *Watcher) drain() error {
-	for misses := 0; misses < drainTries; {
-		select {
-		case ev, ok := <-w.fsw.Events:
-			if !ok {
-				return nil // runEvents sees it closed
-			}
-			if err := w.event(ev); err != nil {
-				return err
-			}
-			misses = 0
-		default:
-			misses++
-		}
-		runtime.Gosched()
-	}
-	return nil
-}
-
-// drainTries is how many times in a row drain finds no event before it
-// stops. With more than one P, this goroutine may run again on another one
-// while fsnotify is still on its way to the next send.
-const drainTries = 3
 
 // gathered records whether a hold-off gathered changes, and sets the spacing:
 // StreamSpacing once streamAfter hold-offs in a row did, Spacing again after
@@ -432,8 +425,7 @@ func (w *Watcher) schedule(fn func([]Change), debounce time.Duration) {
 		w.flush(fn)
 		return
 	}
-	w.timer.Reset(at.Sub(now))
-	w.armed = true
+	w.due, w.armed = at, true
 }
 
 // flush delivers everything pending as one batch, then holds off reading
@@ -459,8 +451,7 @@ func (w *Watcher) flush(fn func([]Change)) {
 
 	now := time.Now()
 	if until := w.space.next(now); until.After(now) {
-		w.timer.Reset(until.Sub(now))
-		w.armed, w.holding = true, true
+		w.due, w.armed, w.holding = until, true, true
 	}
 }
 

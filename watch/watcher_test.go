@@ -20,7 +20,13 @@ const arrive = 5 * time.Second
 // start runs a Watcher on root until the test ends and returns its batches.
 func start(t *testing.T, root string, opts Options) <-chan []Change {
 	t.Helper()
-	w, err := New(root, opts)
+	return startWith(t, root, opts, newSource)
+}
+
+// startWith is start with the source of kernel events made by open.
+func startWith(t *testing.T, root string, opts Options, open func(func(string, ...any)) (source, error)) <-chan []Change {
+	t.Helper()
+	w, err := newWatcher(root, opts, open)
 	if err != nil {
 		t.Fatal(err)
 	}

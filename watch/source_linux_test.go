@@ -1,0 +1,68 @@
+package watch
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A Watcher holding off between batches is not woken by the events that queue
+// meanwhile: another process's 2,000 file writes (4,000 events) cost the watching
+// process next to no context switch. Through fsnotify, whose descriptor stays in the
+// process's epoll set, the same writes woke it hundreds of times.
+func TestHoldOffIsNotWoken(t *testing.T) {
+	for name, open := range map[string]func(func(string, ...any)) (source, error){"default": newSource, "fsnotify": newFsnotifySource} {
+		t.Run(name, func(t *testing.T) {
+			root := t.TempDir()
+			ch := startWith(t, root, Options{Spacing: time.Minute}, open)
+			// The burst allowance goes out at once; the hold-off follows it.
+			for i := range spacingBurst {
+				write(t, filepath.Join(root, "b"+strconv.Itoa(i)), "")
+				collect(t, ch, present("b"+strconv.Itoa(i)))
+			}
+			before := contextSwitches(t)
+			writer := exec.Command("sh", "-c", `i=0; while [ $i -lt 2000 ]; do echo x > f$((i % 50)); i=$((i+1)); done`)
+			writer.Dir = root
+			if out, err := writer.CombinedOutput(); err != nil {
+				t.Fatalf("writer: %v: %s", err, out)
+			}
+			woken := contextSwitches(t) - before
+			t.Logf("%s: %d context switches while 2,000 writes queued", name, woken)
+			if name == "default" && woken > 100 {
+				t.Errorf("the watching process switched %d times while it held off; want next to none", woken)
+			}
+			select {
+			case cs := <-ch:
+				t.Fatalf("a batch during the hold-off: %+v", cs)
+			default:
+			}
+		})
+	}
+}
+
+// contextSwitches is the sum of this process's threads' context switches.
+func contextSwitches(t *testing.T) int {
+	t.Helper()
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Skip("no /proc:", err)
+	}
+	n := 0
+	for _, task := range tasks {
+		data, err := os.ReadFile(filepath.Join("/proc/self/task", task.Name(), "status"))
+		if err != nil {
+			continue // the thread ended
+		}
+		for line := range strings.SplitSeq(string(data), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.HasSuffix(k, "ctxt_switches") {
+				c, _ := strconv.Atoi(strings.TrimSpace(v))
+				n += c
+			}
+		}
+	}
+	return n
+}

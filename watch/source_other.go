@@ -1,0 +1,5 @@
+//go:build !linux
+
+package watch
+
+func newSource(logf func(string, ...any)) (source, error) { return newFsnotifySource(logf) }
