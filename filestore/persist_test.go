@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The index files (persist.go) start a process from what an earlier one knew; whatever
@@ -591,5 +592,65 @@ func TestIndexFileBehindAHugeJournal(t *testing.T) {
 	}
 	if fromIndex(t, o) {
 		t.Error("started from an index file a gigabyte of journal behind")
+	}
+}
+
+// An index file far behind the journal is written again only once it is older than what
+// its entities are worth (indexSavePace), so a team writing without pause does not rebuild
+// a large store's file every few hundred writes; one dated in the future is stale.
+func TestIndexFreshRule(t *testing.T) {
+	for _, c := range []struct {
+		lag      int64
+		age      time.Duration
+		entities int
+		want     bool
+	}{
+		{indexLag - 1, time.Hour, 10, true},
+		{indexLag, time.Hour, 100_000, false},
+		{indexLag, time.Second, 100_000, true},
+		{indexLag, 3 * time.Second, 100_000, false},
+		{indexLag, time.Second, 1_000, false},
+		{indexLag, -time.Second, 100_000, false},
+	} {
+		if got := indexFresh(c.lag, c.age, c.entities); got != c.want {
+			t.Errorf("indexFresh(lag %d, age %v, %d entities) = %v, want %v", c.lag, c.age, c.entities, got, c.want)
+		}
+	}
+}
+
+// A process that has seen many changes writes an index file that lags far behind the
+// journal once the file is older than its pace, and leaves one just written.
+func TestIndexFileSavedAtItsPace(t *testing.T) {
+	s := newTestStore(t)
+	for i := range 5 {
+		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
+	}
+	saveIndex(t, s)
+	o := reopen(t, s)
+	if got := titles(t, o, TaskFilter{}); !strings.Contains(got, "t4") {
+		t.Fatalf("tasks = %q", got)
+	}
+	h, err := o.tasks.readIndexHeader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := journalPos{h.journal.ino, h.journal.off + 2*indexLag}
+	saveFar := func() journalPos {
+		o.tasks.mu.Lock()
+		o.tasks.since = indexSaveEvery
+		o.tasks.maybeSaveLocked(far)
+		o.tasks.mu.Unlock()
+		h, err := o.tasks.readIndexHeader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.journal
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(o.tasks.indexPath(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if got := saveFar(); got != far {
+		t.Fatalf("an hour-old file far behind: header at %v, want it written at %v", got, far)
 	}
 }
