@@ -408,20 +408,79 @@ func (s *Store) scanUnread(agentID string, fn func(*Message, Line) bool) (int64,
 	if err != nil {
 		return 0, err
 	}
-	next := c.Offset
+	path := s.mailboxPath(agentID)
 	skip := make(map[string]bool, len(c.Skip))
 	for _, id := range c.Skip {
 		skip[id] = true
 	}
-	err = scanLines(s.mailboxPath(agentID), c.Offset, func(l Line) error {
+	key := unreadKey{c.Offset, c.Check, strings.Join(c.Skip, "\n")}
+	from := c.Offset
+	if end, ok := s.unreadFrom(agentID, key, path); ok {
+		from = end
+	}
+	next, end, clean := from, from, true
+	err = scanLines(path, from, func(l Line) error {
 		m, ok := parseMessage(l.Data)
-		if ok && m.received(agentID) && !skip[m.ID] && !fn(&m, l) {
-			return errStop
+		if ok && m.received(agentID) && !skip[m.ID] {
+			clean = false
+			if !fn(&m, l) {
+				return errStop
+			}
 		}
 		next = l.Next
+		if clean {
+			end = l.Next
+		}
 		return nil
 	})
+	if err == nil && end > from {
+		s.noteUnreadFrom(agentID, key, path, end)
+	}
 	return next, err
+}
+
+// unreadHint is where, in an agent's mailbox, its first unread message can be: no line
+// between the read cursor and end is one. An agent that sends and never receives (the
+// read cursor stays at the start) would otherwise have every call go over all the
+// copies it ever sent.
+type unreadHint struct {
+	key      unreadKey
+	end      int64
+	endCheck string // tailCheck at end: the lines before it are the ones gone over
+}
+
+// unreadKey is the read cursor a hint was found under.
+type unreadKey struct {
+	offset      int64
+	check, skip string
+}
+
+// unreadFrom returns where to look for the agent's unread messages under the read cursor
+// key, when this process went over the mailbox before and its lines up to there are still
+// the same.
+func (s *Store) unreadFrom(agentID string, key unreadKey, path string) (int64, bool) {
+	s.unreadMu.Lock()
+	h, ok := s.unreadHints[agentID]
+	s.unreadMu.Unlock()
+	if !ok || h.key != key {
+		return 0, false
+	}
+	got, err := tailCheck(path, h.end)
+	return h.end, err == nil && got == h.endCheck
+}
+
+// noteUnreadFrom records that no unread message of the agent lies before end.
+func (s *Store) noteUnreadFrom(agentID string, key unreadKey, path string, end int64) {
+	check, err := tailCheck(path, end)
+	if err != nil || check == "" {
+		return
+	}
+	s.unreadMu.Lock()
+	defer s.unreadMu.Unlock()
+	if s.unreadHints == nil {
+		s.unreadHints = map[string]unreadHint{}
+	}
+	s.unreadHints[agentID] = unreadHint{key, end, check}
 }
 
 // parseMessage decodes a mailbox line; ok is false for a line that is no message (no id or

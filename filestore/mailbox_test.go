@@ -958,3 +958,107 @@ func BenchmarkUnreadCount(b *testing.B) {
 		run(b, s, 5)
 	})
 }
+
+// An agent that only sends keeps its read cursor at the start; Unread then goes over its
+// sent copies once per process, not on every call, and still finds what arrives after
+// them: from this process, from another one, and in a mailbox rewritten by hand or by a
+// merge (a message put among the copies already gone over).
+func TestUnreadOfASender(t *testing.T) {
+	s := newTestStore(t)
+	unread := func(st *Store) []string {
+		t.Helper()
+		msgs, next, err := st.Unread("w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Content)
+		}
+		if len(msgs) == 0 {
+			if fi, err := os.Stat(st.mailboxPath("w1")); err == nil && next != fi.Size() {
+				t.Errorf("next = %d with nothing unread, want the mailbox's end %d", next, fi.Size())
+			}
+		}
+		return out
+	}
+	for i := range 20 {
+		send(t, s, "w1", "owner", fmt.Sprint("sent ", i))
+		if got := unread(s); len(got) != 0 {
+			t.Fatalf("after %d sends: unread %v", i+1, got)
+		}
+	}
+	send(t, s, "owner", "w1", "r1")
+	if got := unread(s); !slices.Equal(got, []string{"r1"}) {
+		t.Fatalf("unread = %v, want r1", got)
+	}
+	send(t, s, "w1", "owner", "sent 20")
+	other := reopen(t, s)
+	send(t, other, "owner", "w1", "r2")
+	if got := unread(s); !slices.Equal(got, []string{"r1", "r2"}) {
+		t.Fatalf("unread = %v, want r1 r2", got)
+	}
+	if _, err := s.TakeUnread("w1"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		send(t, s, "w1", "owner", fmt.Sprint("more ", i))
+	}
+	if got := unread(s); len(got) != 0 {
+		t.Fatalf("unread = %v after reading", got)
+	}
+	// By hand: a received message put among the copies gone over, the last lines kept.
+	data, err := os.ReadFile(s.mailboxPath("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	lines = lines[:len(lines)-1]
+	late := newTestStore(t)
+	send(t, late, "owner", "w1", "from the other clone")
+	theirs, err := os.ReadFile(late.mailboxPath("w1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := len(lines) - 3
+	rewritten := strings.Join(lines[:at], "") + string(theirs) + strings.Join(lines[at:], "")
+	if err := os.WriteFile(s.mailboxPath("w1"), []byte(rewritten), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := unread(s); !slices.Equal(got, []string{"from the other clone"}) {
+		t.Fatalf("unread after the rewrite = %v", got)
+	}
+}
+
+// BenchmarkUnreadOfASender measures Unread for an agent that sent 2000 messages and never
+// received one (its read cursor at the start), beside a no-op floor (reading the cursor
+// file alone): the copies are gone over once, then each call starts past them.
+func BenchmarkUnreadOfASender(b *testing.B) {
+	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := s.AddAgent(human, NewAgent{ID: "w1", ParentID: "owner", Passkey: "w1-passkey"}); err != nil {
+		b.Fatal(err)
+	}
+	w1 := Actor{ID: "w1", Via: ViaTool}
+	for i := range 2000 {
+		if _, err := s.SendMessage(w1, SendRequest{To: "owner", Content: fmt.Sprintf("progress %d", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("floor_cursor_read", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.readCursor("w1"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("unread", func(b *testing.B) {
+		for b.Loop() {
+			if msgs, _, err := s.Unread("w1"); err != nil || len(msgs) != 0 {
+				b.Fatalf("%d %v", len(msgs), err)
+			}
+		}
+	})
+}

@@ -63,6 +63,10 @@ type Store struct {
 	// (LastEventOf).
 	wroteMu sync.Mutex
 	wrote   map[string]wroteEvent
+	// unreadHints holds, per agent, how far its mailbox has no unread message
+	// (scanUnread).
+	unreadMu    sync.Mutex
+	unreadHints map[string]unreadHint
 }
 
 // ErrNoStore is returned by Find when no .ai-pm directory is found.
