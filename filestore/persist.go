@@ -75,13 +75,12 @@ const indexSaveEvery = 1024
 const indexLag = 64 << 10
 
 // indexSavePace is how long, per entity it holds, an index file counts as fresh after it
-// was written, however far it lags: 5 s at 100,000 tasks, half a second at 10,000. A save
-// costs time in proportion to the entities (at 100,000 tasks about a fifth of a second of
-// CPU, its finished part rebuilt whole), and a team writing without pause reaches
-// indexLag every half second or so: at this pace its saves take a few percent of one
-// core, where they took a tenth of all thirty servers' CPU, and the journal a process
-// starting meanwhile reads past the file stays a few seconds of writes long.
-const indexSavePace = 50 * time.Microsecond
+// was written, however far it lags. A save costs time in proportion to the entities
+// (about 50 ms at 100,000 tasks), and a team writing without pause reaches indexLag
+// every half second or so: at this pace the saves of a large store take a few percent of
+// one core, not a tenth of all thirty servers' CPU, and the journal a process starting
+// meanwhile reads past the file stays a few seconds of writes long.
+const indexSavePace = 20 * time.Microsecond
 
 // indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30

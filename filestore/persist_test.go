@@ -607,9 +607,9 @@ func TestIndexFreshRule(t *testing.T) {
 	}{
 		{indexLag - 1, time.Hour, 10, true},
 		{indexLag, time.Hour, 100_000, false},
-		{indexLag, 4 * time.Second, 100_000, true},
-		{indexLag, 6 * time.Second, 100_000, false},
-		{indexLag, time.Second, 10_000, false},
+		{indexLag, time.Second, 100_000, true},
+		{indexLag, 3 * time.Second, 100_000, false},
+		{indexLag, time.Second, 1_000, false},
 		{indexLag, -time.Second, 100_000, false},
 	} {
 		if got := indexFresh(c.lag, c.age, c.entities); got != c.want {
