@@ -15,9 +15,11 @@
 // few. Under a stream of changes, such as other processes' writes, the
 // Watcher delivers one batch per spacing (5 milliseconds, 15 once the stream
 // is sustained) and stops reading events in between: the kernel queues them,
-// and they cost one wake-up per batch instead of one each. Nothing is
-// dropped by waiting: a path changed during the hold-off is in the next
-// batch, and a queue that overflows meanwhile yields a Rescan.
+// and they cost one wake-up per batch instead of one each. On Linux the
+// Watcher reads inotify itself and nothing in the process waits on it during
+// a hold-off; elsewhere fsnotify reads the events and they wait in its
+// channel. Nothing is dropped by waiting: a path changed during the hold-off
+// is in the next batch, and a queue that overflows meanwhile yields a Rescan.
 //
 // A [Hub] wakes the waiters of one process. Feed it from the Watcher, and
 // also from the process's own writes, which then wake local waiters without
