@@ -503,6 +503,21 @@ func (c *dirCache[T]) lookup(idx int, key string) map[string]struct{} {
 	return out
 }
 
+// each calls fn with each id lookup would return, without gathering them in a set: those
+// held in memory, then those of the index file. An id may come twice. The caller holds mu.
+func (c *dirCache[T]) each(idx int, key string, fn func(id string)) {
+	for id := range c.sets(idx)[key] {
+		fn(id)
+	}
+	p := c.cold.posting(idx, key)
+	for i := 0; i < len(p)/4; i++ {
+		id := c.cold.id(int(u32at(p, i)))
+		if _, gone := c.shadow[id]; !gone {
+			fn(id)
+		}
+	}
+}
+
 // lookupSize is about how many ids lookup returns (shadowed records counted).
 func (c *dirCache[T]) lookupSize(idx int, key string) int {
 	return len(c.sets(idx)[key]) + len(c.cold.posting(idx, key))/4

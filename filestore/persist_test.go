@@ -1,11 +1,13 @@
 package filestore
 
 import (
+	"bytes"
 	"fmt"
 	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -653,4 +655,61 @@ func TestIndexFileSavedAtItsPace(t *testing.T) {
 	if got := saveFar(); got != far {
 		t.Fatalf("an hour-old file far behind: header at %v, want it written at %v", got, far)
 	}
+}
+
+// A task's finished sub-tasks, held in the index file's cold part once it is saved, are
+// in its sub-tree and its counts: in the process that saved the file and in one started
+// from it.
+func TestSubtreeOverTheColdPart(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo})
+	var ids []string
+	for i := range 6 {
+		ids = append(ids, mustTask(t, s, NewTask{Title: fmt.Sprint("sub ", i), Status: StatusTodo, AssigneeID: "w1", ParentID: root.ID}).ID)
+	}
+	grand := mustTask(t, s, NewTask{Title: "grandchild", Status: StatusTodo, AssigneeID: "w1", ParentID: ids[0]}).ID
+	for _, id := range append([]string{grand}, ids[:4]...) {
+		for _, to := range []string{StatusInProgress, StatusDone} {
+			if _, err := s.SetTaskStatus(human, id, to, ""); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	saveIndex(t, s)
+	check := func(name string, st *Store, done, todo int, want []string) {
+		t.Helper()
+		sum, err := st.SubtreeSummary(root.ID)
+		if err != nil || sum[StatusDone] != done || sum[StatusTodo] != todo || len(sum) != 2 {
+			t.Errorf("%s: counts %v, %v; want %d done, %d todo", name, sum, err, done, todo)
+		}
+		sub, err := st.Subtree(root.ID)
+		var got []string
+		for _, tk := range sub {
+			got = append(got, tk.ID)
+		}
+		if err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: sub-tree %v, %v; want %v", name, got, err, want)
+		}
+	}
+	all := append(slices.Clone(ids), grand) // breadth first, each level by id
+	check("the process that saved the file", s, 5, 2, all)
+	if s.tasks.cold == nil || s.tasks.cold.n == 0 {
+		t.Fatal("nothing went to the cold part: the test does not test it")
+	}
+	check("a process started from it", reopen(t, s), 5, 2, all)
+	// Two finished sub-tasks change by hand: one removed, one back to todo.
+	if err := os.Remove(filepath.Join(s.Root(), DirName, "tasks", ids[1]+".json")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(s.Root(), DirName, "tasks", ids[2]+".json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, bytes.Replace(data, []byte(`"status": "done"`), []byte(`"status": "todo"`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rest := slices.Delete(slices.Clone(all), 1, 2)
+	check("after the hand edits", s, 3, 3, rest)
+	check("a process started after them", reopen(t, s), 3, 3, rest)
 }

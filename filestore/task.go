@@ -419,7 +419,7 @@ const maxPartialSort = 256
 // breadth first, each level by id. A hand-edited parent cycle does not loop. The caller
 // holds the tasks cache's mutex; fn must not keep the task it is given.
 func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
-	s.walkSubtreeKeysLocked(id, func(k string, _ []string) {
+	s.walkSubtreeKeysLocked(id, true, func(k string, _ []string) {
 		if t := s.tasks.get(k); t != nil {
 			fn(t)
 		}
@@ -427,23 +427,34 @@ func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
 }
 
 // walkSubtreeKeysLocked is walkSubtreeLocked on the index keys (taskKeys): no file read.
-func (s *Store) walkSubtreeKeysLocked(id string, fn func(id string, keys []string)) {
+// Unless ordered, the tasks of a level come in no particular order.
+func (s *Store) walkSubtreeKeysLocked(id string, ordered bool, fn func(id string, keys []string)) {
+	type kid struct {
+		id   string
+		keys []string
+	}
 	seen := map[string]bool{id: true}
 	queue := []string{id}
+	var level []kid
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		var level []string
-		for k := range s.tasks.lookup(ixKids, cur) {
-			if !seen[k] && s.tasks.keysOf(k) != nil {
-				seen[k] = true
-				level = append(level, k)
+		level = level[:0]
+		s.tasks.each(ixKids, cur, func(k string) {
+			if seen[k] {
+				return
 			}
+			if keys := s.tasks.keysOf(k); keys != nil {
+				seen[k] = true
+				level = append(level, kid{k, keys})
+			}
+		})
+		if ordered {
+			slices.SortFunc(level, func(a, b kid) int { return strings.Compare(a.id, b.id) })
 		}
-		sort.Strings(level)
 		for _, k := range level {
-			fn(k, s.tasks.keysOf(k))
-			queue = append(queue, k)
+			fn(k.id, k.keys)
+			queue = append(queue, k.id)
 		}
 	}
 }
@@ -471,7 +482,7 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
 	err := s.tasks.with(func() {
-		s.walkSubtreeKeysLocked(id, func(_ string, k []string) { out[k[tkStatus]]++ })
+		s.walkSubtreeKeysLocked(id, false, func(_ string, k []string) { out[k[tkStatus]]++ })
 	})
 	return out, err
 }

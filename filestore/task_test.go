@@ -3,6 +3,7 @@ package filestore
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -655,4 +656,52 @@ func TestJournalOutOfWatchedDirectories(t *testing.T) {
 			t.Fatal("the sentinel's creation was not seen")
 		}
 	}
+}
+
+// BenchmarkSubtreeSummary counts a task's 400 sub-tasks, 300 of them done and held in the
+// index file's cold part (as after a save), in a store a watcher reports on (as a
+// server's), beside a no-op floor (the cache brought up to date alone).
+func BenchmarkSubtreeSummary(b *testing.B) {
+	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := s.CreateTask(human, NewTask{Title: "root", Status: StatusTodo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 400 {
+		tk, err := s.CreateTask(human, NewTask{Title: fmt.Sprint("sub ", i), Status: StatusTodo, ParentID: root.ID, AssigneeID: "owner"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if i < 300 {
+			for _, to := range []string{StatusInProgress, StatusDone} {
+				if _, err := s.SetTaskStatus(human, tk.ID, to, ""); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	s.tasks.mu.Lock()
+	s.tasks.rebuilt = true
+	s.tasks.mu.Unlock()
+	if _, err := s.Tasks(TaskFilter{}); err != nil { // writes the index file: the done ones go cold
+		b.Fatal(err)
+	}
+	s.Watched()
+	b.Run("floor_sync", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.TasksGeneration(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("summary", func(b *testing.B) {
+		for b.Loop() {
+			if c, err := s.SubtreeSummary(root.ID); err != nil || c[StatusDone] != 300 || c[StatusTodo] != 100 {
+				b.Fatalf("%v %v", c, err)
+			}
+		}
+	})
 }
