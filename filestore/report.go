@@ -22,16 +22,22 @@ type Completion struct {
 
 // InSubtree reports whether id is root or one of root's descendants.
 func (s *Store) InSubtree(root, id string) (bool, error) {
-	in := root == id
-	err := s.tasks.with(func() {
-		// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
-		seen := map[string]bool{}
-		for cur, k := id, s.tasks.keysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.keysOf(k[tkParent]) {
-			seen[cur] = true
-			in = k[tkParent] == root
-		}
-	})
+	var in bool
+	err := s.tasks.with(func() { in = s.inSubtreeLocked(root, id) })
 	return in, err
+}
+
+// inSubtreeLocked is InSubtree from the index, for a caller holding the tasks cache's
+// mutex: up the parent chain, as deep as the tree and not as wide. A hand-made cycle ends
+// it.
+func (s *Store) inSubtreeLocked(root, id string) bool {
+	in := root == id
+	seen := map[string]bool{}
+	for cur, k := id, s.tasks.keysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.keysOf(k[tkParent]) {
+		seen[cur] = true
+		in = k[tkParent] == root
+	}
+	return in
 }
 
 // ReportCompleted finishes a task session's work: success moves the session's task to done

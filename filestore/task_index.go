@@ -463,14 +463,7 @@ func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
 				continue
 			}
 			done[id] = true
-			in := id == root
-			// Up the parent chain: as deep as the tree, not as wide. A hand-made cycle ends it.
-			chain := map[string]bool{}
-			for cur, ck := id, k; !in && ck != nil && ck[tkParent] != "" && !chain[cur]; cur, ck = ck[tkParent], s.tasks.keysOf(ck[tkParent]) {
-				chain[cur] = true
-				in = ck[tkParent] == root
-			}
-			if !in {
+			if !s.inSubtreeLocked(root, id) {
 				continue
 			}
 			r := SubtreeRef{TaskRef: TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]}}

@@ -15,7 +15,7 @@ import (
 // process next to no context switch. Through fsnotify, whose descriptor stays in the
 // process's epoll set, the same writes woke it hundreds of times.
 func TestHoldOffIsNotWoken(t *testing.T) {
-	for name, open := range map[string]func(func(string, ...any)) (source, error){"default": newSource, "fsnotify": newFsnotifySource} {
+	for name, open := range sources {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			ch := startWith(t, root, Options{Spacing: time.Minute}, open)

@@ -7,11 +7,15 @@ import (
 	"testing"
 )
 
+// sources are the ways a Watcher may read the kernel's events, by name: the default of
+// this system, and fsnotify.
+var sources = map[string]func(func(string, ...any)) (source, error){"default": newSource, "fsnotify": newFsnotifySource}
+
 // Both sources of kernel events give the same changes: a write, an atomic write, a file
 // in a new directory, a removal, a renamed directory and what is written in it after.
 // The default source is the one every other test of the package runs on.
 func TestSourcesReportTheSame(t *testing.T) {
-	for name, open := range map[string]func(func(string, ...any)) (source, error){"default": newSource, "fsnotify": newFsnotifySource} {
+	for name, open := range sources {
 		t.Run(name, func(t *testing.T) {
 			root := t.TempDir()
 			write(t, filepath.Join(root, "gone.json"), "{}")
