@@ -37,6 +37,8 @@ type chatPresence struct {
 	now   time.Time
 	grace time.Duration
 	byID  map[string][]*Session
+	// chats are every agent's chat sessions, listed once per pass (nil until asked).
+	chats map[string][]*Session
 	// orphans are agents with a chat session whose process is gone but that nobody has
 	// ended yet: its end is not dated until someone does.
 	orphans map[string]bool
@@ -79,16 +81,19 @@ func (p *chatPresence) sessions(agentID string) ([]*Session, error) {
 	if ss, ok := p.byID[agentID]; ok {
 		return ss, nil
 	}
-	all, err := p.s.Sessions(agentID)
-	if err != nil {
-		return nil, err
-	}
-	var ss []*Session
-	for _, se := range all {
-		if se.Purpose == PurposeChat {
-			ss = append(ss, se)
+	if p.chats == nil {
+		all, err := p.s.Sessions("")
+		if err != nil {
+			return nil, err
+		}
+		p.chats = map[string][]*Session{}
+		for _, se := range all {
+			if se.Purpose == PurposeChat {
+				p.chats[se.AgentID] = append(p.chats[se.AgentID], se)
+			}
 		}
 	}
+	ss := p.chats[agentID]
 	// Ended sessions are not listed; the latest-chat record keeps when the latest one
 	// ended, which stands for them all.
 	if l := p.s.latestChatRecord(agentID); l.EndedAt != nil {

@@ -132,11 +132,27 @@ func (s *Store) SessionByID(id string) (*Session, error) {
 
 // readSession reads a session record, live or ended.
 func (s *Store) readSession(id string) (*Session, error) {
-	// A live session is read on every tool call: as last read, while the file keeps the
-	// identity it had before that read (a change in between shows as another identity).
+	se, err := s.readLiveSession(id)
+	if errors.Is(err, os.ErrNotExist) {
+		se = &Session{}
+		err = s.readJSON(s.endedSessionPath(id), se)
+	}
+	if err != nil {
+		return nil, err
+	}
+	se.ID = id // the file name is the identity, whatever the file claims
+	return se, nil
+}
+
+// readLiveSession reads the record of a session not ended (runtime/sessions/<id>.json).
+// A live session is read on every tool call, and every session on each look at presence
+// (Sessions): it comes as last read while the file keeps the identity it had before that
+// read (a change in between shows as another identity).
+func (s *Store) readLiveSession(id string) (*Session, error) {
 	path := s.sessionPath(id)
 	fi, statErr := os.Lstat(path)
-	if statErr == nil && fi.Mode().IsRegular() {
+	regular := statErr == nil && fi.Mode().IsRegular()
+	if regular {
 		s.sessMu.Lock()
 		if m, ok := s.sessMemo[id]; ok && m.st == stampOf(fi) {
 			se := m.se.clone()
@@ -146,24 +162,35 @@ func (s *Store) readSession(id string) (*Session, error) {
 		s.sessMu.Unlock()
 	}
 	var se Session
-	err := s.readJSON(path, &se)
-	if err == nil && statErr == nil && fi.Mode().IsRegular() {
-		se.ID = id
+	if err := s.readJSON(path, &se); err != nil {
+		return nil, err
+	}
+	se.ID = id
+	if regular {
 		s.sessMu.Lock()
-		if s.sessMemo == nil || len(s.sessMemo) > 256 {
+		if s.sessMemo == nil || len(s.sessMemo) > maxSessionMemo {
 			s.sessMemo = map[string]memoSession{}
 		}
 		s.sessMemo[id] = memoSession{stampOf(fi), *se.clone()}
 		s.sessMu.Unlock()
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		err = s.readJSON(s.endedSessionPath(id), &se)
-	}
-	if err != nil {
-		return nil, err
-	}
-	se.ID = id // the file name is the identity, whatever the file claims
 	return &se, nil
+}
+
+// maxSessionMemo bounds the session records a process holds: past it the memo starts
+// anew. Sessions drops the records of files gone, so only a directory of more sessions
+// than this reads them all again.
+const maxSessionMemo = 4096
+
+// forgetSessionsBut drops the memo of every session not in ids (the files listed).
+func (s *Store) forgetSessionsBut(ids map[string]struct{}) {
+	s.sessMu.Lock()
+	defer s.sessMu.Unlock()
+	for id := range s.sessMemo {
+		if _, ok := ids[id]; !ok {
+			delete(s.sessMemo, id)
+		}
+	}
 }
 
 // memoSession is a live session record as last read, with the identity of its file then.
@@ -493,19 +520,22 @@ func (s *Store) Sessions(agentID string) ([]*Session, error) {
 		return nil, err
 	}
 	var out []*Session
+	listed := make(map[string]struct{}, len(entries))
 	for _, e := range entries {
 		id, ok := strings.CutSuffix(e.Name(), ".json")
 		if !ok || ValidateEntityID(PrefixSession, id) != nil {
 			continue
 		}
-		var se Session
-		if s.readJSON(s.sessionPath(id), &se) != nil {
+		listed[id] = struct{}{}
+		se, err := s.readLiveSession(id)
+		if err != nil {
 			continue
 		}
 		if agentID == "" || se.AgentID == agentID {
-			out = append(out, &se)
+			out = append(out, se)
 		}
 	}
+	s.forgetSessionsBut(listed)
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

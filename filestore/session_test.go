@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -212,4 +213,123 @@ func TestSessionReadAgainWhenItsFileChanges(t *testing.T) {
 	if _, err := s.Session(r.Token); code(err) != "session_expired" {
 		t.Errorf("after the end: %v, want session_expired", err)
 	}
+}
+
+// TestSessionsListAsTheFilesSay: the listing of sessions comes from the records as last
+// read while their files keep their identity, so every change of a file shows: another
+// process's write, an edit in place, a removal, a new session; and a copy handed out is
+// the caller's.
+func TestSessionsListAsTheFilesSay(t *testing.T) {
+	s := newTestStore(t)
+	if _, _, err := s.AddAgent(human, NewAgent{ID: "w3", ParentID: "mgr", Passkey: "w3-passkey"}); err != nil {
+		t.Fatal(err)
+	}
+	o := reopen(t, s)
+	var ids []string
+	for _, a := range []string{"w1", "w2", "w3"} {
+		startTask(t, s, a)
+		if a == "w3" {
+			continue // authenticated later
+		}
+		r, err := s.Authenticate(AuthRequest{AgentID: a, Passkey: a + "-passkey", PID: os.Getpid()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, strings.Split(r.Token, ".")[0])
+	}
+	// What the files say, read afresh.
+	truth := func() string {
+		var b strings.Builder
+		for _, id := range ids {
+			var se Session
+			if err := o.readJSON(s.sessionPath(id), &se); err != nil {
+				continue
+			}
+			b.WriteString(id + " " + se.Purpose + " " + se.Workflow + "\n")
+		}
+		return b.String()
+	}
+	check := func(step string) {
+		t.Helper()
+		all, err := s.Sessions("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, se := range all {
+			b.WriteString(se.ID + " " + se.Purpose + " " + se.Workflow + "\n")
+		}
+		if got, want := b.String(), truth(); got != want {
+			t.Fatalf("%s: listed\n%swant\n%s", step, got, want)
+		}
+		for _, se := range all {
+			se.Workflow = "changed by the caller"
+		}
+	}
+	check("first listing")
+	check("listed again")
+	if err := o.updateSession(ids[0], func(cur *Session) error { cur.Workflow = "by another process"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	check("after another process's write")
+	data, err := os.ReadFile(s.sessionPath(ids[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), "by another process", "by another prOcess", 1)
+	if err := os.WriteFile(s.sessionPath(ids[0]), []byte(edited), 0o600); err != nil { // in place, same size
+		t.Fatal(err)
+	}
+	check("after an edit in place")
+	if err := os.Remove(s.sessionPath(ids[1])); err != nil {
+		t.Fatal(err)
+	}
+	check("after a removal")
+	s.sessMu.Lock()
+	_, held := s.sessMemo[ids[1]]
+	s.sessMu.Unlock()
+	if held {
+		t.Errorf("the record of the removed session %s is still held", ids[1])
+	}
+	r, err := o.Authenticate(AuthRequest{AgentID: "w3", Passkey: "w3-passkey", PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, strings.Split(r.Token, ".")[0])
+	check("after a new session")
+}
+
+// BenchmarkSessions lists 60 sessions (thirty agents' task and chat sessions), as each
+// process does every second while a conversation is open (its deadlines and the sides'
+// presence), beside the floor of listing their directory.
+func BenchmarkSessions(b *testing.B) {
+	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := ensureDir(s.path("runtime", "sessions")); err != nil {
+		b.Fatal(err)
+	}
+	now := s.Now()
+	for i := range 60 {
+		se := &Session{ID: NewID(PrefixSession, now), AgentID: fmt.Sprintf("w%d", i/2), Purpose: []string{PurposeTask, PurposeChat}[i%2],
+			State: SessionActive, PID: os.Getpid(), CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now, Version: 1}
+		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("floor_readdir", func(b *testing.B) {
+		for b.Loop() {
+			if e, err := os.ReadDir(s.path("runtime", "sessions")); err != nil || len(e) != 60 {
+				b.Fatal(len(e), err)
+			}
+		}
+	})
+	b.Run("sessions", func(b *testing.B) {
+		for b.Loop() {
+			if all, err := s.Sessions(""); err != nil || len(all) != 60 {
+				b.Fatal(len(all), err)
+			}
+		}
+	})
 }
