@@ -214,22 +214,44 @@ func (x *coldIndex) stamp(i int) stamp {
 		s := string(b[:])
 		return stamp{ino: u64at(s, 0), size: int64(u64at(s, 1)), mtime: int64(u64at(s, 2)), ctime: int64(u64at(s, 3))}
 	}
-	return stamp{ino: u64at(x.stamps, 4*i), size: int64(u64at(x.stamps, 4*i+1)),
-		mtime: int64(u64at(x.stamps, 4*i+2)), ctime: int64(u64at(x.stamps, 4*i+3))}
+	return stampIn(x.stamps, i)
 }
 
 // recKeys returns the index keys of record i (sharing the section's bytes).
-func (x *coldIndex) recKeys(i int) []string {
+func (x *coldIndex) recKeys(i int) []string { return x.appendRecKeys(nil, i) }
+
+// appendRecKeys appends the index keys of record i to buf.
+func (x *coldIndex) appendRecKeys(buf []string, i int) []string {
 	start := 0
 	if i > 0 {
 		start = int(u32at(x.recEnd, i-1))
 	}
 	end := int(u32at(x.recEnd, i))
-	out := make([]string, 0, end-start)
+	buf = slices.Grow(buf, end-start)
 	for k := start; k < end; k++ {
-		out = append(out, x.key(int(u32at(x.recKey, k))))
+		buf = append(buf, x.key(int(u32at(x.recKey, k))))
 	}
-	return out
+	return buf
+}
+
+// allStamps returns every record's identity in one piece (32 bytes each, as stamps
+// holds them), read from the file in one read when the section does not hold them;
+// false when that read fails.
+func (x *coldIndex) allStamps() (string, bool) {
+	if x.f == nil {
+		return x.stamps, true
+	}
+	b := make([]byte, 32*x.n)
+	if _, err := x.f.ReadAt(b, x.stampsAt); err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// stampIn is record i's identity in a block of allStamps.
+func stampIn(block string, i int) stamp {
+	return stamp{ino: u64at(block, 4*i), size: int64(u64at(block, 4*i+1)),
+		mtime: int64(u64at(block, 4*i+2)), ctime: int64(u64at(block, 4*i+3))}
 }
 
 // keyOrdinal returns the ordinal of a key.
@@ -285,38 +307,100 @@ type coldRec struct {
 	keys []string
 }
 
-// buildCold writes the cold section of recs (sorted by id here); slot maps a key's
-// position to the index it is filed in.
+func cmpRecID(a, b coldRec) int { return strings.Compare(a.id, b.id) }
+
+// buildCold writes the cold section of recs (sorted by id here, unless they come so);
+// slot maps a key's position to the index it is filed in. At 100,000 finished tasks
+// it is the bulk of an index file's save, so it sizes its output once and counts each
+// posting list before it fills them, rather than growing either as it goes.
 func buildCold(recs []coldRec, nidx int, slot func(pos int) int) []byte {
-	slices.SortFunc(recs, func(a, b coldRec) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	if !slices.IsSortedFunc(recs, cmpRecID) {
+		slices.SortFunc(recs, cmpRecID)
+	}
 	keySet := map[string]int{}
+	recKeys, idBytes := 0, 0
 	for _, r := range recs {
+		recKeys += len(r.keys)
+		idBytes += len(r.id)
 		for _, k := range r.keys {
 			keySet[k] = 0
 		}
 	}
 	keys := make([]string, 0, len(keySet))
+	keyBytes := 0
 	for k := range keySet {
 		keys = append(keys, k)
+		keyBytes += len(k)
 	}
 	sort.Strings(keys)
 	for o, k := range keys {
 		keySet[k] = o
 	}
+	// Per index, how many records file each key, then where each key's list starts.
+	// A key twice in one record (a dependency named twice) is filed once.
+	nk := len(keys)
+	ords := make([]int32, 0, recKeys) // each record's key ordinals, in order
+	count := make([]int32, nidx*nk)
+	first := func(from, pos, o int) bool {
+		for p := range pos {
+			if slot(p) == slot(pos) && int(ords[from+p]) == o {
+				return false
+			}
+		}
+		return true
+	}
+	for _, r := range recs {
+		from := len(ords)
+		for pos, k := range r.keys {
+			o := keySet[k]
+			ords = append(ords, int32(o))
+			if first(from, pos, o) {
+				count[slot(pos)*nk+o]++
+			}
+		}
+	}
+	size := 12 + 4*len(recs) + 32*len(recs) + 4*nk + 4*len(recs) + 4 + 4*len(ords) + 8 + idBytes + keyBytes
+	listed := make([]int, nidx) // keys with a list, per index
+	posted := make([]int, nidx) // record numbers in its lists, per index
+	// fill[c] is where list c begins in its index's postings, and its end once filled.
+	fill := make([]int32, nidx*nk)
+	for i := range nidx {
+		at := int32(0)
+		for o := range nk {
+			c := i*nk + o
+			fill[c] = at
+			if count[c] > 0 {
+				at += count[c]
+				listed[i]++
+			}
+		}
+		posted[i] = int(at)
+		size += 8 + 8*listed[i] + 4*posted[i]
+	}
+	post := make([][]uint32, nidx)
+	for i := range nidx {
+		post[i] = make([]uint32, posted[i])
+	}
+	at := 0
+	for n, r := range recs {
+		from := at
+		for pos := range r.keys {
+			o := int(ords[at])
+			at++
+			if first(from, pos, o) {
+				c := slot(pos)*nk + o
+				post[slot(pos)][fill[c]] = uint32(n)
+				fill[c]++
+			}
+		}
+	}
+
 	le := binary.LittleEndian
-	var b []byte
+	b := make([]byte, 0, size)
 	put := func(v int) { b = le.AppendUint32(b, uint32(v)) }
 	put(len(recs))
 	put(nidx)
-	put(len(keys))
+	put(nk)
 	end := 0
 	for _, r := range recs {
 		end += len(r.id)
@@ -334,60 +418,32 @@ func buildCold(recs []coldRec, nidx int, slot func(pos int) int) []byte {
 		put(end)
 	}
 	end = 0
-	posts := make([]map[int][]uint32, nidx)
-	for i := range posts {
-		posts[i] = map[int][]uint32{}
-	}
-	for n, r := range recs {
+	for _, r := range recs {
 		end += len(r.keys)
 		put(end)
-		for pos, k := range r.keys {
-			p := posts[slot(pos)]
-			o := keySet[k]
-			if l := p[o]; len(l) == 0 || l[len(l)-1] != uint32(n) { // a key twice in one record
-				p[o] = append(l, uint32(n))
+	}
+	put(len(ords))
+	for _, o := range ords {
+		put(int(o))
+	}
+	for i := range nidx {
+		put(listed[i])
+		for o := range nk {
+			if c := i*nk + o; count[c] > 0 {
+				put(o)
+				put(int(fill[c]))
 			}
 		}
-	}
-	put(end)
-	for _, r := range recs {
-		for _, k := range r.keys {
-			put(keySet[k])
+		put(posted[i])
+		for _, v := range post[i] {
+			put(int(v))
 		}
 	}
-	for _, p := range posts {
-		ords := make([]int, 0, len(p))
-		for o := range p {
-			ords = append(ords, o)
-		}
-		sort.Ints(ords)
-		put(len(ords))
-		end = 0
-		for _, o := range ords {
-			end += len(p[o])
-			put(o)
-			put(end)
-		}
-		put(end)
-		for _, o := range ords {
-			for _, v := range p[o] {
-				put(int(v))
-			}
-		}
-	}
-	n := 0
-	for _, r := range recs {
-		n += len(r.id)
-	}
-	put(n)
+	put(idBytes)
 	for _, r := range recs {
 		b = append(b, r.id...)
 	}
-	n = 0
-	for _, k := range keys {
-		n += len(k)
-	}
-	put(n)
+	put(keyBytes)
 	for _, k := range keys {
 		b = append(b, k...)
 	}

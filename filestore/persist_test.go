@@ -2,8 +2,10 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -712,4 +714,143 @@ func TestSubtreeOverTheColdPart(t *testing.T) {
 	rest := slices.Delete(slices.Clone(all), 1, 2)
 	check("after the hand edits", s, 3, 3, rest)
 	check("a process started after them", reopen(t, s), 3, 3, rest)
+}
+
+// TestColdSectionRoundTrip: what buildCold writes, parseCold reads back record for
+// record — id order, identities, keys, and each index's lists — whatever order the
+// records come in, with keys shared between records and repeated within one.
+func TestColdSectionRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	slot := func(pos int) int { return min(pos, ixDependents) }
+	for _, n := range []int{0, 1, 2, 50, 2000} {
+		var recs []coldRec
+		for i := range n {
+			keys := []string{fmt.Sprintf("p%d", rng.IntN(n/3+1)), []string{"", "w1", "w2"}[rng.IntN(3)], []string{StatusDone, StatusCancelled}[rng.IntN(2)]}
+			for range rng.IntN(4) {
+				keys = append(keys, fmt.Sprintf("d%d", rng.IntN(5))) // a dependency may come twice
+			}
+			if i%7 == 0 {
+				keys[0] = keys[1] // a key filed in two indexes
+			}
+			recs = append(recs, coldRec{id: fmt.Sprintf("tsk_%06d", rng.IntN(1_000_000)*10+i%10),
+				st: stamp{ino: rng.Uint64(), size: rng.Int64(), mtime: rng.Int64(), ctime: rng.Int64()}, keys: keys})
+		}
+		recs = slices.CompactFunc(recs, func(a, b coldRec) bool { return a.id == b.id })
+		want := slices.Clone(recs)
+		slices.SortFunc(want, cmpRecID)
+		want = slices.CompactFunc(want, func(a, b coldRec) bool { return a.id == b.id })
+		if len(want) != len(recs) {
+			continue // an id drawn twice: not a section aipm writes
+		}
+		x, err := parseCold(buildCold(recs, 4, slot), 4, 0, true)
+		if err != nil {
+			t.Fatalf("%d records: %v", n, err)
+		}
+		if x.n != len(want) {
+			t.Fatalf("%d records read back, want %d", x.n, len(want))
+		}
+		lists := make([]map[string][]string, 4)
+		for i := range lists {
+			lists[i] = map[string][]string{}
+		}
+		for i, r := range want {
+			if got := x.id(i); got != r.id {
+				t.Fatalf("record %d: id %s, want %s", i, got, r.id)
+			}
+			if got := x.stamp(i); got != r.st {
+				t.Fatalf("record %s: identity %v, want %v", r.id, got, r.st)
+			}
+			if got := x.recKeys(i); !slices.Equal(got, r.keys) {
+				t.Fatalf("record %s: keys %q, want %q", r.id, got, r.keys)
+			}
+			for pos, k := range r.keys {
+				l := lists[slot(pos)][k]
+				if len(l) == 0 || l[len(l)-1] != r.id {
+					lists[slot(pos)][k] = append(l, r.id)
+				}
+			}
+		}
+		for idx, m := range lists {
+			for k, ids := range m {
+				post := x.posting(idx, k)
+				var got []string
+				for j := range len(post) / 4 {
+					got = append(got, x.id(int(u32at(post, j))))
+				}
+				if !slices.Equal(got, ids) {
+					t.Fatalf("%d records, index %d, key %q: %q, want %q", n, idx, k, got, ids)
+				}
+			}
+			if got := x.counts(idx); len(got) != len(m) {
+				t.Fatalf("index %d: %d keys with lists, want %d", idx, len(got), len(m))
+			}
+		}
+	}
+}
+
+// BenchmarkIndexSave writes the tasks' index file of a store of 100,000 finished tasks,
+// all in the file's cold part but 200 held in memory (a team's latest finished work), as
+// one process of a team does every few seconds; beside the floor of writing the file's
+// bytes alone.
+func BenchmarkIndexSave(b *testing.B) {
+	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := s.Now()
+	var ids, parents []string
+	for i := range 100_000 {
+		tk := Task{ID: NewID(PrefixTask, now), Title: fmt.Sprint("task ", i), Status: StatusDone, Priority: "medium",
+			AssigneeID: fmt.Sprintf("w%d", i%30), Dependencies: []string{}, Approval: ApprovalApproved, CreatedAt: now, UpdatedAt: now, Version: 3}
+		if i%10 == 0 {
+			parents = append(parents, tk.ID)
+		} else {
+			tk.ParentID = parents[len(parents)-1]
+		}
+		if i%50 == 7 {
+			tk.Dependencies = []string{parents[len(parents)-1]}
+		}
+		data, err := json.Marshal(tk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(s.taskPath(tk.ID), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	c := s.tasks
+	if err := c.with(func() {}); err != nil { // reads every file and writes the index file
+		b.Fatal(err)
+	}
+	pos := s.pullJournal()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cold == nil || c.cold.n != len(ids) {
+		b.Fatalf("cold part: %v", c.cold)
+	}
+	save := func() {
+		for _, id := range ids[:200] {
+			c.get(id) // held from now on
+		}
+		c.rebuilt = true
+		c.maybeSaveLocked(pos)
+	}
+	save()
+	data, err := os.ReadFile(c.indexPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("floor_write_file", func(b *testing.B) {
+		for b.Loop() {
+			if err := writeIndexFile(c.indexPath(), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("save", func(b *testing.B) {
+		for b.Loop() {
+			save()
+		}
+	})
 }
