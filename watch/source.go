@@ -19,11 +19,19 @@ type source interface {
 	// wait returns the events ready, waiting up to d for the first one: d < 0 waits as
 	// long as it takes, 0 not at all. overflow reports that the kernel dropped events.
 	// Once stop was called it returns errStopped.
-	wait(d time.Duration) (evs []fsnotify.Event, overflow bool, err error)
+	wait(d time.Duration) (evs []event, overflow bool, err error)
 	// stop makes a wait in progress, and every later one, return errStopped.
 	stop()
 	// release frees what the source holds. The goroutine that waits calls it, once.
 	release() error
+}
+
+// event is one kernel event. file says the kernel told the path is not a directory
+// (inotify does; through fsnotify it is not known), which spares a created file's
+// stat: a team's writes create thousands of files a second.
+type event struct {
+	fsnotify.Event
+	file bool
 }
 
 // errStopped is what a source's wait returns once stop was called.
@@ -50,8 +58,8 @@ func (s *fsnotifySource) remove(dir string) error { return s.w.Remove(dir) }
 func (s *fsnotifySource) stop()                   { s.w.Close() }
 func (s *fsnotifySource) release() error          { return s.w.Close() }
 
-func (s *fsnotifySource) wait(d time.Duration) ([]fsnotify.Event, bool, error) {
-	var evs []fsnotify.Event
+func (s *fsnotifySource) wait(d time.Duration) ([]event, bool, error) {
+	var evs []event
 	if d != 0 {
 		var timeout <-chan time.Time
 		if d > 0 {
@@ -64,7 +72,7 @@ func (s *fsnotifySource) wait(d time.Duration) ([]fsnotify.Event, bool, error) {
 			if !ok {
 				return nil, false, errStopped
 			}
-			evs = append(evs, ev)
+			evs = append(evs, event{Event: ev})
 		case err, ok := <-s.w.Errors:
 			if !ok {
 				return nil, false, errStopped
@@ -89,7 +97,7 @@ func (s *fsnotifySource) wait(d time.Duration) ([]fsnotify.Event, bool, error) {
 			if !ok {
 				return evs, false, nil // the next wait reports it
 			}
-			evs = append(evs, ev)
+			evs = append(evs, event{Event: ev})
 			misses = 0
 		case err, ok := <-s.w.Errors:
 			if ok && errors.Is(err, fsnotify.ErrEventOverflow) {

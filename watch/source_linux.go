@@ -108,7 +108,7 @@ func (s *inotifySource) isStopped() bool {
 	return s.stopped
 }
 
-func (s *inotifySource) wait(d time.Duration) ([]fsnotify.Event, bool, error) {
+func (s *inotifySource) wait(d time.Duration) ([]event, bool, error) {
 	if s.isStopped() {
 		return nil, false, errStopped
 	}
@@ -142,7 +142,7 @@ func (s *inotifySource) wait(d time.Duration) ([]fsnotify.Event, bool, error) {
 }
 
 // read takes the events queued now, without waiting.
-func (s *inotifySource) read() (evs []fsnotify.Event, overflow bool, err error) {
+func (s *inotifySource) read() (evs []event, overflow bool, err error) {
 	for {
 		n, err := syscall.Read(s.fd, s.buf)
 		if err == syscall.EINTR {
@@ -163,8 +163,9 @@ func (s *inotifySource) read() (evs []fsnotify.Event, overflow bool, err error) 
 	}
 }
 
-// parse appends the events of one read to evs, as fsnotify would report them.
-func (s *inotifySource) parse(b []byte, evs []fsnotify.Event, overflow bool) ([]fsnotify.Event, bool) {
+// parse appends the events of one read to evs, as fsnotify would report them, each
+// saying whether its path is a directory.
+func (s *inotifySource) parse(b []byte, evs []event, overflow bool) ([]event, bool) {
 	const head = syscall.SizeofInotifyEvent
 	for len(b) >= head {
 		wd := int32(binary.NativeEndian.Uint32(b[0:]))
@@ -213,7 +214,7 @@ func (s *inotifySource) parse(b []byte, evs []fsnotify.Event, overflow bool) ([]
 			op |= fsnotify.Rename
 		}
 		if op != 0 {
-			evs = append(evs, fsnotify.Event{Name: path, Op: op})
+			evs = append(evs, event{Event: fsnotify.Event{Name: path, Op: op}, file: mask&syscall.IN_ISDIR == 0})
 		}
 	}
 	return evs, overflow

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
 )
 
 // A Watcher holding off between batches is not woken by the events that queue
@@ -65,4 +67,51 @@ func contextSwitches(t *testing.T) int {
 		}
 	}
 	return n
+}
+
+// inotify says whether each event's path is a directory: a created or moved-in file is
+// known to be one without a stat, a created or moved-in directory is not taken for a file.
+func TestInotifyTellsFilesFromDirectories(t *testing.T) {
+	root := t.TempDir()
+	src, err := newSource(t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.release()
+	if err := src.add(root); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(root, "f.json"), "{}")
+	if err := os.Mkdir(filepath.Join(root, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	outside := t.TempDir()
+	write(t, filepath.Join(outside, "moved.json"), "{}")
+	if err := os.Mkdir(filepath.Join(outside, "moveddir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"moved.json", "moveddir"} {
+		if err := os.Rename(filepath.Join(outside, name), filepath.Join(root, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := map[string]bool{"f.json": true, "d": false, "moved.json": true, "moveddir": false}
+	got := map[string]bool{}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(got) < len(want) && time.Now().Before(deadline) {
+		evs, _, err := src.wait(time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Op.Has(fsnotify.Create) {
+				got[filepath.Base(ev.Name)] = ev.file
+			}
+		}
+	}
+	for name, file := range want {
+		if f, ok := got[name]; !ok || f != file {
+			t.Errorf("%s: created, file=%v (seen %v); want file=%v", name, f, ok, file)
+		}
+	}
 }

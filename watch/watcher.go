@@ -270,7 +270,7 @@ func ignoreStop(err error) error {
 }
 
 // take handles what a wait of the source returned.
-func (w *Watcher) take(evs []fsnotify.Event, overflow bool, err error) error {
+func (w *Watcher) take(evs []event, overflow bool, err error) error {
 	if err != nil {
 		return err
 	}
@@ -289,8 +289,8 @@ func (w *Watcher) take(evs []fsnotify.Event, overflow bool, err error) error {
 	return nil
 }
 
-// event handles one fsnotify event.
-func (w *Watcher) event(ev fsnotify.Event) error {
+// event handles one kernel event.
+func (w *Watcher) event(ev event) error {
 	// Chmod alone changes no content. inotify also sends it on unlink,
 	// before the Remove.
 	rel := w.rel(ev.Name)
@@ -307,7 +307,7 @@ func (w *Watcher) event(ev fsnotify.Event) error {
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		w.unwatch(ev.Name)
 	}
-	if ev.Has(fsnotify.Create) {
+	if ev.Has(fsnotify.Create) && !ev.file {
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 			return w.watchTree(ev.Name, true)
 		}
