@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"sort"
 	"sync"
 	"time"
 )
@@ -253,7 +254,11 @@ func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
 	}
 	if h.off > 0 && (h.base == nil && h.tried == 0 || h.added-h.tried >= eventsIndexEvery) {
 		h.tried = max(h.added, 1)
-		h.save(f)
+		// The processes of a team index the same lines and come here together: the
+		// first writes the file, the others take it up.
+		if !h.adopt(f) || h.added >= eventsIndexEvery {
+			h.save(f)
+		}
 	}
 	var offs []int64
 	hash := eventHash(id)
@@ -275,6 +280,32 @@ func (h *lineIndex) found(f *os.File, id string) ([]int64, error) {
 		}
 	}
 	return out, nil
+}
+
+// adopt takes up the index file another process wrote since this one's, when it covers
+// more of the history, but not past what this one has indexed: the lines it covers leave
+// memory. It reports whether it did.
+func (h *lineIndex) adopt(f *os.File) bool {
+	var at int64
+	if h.base != nil {
+		at = h.base.off
+	}
+	b, err := openEventsBase(h.persist)
+	if err != nil {
+		return false
+	}
+	if b.ino != h.ino || b.off <= at || b.off > h.off || historyTail(f, b.off) != b.tail {
+		b.f.Close()
+		return false
+	}
+	// The lines in memory are in the history's order: those before b.off are in b.
+	i := sort.Search(len(h.pairs), func(i int) bool { return h.pairs[i].off >= b.off })
+	if h.base != nil {
+		h.base.f.Close()
+	}
+	h.base, h.pairs = b, slices.Clone(h.pairs[i:])
+	h.added, h.tried = len(h.pairs), 0
+	return true
 }
 
 // save writes the index file (the old one's entries and those in memory) and, when it

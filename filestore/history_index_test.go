@@ -149,3 +149,47 @@ func TestEventsIndexFileFollows(t *testing.T) {
 		t.Fatalf("next process: history %.200s, want %.200s", got, want)
 	}
 }
+
+// Processes that index the same lines write the history index file once between them:
+// the one that comes second takes up the file the first wrote, and answers from it.
+func TestEventsIndexFileTakenUp(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", AssigneeID: "w1"})
+	o := reopen(t, s)
+	s.EventsTail(a.ID, -1)
+	o.EventsTail(a.ID, -1)
+	var b strings.Builder
+	for i := range eventsIndexEvery + 10 {
+		fmt.Fprintf(&b, `{"at":"2026-01-02T03:04:05Z","actor":"owner","via":"cli","entity":"task","id":"%s","change":"edited","to":"%d"}`+"\n", a.ID, i)
+	}
+	f, err := os.OpenFile(s.path("events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(b.String())
+	f.Close()
+	if got, want := historyOf(t, s, a.ID); got != want {
+		t.Fatalf("first process: history %.200s, want %.200s", got, want)
+	}
+	p := s.path(EventsIndexPath)
+	written, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := historyOf(t, o, a.ID); got != want {
+		t.Fatalf("second process: history %.200s, want %.200s", got, want)
+	}
+	now, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(written, now) {
+		t.Error("the second process wrote the index file again")
+	}
+	o.history.mu.Lock()
+	held := len(o.history.pairs)
+	o.history.mu.Unlock()
+	if held != 0 || !baseOpen(o) {
+		t.Errorf("second process: %d lines held in memory, index file open %v", held, baseOpen(o))
+	}
+}
