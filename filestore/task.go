@@ -433,7 +433,11 @@ func (s *Store) walkSubtreeKeysLocked(id string, ordered bool, fn func(id string
 		id   string
 		keys []string
 	}
-	seen := map[string]bool{id: true}
+	// Each task is filed under one parent, so a walk meets each once: parents edited by
+	// hand into a loop lead back only to the task the walk started from, which is passed
+	// over. What goes through a task's sub-tasks is remembered against anything else
+	// coming round (no walk goes on forever); the leaves, most of a tree, are not.
+	expanded := map[string]bool{}
 	queue := []string{id}
 	var level []kid
 	for len(queue) > 0 {
@@ -441,14 +445,20 @@ func (s *Store) walkSubtreeKeysLocked(id string, ordered bool, fn func(id string
 		queue = queue[1:]
 		level = level[:0]
 		s.tasks.each(ixKids, cur, func(k string) {
-			if seen[k] {
+			if k == id {
 				return
 			}
 			if keys := s.tasks.keysOf(k); keys != nil {
-				seen[k] = true
 				level = append(level, kid{k, keys})
 			}
 		})
+		if len(level) == 0 {
+			continue
+		}
+		if expanded[cur] {
+			continue
+		}
+		expanded[cur] = true
 		if ordered {
 			slices.SortFunc(level, func(a, b kid) int { return strings.Compare(a.id, b.id) })
 		}

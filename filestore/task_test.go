@@ -705,3 +705,39 @@ func BenchmarkSubtreeSummary(b *testing.B) {
 		}
 	})
 }
+
+// Parents edited by hand into a loop leave every walk of a sub-tree finite, each task in
+// it once, and the task the walk starts from out of it.
+func TestSubtreeOverALoopOfParents(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", AssigneeID: "w1"})
+	b := mustTask(t, s, NewTask{Title: "B", ParentID: a.ID, AssigneeID: "w1"})
+	c := mustTask(t, s, NewTask{Title: "C", ParentID: b.ID, AssigneeID: "w1"})
+	d := mustTask(t, s, NewTask{Title: "D", ParentID: c.ID, AssigneeID: "w1"})
+	self := mustTask(t, s, NewTask{Title: "self", AssigneeID: "w1"})
+	handEdit(t, s, a.ID, func(tk *Task) { tk.ParentID = c.ID })
+	handEdit(t, s, self.ID, func(tk *Task) { tk.ParentID = self.ID })
+	for _, tc := range []struct {
+		root *Task
+		want string
+	}{{a, "B C D"}, {b, "C A D"}, {c, "A D B"}, {d, ""}, {self, ""}} {
+		sub, err := s.Subtree(tc.root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, tk := range sub {
+			got = append(got, tk.Title)
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("Subtree(%s) = %q, want %q", tc.root.Title, got, tc.want)
+		}
+		sum, err := s.SubtreeSummary(tc.root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := sum[StatusBacklog]; n != len(sub) {
+			t.Errorf("SubtreeSummary(%s) counts %d, want %d", tc.root.Title, n, len(sub))
+		}
+	}
+}
