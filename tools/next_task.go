@@ -172,11 +172,17 @@ func (s *situation) text(key string, args ...any) string {
 // loadSituation reads what the session's decisions look at, and no more: its task and
 // sub-tree, the tasks they depend on, and the tasks in progress (the workers' load).
 func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
+	return loadSituationFrom(st, st.Subtree, se, a, lang)
+}
+
+// loadSituationFrom is loadSituation with the sub-tree taken from subtree (a Server's
+// memo, Server.subtreeOf): the tasks it hands out may be shared, and are only read.
+func loadSituationFrom(st *filestore.Store, subtree func(root string) ([]*filestore.Task, error), se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
 	main, err := st.Task(se.TaskID)
 	if err != nil {
 		return nil, err
 	}
-	subtree, err := st.Subtree(main.ID)
+	sub, err := subtree(main.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +191,7 @@ func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agen
 	if err != nil {
 		return nil, err
 	}
-	tasks := append([]*filestore.Task{main}, subtree...)
+	tasks := append([]*filestore.Task{main}, sub...)
 	var deps []string
 	for _, t := range tasks {
 		deps = append(deps, t.Dependencies...)

@@ -87,6 +87,13 @@ type Server struct {
 	usageTimer *time.Timer
 	list       listing // the short list of a process with a ticket (listing.go)
 
+	// subtrees holds, by task, its sub-tree as last copied for a session's decisions
+	// (subtreeOf); subMu serializes subtreeOf. patchedSubtrees counts the copies brought
+	// up to date from the tasks changed alone.
+	subMu           sync.Mutex
+	subtrees        map[string]*subtreeMemo
+	patchedSubtrees int
+
 	deriveMu sync.Mutex // serializes deriveFor
 	msgMu    sync.Mutex // serializes deriveMessagesFor
 }
