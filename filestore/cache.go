@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // The files are the truth; what a Store keeps in memory is a cache of them that can be
@@ -113,6 +114,8 @@ type dirCache[T any] struct {
 	// rebuilt says the directory was compared file by file since then.
 	since   int
 	rebuilt bool
+	// loadedAt is when the cache was filled from its index file (indexStartGrace).
+	loadedAt time.Time
 	// fromIndex: the cache was filled from its index file and has not been compared file
 	// by file since.
 	fromIndex bool

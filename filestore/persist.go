@@ -84,6 +84,10 @@ const indexLag = 64 << 10
 // meanwhile reads past the file stays a few seconds of writes long.
 const indexSavePace = 20 * time.Microsecond
 
+// indexStartGrace is how long after it started from the index file a process does not
+// write it (maybeSaveLocked).
+var indexStartGrace = time.Second
+
 // indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30
 
@@ -375,6 +379,7 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		}
 	}
 	c.loaded, c.since, c.rebuilt, c.fromIndex = true, 0, false, true
+	c.loadedAt = time.Now()
 	at := h.dir
 	rescan := false
 	prefix := c.dir + "/"
@@ -483,6 +488,13 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 // place of the finished entities it held.
 func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	if !c.rebuilt && c.since < indexSaveEvery {
+		return
+	}
+	// A process that started from the index file leaves it alone for its first moments:
+	// its first answers wait for the catch-up on the journal, which would otherwise write
+	// a large store's file right then (a tenth of a second at 100,000 tasks, while a team
+	// writes). It writes the file later, if it still lags; a one-shot command never does.
+	if !c.rebuilt && c.fromIndex && time.Since(c.loadedAt) < indexStartGrace {
 		return
 	}
 	c.dmu.Lock()
