@@ -123,15 +123,21 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 	// A negative offset (a hand-edited cursor) means the start; line numbers and Next stay
 	// true byte positions.
 	offset = max(offset, 0)
-	if fi, err := f.Stat(); err == nil && fi.Size()-offset > maxJSONLFile {
-		return &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
+	// The reader's buffer fits what is left to read: most scans start near the end (past
+	// a read cursor) and read a few lines, many times a second in a busy team.
+	size := 64 << 10
+	if fi, err := f.Stat(); err == nil {
+		if fi.Size()-offset > maxJSONLFile {
+			return &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
+		}
+		size = int(min(max(fi.Size()-offset+1, 512), int64(size)))
 	}
 	if offset > 0 {
 		if _, err := f.Seek(offset, io.SeekStart); err != nil {
 			return err
 		}
 	}
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, size)
 	var long []byte // a line longer than the reader's buffer, assembled
 	n := 0
 	pos := offset
