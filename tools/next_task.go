@@ -461,12 +461,17 @@ func (s *situation) workerFlow() decision {
 		}
 	}
 	prog := count(s.subtree)
-	var completed []taskBrief
-	for _, t := range finished {
-		completed = append(completed, *brief(t))
+	// The finished sub-tasks are listed only in the answers that report on them: a task
+	// with hundreds of them decides every other step without copying them out.
+	completed := func() []taskBrief {
+		var out []taskBrief
+		for _, t := range finished {
+			out = append(out, *brief(t))
+		}
+		return out
 	}
 	if len(finished) == len(s.children) {
-		return s.keep(&nextAction{Action: "report_completion", State: "needs_completion", Task: brief(m), Progress: prog, CompletedSubtasks: completed,
+		return s.keep(&nextAction{Action: "report_completion", State: "needs_completion", Task: brief(m), Progress: prog, CompletedSubtasks: completed(),
 			Instruction: s.text("next.worker.report_completion", m.ID)})
 	}
 	if len(running) > 0 {
@@ -495,7 +500,7 @@ func (s *situation) workerFlow() decision {
 	if len(blocked) > 0 && !s.othersCanProgress(mine, others) {
 		self, user, other := s.blockedBy(blocked)
 		n := &nextAction{Action: "review_and_resolve_blocks", State: "needs_review", Task: brief(m), Progress: prog,
-			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: completed}
+			SelfBlocked: self, UserBlocked: user, OtherBlocked: other, CompletedSubtasks: completed()}
 		var b strings.Builder
 		b.WriteString(s.text("next.worker.blocks"))
 		if len(self) > 0 {
@@ -509,7 +514,7 @@ func (s *situation) workerFlow() decision {
 		return s.keep(n)
 	}
 	if len(mine) > 0 && !s.othersCanProgress(mine, others) {
-		n := &nextAction{Action: "dependency_deadlock", State: "dependency_deadlock", Task: brief(m), Progress: prog, CompletedSubtasks: completed}
+		n := &nextAction{Action: "dependency_deadlock", State: "dependency_deadlock", Task: brief(m), Progress: prog, CompletedSubtasks: completed()}
 		for _, t := range mine {
 			n.WaitingSubtasks = append(n.WaitingSubtasks, waitingLine{ID: t.ID, Title: t.Title, WaitingFor: s.unmet(t)})
 		}
