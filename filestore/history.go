@@ -182,9 +182,10 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		h.byID, h.off, h.ino, h.added, h.tried, h.pairs = map[string][]int64{}, 0, ino, 0, 0, nil
 		h.openBase(f, ino, fi.Size())
 	}
-	// In chunks: the first look at a long history must not hold all of it in memory.
+	// In chunks: the first look at a long history must not hold all of it in memory. A
+	// later one reads what was appended since, mostly a few lines.
 	const chunk = 256 << 10
-	buf := make([]byte, 0, chunk)
+	buf := make([]byte, 0, min(chunk, max(fi.Size()-h.off, 512)))
 	for h.off < fi.Size() {
 		want := min(int64(cap(buf)), fi.Size()-h.off)
 		buf = buf[:want]
