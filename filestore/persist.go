@@ -85,8 +85,11 @@ const indexLag = 64 << 10
 const indexSavePace = 20 * time.Microsecond
 
 // indexStartGrace is how long after it started from the index file a process does not
-// write it (maybeSaveLocked).
+// write it, while the journal since the file is shorter than indexStartLag (about a
+// thousand writes, a few milliseconds of catching up) (maybeSaveLocked).
 var indexStartGrace = time.Second
+
+const indexStartLag = 4 * indexLag
 
 // indexMax is the largest index file read (a million tasks make about 110 MiB).
 const indexMax = 1 << 30
@@ -493,9 +496,13 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	// A process that started from the index file leaves it alone for its first moments:
 	// its first answers wait for the catch-up on the journal, which would otherwise write
 	// a large store's file right then (a tenth of a second at 100,000 tasks, while a team
-	// writes). It writes the file later, if it still lags; a one-shot command never does.
+	// writes). It writes the file later, if it still lags. A file far behind is written at
+	// once all the same: short-lived processes alone (one-shot commands) must not let every
+	// start read more and more of the journal.
 	if !c.rebuilt && c.fromIndex && time.Since(c.loadedAt) < indexStartGrace {
-		return
+		if h, err := c.readIndexHeader(); err == nil && h.journal.ino == pos.ino && pos.off-h.journal.off < indexStartLag {
+			return
+		}
 	}
 	c.dmu.Lock()
 	at, ok := c.dirAt, c.dirAtOK && !c.unsure

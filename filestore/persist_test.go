@@ -638,11 +638,14 @@ func TestIndexFileSavedAtItsPace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	far := journalPos{h.journal.ino, h.journal.off + 2*indexLag}
-	saveFar := func() journalPos {
+	saveAt := func(at journalPos) journalPos {
+		old := time.Now().Add(-time.Hour)
+		if err := os.Chtimes(o.tasks.indexPath(), old, old); err != nil {
+			t.Fatal(err)
+		}
 		o.tasks.mu.Lock()
 		o.tasks.since = indexSaveEvery
-		o.tasks.maybeSaveLocked(far)
+		o.tasks.maybeSaveLocked(at)
 		o.tasks.mu.Unlock()
 		h, err := o.tasks.readIndexHeader()
 		if err != nil {
@@ -650,20 +653,23 @@ func TestIndexFileSavedAtItsPace(t *testing.T) {
 		}
 		return h.journal
 	}
-	old := time.Now().Add(-time.Hour)
-	if err := os.Chtimes(o.tasks.indexPath(), old, old); err != nil {
-		t.Fatal(err)
+	// A process that has just started from the file leaves an hour-old file a little
+	// behind alone (its first answers would wait for the save), not one far behind.
+	far := journalPos{h.journal.ino, h.journal.off + 2*indexLag}
+	if got := saveAt(far); got != h.journal {
+		t.Fatalf("a process started a moment ago wrote a file a little behind (header at %v)", got)
 	}
-	// A process that has just started from the file leaves it alone: its first answers
-	// would wait for the save.
-	if got := saveFar(); got != h.journal {
-		t.Fatalf("a process started a moment ago wrote the file (header at %v)", got)
+	farther := journalPos{h.journal.ino, h.journal.off + 2*indexStartLag}
+	if got := saveAt(farther); got != farther {
+		t.Fatalf("a process started a moment ago left a file far behind: header at %v, want %v", got, farther)
 	}
+	// Later, a file a little behind is written too.
 	o.tasks.mu.Lock()
 	o.tasks.loadedAt = time.Now().Add(-indexStartGrace)
 	o.tasks.mu.Unlock()
-	if got := saveFar(); got != far {
-		t.Fatalf("an hour-old file far behind: header at %v, want it written at %v", got, far)
+	later := journalPos{farther.ino, farther.off + 2*indexLag}
+	if got := saveAt(later); got != later {
+		t.Fatalf("an hour-old file a little behind: header at %v, want it written at %v", got, later)
 	}
 }
 
