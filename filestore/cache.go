@@ -116,6 +116,9 @@ type dirCache[T any] struct {
 	rebuilt bool
 	// loadedAt is when the cache was filled from its index file (indexStartGrace).
 	loadedAt time.Time
+	// coldStale: a record of the index file's cold part was found not to hold by a
+	// comparison with its file, which no journal line tells: the file is written anew.
+	coldStale bool
 	// fromIndex: the cache was filled from its index file and has not been compared file
 	// by file since.
 	fromIndex bool
@@ -518,7 +521,14 @@ func (c *dirCache[T]) refreshLocked(id string) *T {
 	if err != nil {
 		v = nil
 	}
-	c.setLocked(id, c.entryOf(v, st))
+	e := c.entryOf(v, st)
+	if i, ok := c.cold.find(id); ok && !slices.Equal(c.cold.recKeys(i), e.k) {
+		// A record of the index file's finished part no longer holds, and no journal line
+		// says so (a hand edit in place): the file is written anew, or a process starting
+		// from it would file the entity where it was.
+		c.coldStale = true
+	}
+	c.setLocked(id, e)
 	return v
 }
 

@@ -490,7 +490,8 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 // where the cache stands in the journal. The process then holds the file's cold part in
 // place of the finished entities it held.
 func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
-	if !c.rebuilt && c.since < indexSaveEvery {
+	now := c.rebuilt || c.coldStale // written at once, however fresh the file
+	if !now && c.since < indexSaveEvery {
 		return
 	}
 	// A process that started from the index file leaves it alone for its first moments:
@@ -499,7 +500,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	// writes). It writes the file later, if it still lags. A file far behind is written at
 	// once all the same: short-lived processes alone (one-shot commands) must not let every
 	// start read more and more of the journal.
-	if !c.rebuilt && c.fromIndex && time.Since(c.loadedAt) < indexStartGrace {
+	if !now && c.fromIndex && time.Since(c.loadedAt) < indexStartGrace {
 		if h, err := c.readIndexHeader(); err == nil && h.journal.ino == pos.ino && pos.off-h.journal.off < indexStartLag {
 			return
 		}
@@ -518,7 +519,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 		h, err := c.readIndexHeader()
 		return err == nil && h.journal.ino == pos.ino && indexFresh(pos.off-h.journal.off, time.Since(h.written), entities)
 	}
-	if !c.rebuilt && fresh() {
+	if !now && fresh() {
 		c.since = 0
 		return
 	}
@@ -532,7 +533,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 		return
 	}
 	defer unlock()
-	if !c.rebuilt && fresh() { // written meanwhile by the one that held the lock
+	if !now && fresh() { // written meanwhile by the one that held the lock
 		c.since = 0
 		return
 	}
@@ -591,7 +592,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	if err := writeIndexFile(c.indexPath(), b.Bytes()); err != nil {
 		return
 	}
-	c.since, c.rebuilt = 0, false
+	c.since, c.rebuilt, c.coldStale = 0, false, false
 	// Hold the file just written: what it has in its cold part leaves memory.
 	cold, err := parseCold(coldPart, c.nidx, c.minKeys, true)
 	if err != nil {

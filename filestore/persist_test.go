@@ -868,3 +868,68 @@ func BenchmarkIndexSave(b *testing.B) {
 		}
 	})
 }
+
+// A hand edit in place of a finished task's parent, noticed by a process (its watcher, or
+// a later process reading the task), reaches the index file at once: a process that
+// starts from it afterwards files the task under its new parent only. Such an edit leaves
+// no journal line and keeps the directory's modification time, so nothing else would tell
+// the next process.
+func TestIndexFileRewrittenAfterAHandEditOfFinishedWork(t *testing.T) {
+	for _, how := range []string{"watcher", "read"} {
+		t.Run(how, func(t *testing.T) {
+			s := newTestStore(t)
+			a := mustTask(t, s, NewTask{Title: "A", AssigneeID: "w1"})
+			b := mustTask(t, s, NewTask{Title: "B", AssigneeID: "w1"})
+			x := mustTask(t, s, NewTask{Title: "X", ParentID: a.ID, AssigneeID: "w1"})
+			finish(t, s, x.ID)
+			saveIndex(t, s)
+			o := reopen(t, s) // holds X in the index file's finished part
+			if got := titlesOf(t, o, a.ID); got != "X" {
+				t.Fatalf("under A before the edit: %q", got)
+			}
+			data, err := os.ReadFile(s.taskPath(x.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(s.taskPath(x.ID), os.O_WRONLY|os.O_TRUNC, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.WriteString(strings.Replace(string(data), a.ID, b.ID, 1))
+			f.Close()
+			switch how {
+			case "watcher":
+				o.Changed("tasks/" + x.ID + ".json")
+			case "read": // by a process started after the edit, as when none watched
+				o = reopen(t, s)
+				if tk, err := o.Task(x.ID); err != nil || tk.ParentID != b.ID {
+					t.Fatalf("X read: %+v, %v", tk, err)
+				}
+			}
+			// A query compares X with its file (as it reads it); the next one writes the file.
+			titlesOf(t, o, a.ID)
+			titlesOf(t, o, a.ID)
+			n := reopen(t, s)
+			if got := titlesOf(t, n, a.ID); got != "" {
+				t.Errorf("a process started after the edit files under A: %q", got)
+			}
+			if got := titlesOf(t, n, b.ID); got != "X" {
+				t.Errorf("a process started after the edit files under B: %q, want X", got)
+			}
+		})
+	}
+}
+
+// titlesOf lists the titles of a task's sub-tree.
+func titlesOf(t *testing.T, s *Store, id string) string {
+	t.Helper()
+	sub, err := s.Subtree(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, tk := range sub {
+		out = append(out, tk.Title)
+	}
+	return strings.Join(out, " ")
+}
