@@ -211,8 +211,7 @@ func (x *coldIndex) stamp(i int) stamp {
 		if _, err := x.f.ReadAt(b[:], x.stampsAt+32*int64(i)); err != nil {
 			return stamp{}
 		}
-		s := string(b[:])
-		return stamp{ino: u64at(s, 0), size: int64(u64at(s, 1)), mtime: int64(u64at(s, 2)), ctime: int64(u64at(s, 3))}
+		return stampIn(string(b[:]), 0)
 	}
 	return stampIn(x.stamps, i)
 }

@@ -126,16 +126,7 @@ func TestEventsIndexFileFollows(t *testing.T) {
 	s := newTestStore(t)
 	a := mustTask(t, s, NewTask{Title: "A", AssigneeID: "w1"})
 	s.EventsTail(a.ID, -1)
-	var b strings.Builder
-	for i := range eventsIndexEvery + 10 {
-		fmt.Fprintf(&b, `{"at":"2026-01-02T03:04:05Z","actor":"owner","via":"cli","entity":"task","id":"%s","change":"edited","to":"%d"}`+"\n", a.ID, i)
-	}
-	f, err := os.OpenFile(s.path("events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(b.String())
-	f.Close()
+	appendEdits(t, s, a.ID, eventsIndexEvery+10)
 	if got, want := historyOf(t, s, a.ID); got != want {
 		t.Fatalf("history %.200s, want %.200s", got, want)
 	}
@@ -158,16 +149,7 @@ func TestEventsIndexFileTakenUp(t *testing.T) {
 	o := reopen(t, s)
 	s.EventsTail(a.ID, -1)
 	o.EventsTail(a.ID, -1)
-	var b strings.Builder
-	for i := range eventsIndexEvery + 10 {
-		fmt.Fprintf(&b, `{"at":"2026-01-02T03:04:05Z","actor":"owner","via":"cli","entity":"task","id":"%s","change":"edited","to":"%d"}`+"\n", a.ID, i)
-	}
-	f, err := os.OpenFile(s.path("events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(b.String())
-	f.Close()
+	appendEdits(t, s, a.ID, eventsIndexEvery+10)
 	if got, want := historyOf(t, s, a.ID); got != want {
 		t.Fatalf("first process: history %.200s, want %.200s", got, want)
 	}
@@ -191,5 +173,22 @@ func TestEventsIndexFileTakenUp(t *testing.T) {
 	o.history.mu.Unlock()
 	if held != 0 || !baseOpen(o) {
 		t.Errorf("second process: %d lines held in memory, index file open %v", held, baseOpen(o))
+	}
+}
+
+// appendEdits appends n history lines about id to events.jsonl, as another writer would.
+func appendEdits(t *testing.T, s *Store, id string, n int) {
+	t.Helper()
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"at":"2026-01-02T03:04:05Z","actor":"owner","via":"cli","entity":"task","id":"%s","change":"edited","to":"%d"}`+"\n", id, i)
+	}
+	f, err := os.OpenFile(s.path("events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(b.String()); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,7 +87,7 @@ const indexSavePace = 20 * time.Microsecond
 // indexStartGrace is how long after it started from the index file a process does not
 // write it, while the journal since the file is shorter than indexStartLag (about a
 // thousand writes, a few milliseconds of catching up) (maybeSaveLocked).
-var indexStartGrace = time.Second
+const indexStartGrace = time.Second
 
 const indexStartLag = 4 * indexLag
 

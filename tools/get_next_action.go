@@ -65,7 +65,7 @@ func (c *call) evaluate(waiting bool) (decision, error) {
 			return decision{}, err
 		}
 	}
-	sit, err := loadSituationFrom(st, c.srv.subtreeOf, se, c.agent, c.lang())
+	sit, err := loadSituation(st, c.srv.subtreeOf, se, c.agent, c.lang())
 	if err != nil {
 		return decision{}, err
 	}

@@ -170,14 +170,10 @@ func (s *situation) text(key string, args ...any) string {
 }
 
 // loadSituation reads what the session's decisions look at, and no more: its task and
-// sub-tree, the tasks they depend on, and the tasks in progress (the workers' load).
-func loadSituation(st *filestore.Store, se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
-	return loadSituationFrom(st, st.Subtree, se, a, lang)
-}
-
-// loadSituationFrom is loadSituation with the sub-tree taken from subtree (a Server's
-// memo, Server.subtreeOf): the tasks it hands out may be shared, and are only read.
-func loadSituationFrom(st *filestore.Store, subtree func(root string) ([]*filestore.Task, error), se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
+// sub-tree, the tasks they depend on, and the tasks in progress (the workers' load). The
+// sub-tree comes from subtree (a Server's Server.subtreeOf, or Store.Subtree): the tasks
+// it hands out may be shared, and are only read.
+func loadSituation(st *filestore.Store, subtree func(root string) ([]*filestore.Task, error), se *filestore.Session, a *filestore.Agent, lang string) (*situation, error) {
 	main, err := st.Task(se.TaskID)
 	if err != nil {
 		return nil, err

@@ -468,7 +468,7 @@ func TestLoadCountsRunningWorkEverywhere(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sit, err := loadSituation(st, &filestore.Session{ID: "ses_x", AgentID: "m", Purpose: filestore.PurposeTask, TaskID: mine.ID}, a, "en")
+	sit, err := loadSituation(st, st.Subtree, &filestore.Session{ID: "ses_x", AgentID: "m", Purpose: filestore.PurposeTask, TaskID: mine.ID}, a, "en")
 	if err != nil {
 		t.Fatal(err)
 	}

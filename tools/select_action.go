@@ -45,7 +45,7 @@ func selectActionTool() *tool {
 				return nil, badArg("action", "must be one of %s (got %q)", strings.Join(valid, ", "), action)
 			}
 			st := c.srv.store
-			sit, err := loadSituationFrom(st, c.srv.subtreeOf, c.session, c.agent, c.lang())
+			sit, err := loadSituation(st, c.srv.subtreeOf, c.session, c.agent, c.lang())
 			if err != nil {
 				return nil, err
 			}

@@ -19,7 +19,7 @@ type subtreeMemo struct {
 const maxSubtreeMemos = 16
 
 // subtreeOf returns the descendants of root, in no particular order, for a session's
-// decisions (loadSituationFrom). Every get_my_task and status change of a task session
+// decisions (loadSituation). Every get_my_task and status change of a task session
 // decides its next step, and a worker's task gathers hundreds of sub-tasks, most of them
 // unchanged since the last decision: the copy made then is brought up to date from the
 // tasks changed since, the way a derivation is (changedWatched), and the sub-tree is
