@@ -18,7 +18,8 @@ type source interface {
 	remove(dir string) error
 	// wait returns the events ready, waiting up to d for the first one: d < 0 waits as
 	// long as it takes, 0 not at all. overflow reports that the kernel dropped events.
-	// Once stop was called it returns errStopped.
+	// Once stop was called it returns errStopped. The events are the caller's until the
+	// next wait, which may reuse their slice.
 	wait(d time.Duration) (evs []event, overflow bool, err error)
 	// stop makes a wait in progress, and every later one, return errStopped.
 	stop()

@@ -52,6 +52,7 @@ type inotifySource struct {
 	byPath map[string]int32
 
 	buf []byte
+	evs []event // what read returns, reused: a wait's events are taken before the next wait
 
 	mu                sync.Mutex // stop may come from another goroutine than release
 	stopped, released bool
@@ -143,6 +144,9 @@ func (s *inotifySource) wait(d time.Duration) ([]event, bool, error) {
 
 // read takes the events queued now, without waiting.
 func (s *inotifySource) read() (evs []event, overflow bool, err error) {
+	clear(s.evs) // the last wait's names are not held on to
+	evs = s.evs[:0]
+	defer func() { s.evs = evs[:0] }()
 	for {
 		n, err := syscall.Read(s.fd, s.buf)
 		if err == syscall.EINTR {
@@ -195,6 +199,9 @@ func (s *inotifySource) parse(b []byte, evs []event, overflow bool) ([]event, bo
 		}
 		if !ok {
 			continue // a watch removed a moment ago
+		}
+		if len(name) > 0 && ignored(name) {
+			continue // a scratch file: dropped by the Watcher all the same, before its path is built
 		}
 		path := dir
 		if len(name) > 0 {

@@ -1,11 +1,14 @@
 package watch
 
 import (
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -113,5 +116,53 @@ func TestInotifyTellsFilesFromDirectories(t *testing.T) {
 		if f, ok := got[name]; !ok || f != file {
 			t.Errorf("%s: created, file=%v (seen %v); want file=%v", name, f, ok, file)
 		}
+	}
+}
+
+// The inotify source drops a scratch file's events as it parses them, without building
+// a path or keeping an event: an atomic write's temporary file makes three of its four
+// events, in every process that watches.
+func TestInotifyDropsScratchFilesUnbuilt(t *testing.T) {
+	s := &inotifySource{byWD: map[int32]string{1: "/store/tasks"}, byPath: map[string]int32{"/store/tasks": 1}}
+	var buf []byte
+	put := func(mask uint32, name string) {
+		padded := len(name) + 1
+		padded += (16 - padded%16) % 16
+		var h [16]byte
+		binary.NativeEndian.PutUint32(h[0:], 1)
+		binary.NativeEndian.PutUint32(h[4:], mask)
+		binary.NativeEndian.PutUint32(h[12:], uint32(padded))
+		buf = append(buf, h[:]...)
+		buf = append(buf, name...)
+		buf = append(buf, make([]byte, padded-len(name))...)
+	}
+	for _, name := range []string{".T-1.json.42.tmp", "store.lock", "notes.md~", ".#notes.md", "4913"} {
+		put(syscall.IN_CREATE, name)
+		put(syscall.IN_MODIFY, name)
+		put(syscall.IN_MOVED_FROM, name)
+	}
+	scratchOnly := slices.Clone(buf)
+	put(syscall.IN_MOVED_TO, "T-1.json")
+
+	evs, overflow := s.parse(buf, nil, false)
+	if overflow || len(evs) != 1 || evs[0].Name != "/store/tasks/T-1.json" || !evs[0].Has(fsnotify.Create) {
+		t.Fatalf("parsed %+v (overflow %v); want only the rename into /store/tasks/T-1.json", evs, overflow)
+	}
+	evs = make([]event, 0, 8)
+	if n := testing.AllocsPerRun(100, func() { evs, _ = s.parse(scratchOnly, evs[:0], false) }); n != 0 || len(evs) != 0 {
+		t.Errorf("scratch files' events: %v allocations and %d events per parse; want none", n, len(evs))
+	}
+}
+
+// ignored says the same of a name as a string and as the kernel's bytes.
+func TestIgnoredBytesAsStrings(t *testing.T) {
+	for _, name := range []string{".a.json.1.tmp", "tmp", "a~", "~", ".#a", ".#", "#a", "a.swp", "a.swx", "4913", "49130",
+		"x.lock", "lock", "T-1.json", "", "a.tm"} {
+		if got, want := ignored([]byte(name)), ignored(name); got != want {
+			t.Errorf("ignored(%q): %v as bytes, %v as a string", name, got, want)
+		}
+	}
+	if !ignored(".a.json.1.tmp") || !ignored("x.lock") || ignored("T-1.json") || ignored("tmp") {
+		t.Error("ignored does not tell scratch names from state")
 	}
 }

@@ -498,12 +498,23 @@ func (w *Watcher) skippedRel(rel string) bool {
 
 // ignored reports whether a file or directory name is a writer's scratch
 // file and not state. A scratch file becomes state only when it is renamed
-// to its real name, and that rename is reported.
-func ignored(name string) bool {
-	return strings.HasSuffix(name, ".tmp") || // atomic writes: .<name>.*.tmp, renamed into place
-		strings.HasSuffix(name, "~") || // editor backups
-		strings.HasPrefix(name, ".#") || // emacs lock links
-		strings.HasSuffix(name, ".swp") || strings.HasSuffix(name, ".swx") || // vim swap files
-		name == "4913" || // vim's probe that the directory is writable
-		strings.HasSuffix(name, ".lock") // lock files change on every locked write, not on data changes
+// to its real name, and that rename is reported. It takes the name as the
+// kernel's bytes too: a team's writers make thousands of scratch files a
+// second, and their events are dropped before a path is built for them.
+func ignored[S string | []byte](name S) bool {
+	for _, suf := range scratchSuffixes {
+		if len(name) >= len(suf) && string(name[len(name)-len(suf):]) == suf {
+			return true
+		}
+	}
+	return len(name) >= 2 && string(name[:2]) == ".#" || // emacs lock links
+		string(name) == "4913" // vim's probe that the directory is writable
+}
+
+// scratchSuffixes end the names of scratch files.
+var scratchSuffixes = [...]string{
+	".tmp",         // atomic writes: .<name>.*.tmp, renamed into place
+	"~",            // editor backups
+	".swp", ".swx", // vim swap files
+	".lock", // lock files change on every locked write, not on data changes
 }
