@@ -19,8 +19,6 @@ import (
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/gofrs/flock"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -118,7 +116,7 @@ func scaleEnvInt(b *testing.B, name string, def int) int {
 }
 
 // scaleServer is one server process (aipm mcp, or the no-op floor) driven
-// by an mcp-go client, with its process for /proc readings.
+// by a benchClient, with its process for /proc readings.
 type scaleServer struct {
 	*wakeServer
 	cmd     *exec.Cmd
@@ -142,28 +140,22 @@ func startScaleServer(b *testing.B, exe, dir, name, argv0 string, args ...string
 // server (also after an error, when it is not nil).
 func tryScaleServer(exe, dir, name, argv0 string, args ...string) (*scaleServer, error) {
 	s := &scaleServer{wakeServer: &wakeServer{name: name, stderr: &mcpSyncBuffer{}}}
-	tr := transport.NewStdioWithOptions(exe, nil, args,
-		transport.WithCommandStderrWriter(s.stderr),
-		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Args[0] = argv0
-			cmd.Dir = dir
-			cmd.Env = wakeEnv()
-			s.cmd = cmd
-			return cmd, nil
-		}))
-	s.c = client.NewClient(tr)
-	t0 := time.Now()
-	// The connection must outlive every call, so no deadline here (libs.md §1.10).
-	if err := s.c.Start(context.Background()); err != nil {
-		return nil, fmt.Errorf("start server %s: %v", name, err)
-	}
+	cmd := exec.Command(exe, args...)
+	cmd.Args[0] = argv0
+	cmd.Dir = dir
+	cmd.Env = wakeEnv()
+	cmd.Stderr = s.stderr
+	s.cmd = cmd
 	ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
 	defer cancel()
-	var req mcp.InitializeRequest
-	req.Params.ClientInfo = mcp.Implementation{Name: "aipm-scale-bench", Version: "0"}
-	if _, err := s.c.Initialize(ctx, req); err != nil {
-		return s, fmt.Errorf("server %s: initialize: %v%s", name, err, s.stderrNote())
+	t0 := time.Now()
+	c, err := startBenchClient(ctx, cmd, "aipm-scale-bench")
+	if c == nil {
+		return nil, fmt.Errorf("start server %s: %v", name, err)
+	}
+	s.c = c
+	if err != nil {
+		return s, fmt.Errorf("server %s: %v%s", name, err, s.stderrNote())
 	}
 	s.startup = time.Since(t0)
 	return s, nil
@@ -188,20 +180,13 @@ const scaleCallTimeout = time.Minute
 func (s *scaleServer) tryTimed(tool string, args map[string]any) (time.Duration, int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scaleCallTimeout)
 	defer cancel()
-	var req mcp.CallToolRequest
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	if args == nil {
-		req.Params.Arguments = map[string]any{}
-	}
 	t0 := time.Now()
-	res, err := s.c.CallTool(ctx, req)
+	text, isError, err := s.c.callTool(ctx, tool, args)
 	d := time.Since(t0)
 	if err != nil {
 		return d, 0, fmt.Errorf("server %s: %s: %v%s", s.name, tool, err, s.stderrNote())
 	}
-	text, _ := mcpText(res.Content[0])
-	if res.IsError {
+	if isError {
 		return d, 0, fmt.Errorf("server %s: %s %v: %s", s.name, tool, args, text)
 	}
 	return d, len(text), nil
@@ -1112,11 +1097,19 @@ func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, agents, ta
 func scaleMixedWorker(s *scaleServer, agent, taskTok, chatTok string, n int, deadline time.Time, tasks, titles map[string]string, msgs *[]string, lat *[]time.Duration) error {
 	rng := rand.New(rand.NewPCG(uint64(len(agent)), uint64(agent[len(agent)-1])))
 	var todo, started []string
-	call := func(tool string, args map[string]any) (map[string]any, error) {
+	// What the worker reads of an answer; the rest of it is only checked to be JSON.
+	type answer struct {
+		Task struct {
+			ID string `json:"id"`
+		} `json:"task"`
+		MessageID string `json:"message_id"`
+	}
+	call := func(tool string, args map[string]any) (answer, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		t := time.Now()
-		r, err := s.raw(ctx, tool, args)
+		var r answer
+		err := s.rawInto(ctx, tool, args, &r)
 		*lat = append(*lat, time.Since(t))
 		return r, err
 	}
@@ -1132,10 +1125,9 @@ func scaleMixedWorker(s *scaleServer, agent, taskTok, chatTok string, n int, dea
 			_, err = call("list_tasks", map[string]any{"status": "todo", "limit": 20, "session_token": taskTok})
 		case r < 65 || (r < 85 && len(todo) == 0 && len(started) == 0):
 			title := fmt.Sprintf("%s mixed %d", agent, i)
-			var res map[string]any
+			var res answer
 			if res, err = call("create_task", map[string]any{"title": title, "session_token": taskTok}); err == nil {
-				t, _ := res["task"].(map[string]any)
-				id, _ := t["id"].(string)
+				id := res.Task.ID
 				if id == "" {
 					return fmt.Errorf("create_task answered no task id: %v", res)
 				}
@@ -1156,11 +1148,10 @@ func scaleMixedWorker(s *scaleServer, agent, taskTok, chatTok string, n int, dea
 				}
 			}
 		default:
-			var res map[string]any
+			var res answer
 			if res, err = call("send_message", map[string]any{"target_agent_id": "owner", "content": fmt.Sprintf("%s: progress note %d", agent, i),
 				"session_token": chatTok}); err == nil {
-				id, _ := res["message_id"].(string)
-				*msgs = append(*msgs, id)
+				*msgs = append(*msgs, res.MessageID)
 			}
 		}
 		if err != nil {

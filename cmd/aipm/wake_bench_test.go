@@ -10,10 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Parameters of BenchmarkWakeAcrossProcesses.
@@ -264,7 +260,7 @@ func wakeEnv() []string {
 // wakeServer is one `aipm mcp` process and the client driving it.
 type wakeServer struct {
 	name   string
-	c      *client.Client
+	c      *benchClient
 	stderr *mcpSyncBuffer
 }
 
@@ -273,27 +269,20 @@ type wakeServer struct {
 // ends: its stdin is closed, as when an agent exits.
 func startWakeServer(b *testing.B, exe, dir, name string) *wakeServer {
 	s := &wakeServer{name: name, stderr: &mcpSyncBuffer{}}
-	tr := transport.NewStdioWithOptions(exe, nil, []string{"mcp"},
-		transport.WithCommandStderrWriter(s.stderr),
-		transport.WithCommandFunc(func(ctx context.Context, command string, _ []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Args[0] = "aipm"
-			cmd.Dir = dir
-			cmd.Env = wakeEnv()
-			return cmd, nil
-		}))
-	s.c = client.NewClient(tr)
-	// The connection must outlive every call, so no deadline here (libs.md §1.10).
-	if err := s.c.Start(context.Background()); err != nil {
-		b.Fatalf("start server %s: %v", name, err)
-	}
-	b.Cleanup(func() { s.c.Close() })
+	cmd := exec.Command(exe, "mcp")
+	cmd.Args[0] = "aipm"
+	cmd.Dir = dir
+	cmd.Env = wakeEnv()
+	cmd.Stderr = s.stderr
 	ctx, cancel := context.WithTimeout(context.Background(), wakeCallTimeout)
 	defer cancel()
-	var req mcp.InitializeRequest
-	req.Params.ClientInfo = mcp.Implementation{Name: "aipm-wake-bench", Version: "0"}
-	if _, err := s.c.Initialize(ctx, req); err != nil {
-		b.Fatalf("server %s: initialize: %v%s", name, err, s.stderrNote())
+	c, err := startBenchClient(ctx, cmd, "aipm-wake-bench")
+	if c != nil {
+		s.c = c
+		b.Cleanup(func() { c.Close() })
+	}
+	if err != nil {
+		b.Fatalf("server %s: %v%s", name, err, s.stderrNote())
 	}
 	return s
 }
@@ -301,31 +290,28 @@ func startWakeServer(b *testing.B, exe, dir, name string) *wakeServer {
 // raw calls a tool and decodes the JSON object of its text block. An isError
 // result is an error.
 func (s *wakeServer) raw(ctx context.Context, tool string, args map[string]any) (map[string]any, error) {
-	var req mcp.CallToolRequest
-	req.Params.Name = tool
-	req.Params.Arguments = args
-	if args == nil {
-		req.Params.Arguments = map[string]any{}
-	}
-	res, err := s.c.CallTool(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("server %s: %s: %w", s.name, tool, err)
-	}
-	if len(res.Content) == 0 {
-		return nil, fmt.Errorf("server %s: %s: empty result", s.name, tool)
-	}
-	text, ok := mcpText(res.Content[0])
-	if !ok {
-		return nil, fmt.Errorf("server %s: %s: the result is not text", s.name, tool)
-	}
-	if res.IsError {
-		return nil, fmt.Errorf("server %s: %s: %s", s.name, tool, text)
-	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(text), &out); err != nil {
-		return nil, fmt.Errorf("server %s: %s: result is not a JSON object: %v: %s", s.name, tool, err, text)
+	err := s.rawInto(ctx, tool, args, &out)
+	return out, err
+}
+
+// rawInto is raw decoding the text block into out, which need name only the
+// fields the caller looks at: the text must still be a whole JSON object.
+func (s *wakeServer) rawInto(ctx context.Context, tool string, args map[string]any, out any) error {
+	text, isError, err := s.c.callTool(ctx, tool, args)
+	if err != nil {
+		return fmt.Errorf("server %s: %s: %w", s.name, tool, err)
 	}
-	return out, nil
+	if isError {
+		return fmt.Errorf("server %s: %s: %s", s.name, tool, text)
+	}
+	if len(text) == 0 || text[0] != '{' {
+		return fmt.Errorf("server %s: %s: result is not a JSON object: %s", s.name, tool, text)
+	}
+	if err := json.Unmarshal([]byte(text), out); err != nil {
+		return fmt.Errorf("server %s: %s: result is not a JSON object: %v: %s", s.name, tool, err, text)
+	}
+	return nil
 }
 
 // call is raw with a timeout that fails the benchmark on any error, or when
