@@ -81,6 +81,9 @@ type dirCache[T any] struct {
 	keys func(*T) []string
 	// done tells a finished entity, held as its keys only and read on demand (nil: none).
 	done func(*T) bool
+	// doneKeys tells the same from an entity's keys, for one known only from the journal
+	// (nil: such an entity is read to tell).
+	doneKeys func(k []string) bool
 	// index keeps secondary indexes in step: called under mu with the old keys (nil if
 	// none) and the new ones (nil when removed or unreadable).
 	index func(id string, old, cur []string)

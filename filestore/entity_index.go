@@ -55,6 +55,7 @@ func (x *convIndex) update(id string, old, cur []string) {
 func newConvCache(s *Store) *dirCache[Conversation] {
 	c := newDirCache(s, "conversations", PrefixConversation, s.readConversation)
 	c.keys, c.done, c.persist = convKeys, convFinished, true
+	c.doneKeys = func(k []string) bool { return k[3] == ConvEnded || k[3] == ConvExpired }
 	c.reset = s.cix.reset
 	c.index = s.cix.update
 	c.sets, c.nidx, c.minKeys = s.cix.set, 3, 4
@@ -92,6 +93,7 @@ func (x *dlgIndex) update(id string, old, cur []string) {
 func newDlgCache(s *Store) *dirCache[Delegation] {
 	c := newDirCache(s, "delegations", PrefixDelegation, s.readDelegation)
 	c.keys, c.done, c.persist = dlgKeys, dlgFinished, true
+	c.doneKeys = func(k []string) bool { return k[2] == DelegationCompleted || k[2] == DelegationFailed }
 	c.reset = s.dix.reset
 	c.index = s.dix.update
 	c.sets, c.nidx, c.minKeys = s.dix.set, 3, 3

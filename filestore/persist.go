@@ -51,21 +51,26 @@ import (
 //	journal <journal inode> <offset> dir <directory inode> <directory mtime ns>
 //	live <records> <bytes>
 //	<id> <inode> <size> <mtime ns> <ctime ns> f <n> <key>×n <json>   an entity held in full
+//	<id> <inode> <size> <mtime ns> <ctime ns> k <n> <key>×n        unfinished, known from the journal
 //	<id> <inode> <size> <mtime ns> <ctime ns> x            a file that did not parse
 //	cold <bytes>
 //	<the cold part, binary (cold.go)>
 //	end <crc32 of everything before this line, hex>
 //
 // Fields are separated by tabs, keys escaped (\\, \t, \n); a live entity's keys are read
-// at start, its JSON parsed when it is first asked for. Any process writes the file
+// at start, its JSON parsed when it is first asked for. A "k" record is an unfinished
+// entity another process wrote since this one last read it: its keys and identity are
+// what that write's journal line said, and its file is read when it is first asked for,
+// as in the process that wrote the index file. (Reading them all to write their JSON was
+// a third of a save while a team writes.) Any process writes the file
 // (atomically) after it compared the directory file by file, or when the journal has
 // grown well past it, and then holds the file it wrote in place of the finished entities
 // it held.
 
 // indexFormat changes whenever the records or the values they hold change meaning.
 // (2: a file's identity includes its status change time. 3: finished work in flat
-// arrays.)
-const indexFormat = 3
+// arrays. 4: "k" records.)
+const indexFormat = 4
 
 // indexSaveEvery is how many changed entries make a process bring the index file up to
 // date (when the file on disk is that far behind the journal).
@@ -461,28 +466,46 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 		return id, &cacheEntry[T]{st: st}, !more
 	case "f":
 		// The keys, then the JSON, parsed when the entity is first asked for.
-		n, rest, ok := strings.Cut(rest, "\t")
-		nk, err := strconv.Atoi(n)
-		if !ok || err != nil || nk < c.minKeys || nk > len(rest) {
-			return "", nil, false
-		}
-		keys := make([]string, nk)
-		for i := range keys {
-			var k string
-			if k, rest, ok = strings.Cut(rest, "\t"); !ok {
-				return "", nil, false
-			}
-			if strings.IndexByte(k, '\\') >= 0 {
-				k = keyUnescaper.Replace(k)
-			}
-			keys[i] = k
-		}
-		if !strings.HasPrefix(rest, "{") {
+		keys, rest, tail := c.parseKeys(rest, more)
+		if keys == nil || !tail || !strings.HasPrefix(rest, "{") {
 			return "", nil, false
 		}
 		return id, &cacheEntry[T]{k: keys, st: st, raw: rest}, true
+	case "k":
+		// The keys only: the file is read when the entity is first asked for.
+		keys, _, tail := c.parseKeys(rest, more)
+		if keys == nil || tail || c.doneKeys == nil || c.doneKeys(keys) {
+			return "", nil, false
+		}
+		return id, &cacheEntry[T]{k: keys, st: st, lazy: true}, true
 	}
 	return "", nil, false
+}
+
+// parseKeys reads a record's "<n> <key>×n" from r (more: r is there) and returns the keys
+// (nil if they do not parse), what follows them, and whether a tab followed them.
+func (c *dirCache[T]) parseKeys(r string, more bool) (keys []string, rest string, tail bool) {
+	if !more {
+		return nil, "", false
+	}
+	n, r, more := strings.Cut(r, "\t")
+	nk, err := strconv.Atoi(n)
+	if err != nil || nk < c.minKeys || nk > len(r)+1 {
+		return nil, "", false
+	}
+	keys = make([]string, nk)
+	for i := range keys {
+		if !more {
+			return nil, "", false
+		}
+		var k string
+		k, r, more = strings.Cut(r, "\t")
+		if strings.IndexByte(k, '\\') >= 0 {
+			k = keyUnescaper.Replace(k)
+		}
+		keys[i] = k
+	}
+	return keys, r, more
 }
 
 // maybeSaveLocked writes the index file when this process compared the directory file by
@@ -537,16 +560,19 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 		c.since = 0
 		return
 	}
-	// What only the journal told of is read now: the index file holds unfinished work
-	// in full.
-	var lazy []string
-	for id, e := range c.ents {
-		if e.lazy {
-			lazy = append(lazy, id)
+	// What only the journal told of is read now when its keys cannot tell whether it is
+	// finished; otherwise it is written as the journal named it (a "k" record, or a
+	// record of the cold part), to be read when first asked for.
+	if c.doneKeys == nil {
+		var lazy []string
+		for id, e := range c.ents {
+			if e.lazy {
+				lazy = append(lazy, id)
+			}
 		}
-	}
-	for _, id := range lazy {
-		c.get(id)
+		for _, id := range lazy {
+			c.get(id)
+		}
 	}
 	var live strings.Builder
 	nlive := 0
@@ -567,6 +593,13 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			}
 			live.WriteByte('\t')
 			live.Write(data)
+			live.WriteByte('\n')
+			nlive++
+		case e.lazy && c.doneKeys != nil && !c.doneKeys(e.k):
+			live.WriteString(id + "\t" + stampFields(e.st) + "\tk\t" + strconv.Itoa(len(e.k)))
+			for _, k := range e.k {
+				live.WriteString("\t" + keyEscaper.Replace(k))
+			}
 			live.WriteByte('\n')
 			nlive++
 		case e.k != nil:
@@ -598,10 +631,10 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	if err != nil {
 		return
 	}
-	for id, e := range c.ents {
-		if e.k != nil && e.raw == "" && (e.v == nil || c.done != nil && c.done(e.v)) {
-			delete(c.ents, id)
-			c.index(id, e.k, nil)
+	for _, r := range hot {
+		if e := c.ents[r.id]; e != nil {
+			delete(c.ents, r.id)
+			c.index(r.id, e.k, nil)
 		}
 	}
 	c.setCold(cold)

@@ -933,3 +933,125 @@ func titlesOf(t *testing.T, s *Store, id string) string {
 	}
 	return strings.Join(out, " ")
 }
+
+// A save writes what the journal named of another process's writes without reading
+// their files: unfinished work as "k" records, finished work into the cold part. A
+// process that starts from the file reads such a file when first asked for, and
+// compares it with the file like the others it holds.
+func TestIndexFileSavesWhatTheJournalNamedUnread(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo, AssigneeID: "w2"})
+	b := mustTask(t, s, NewTask{Title: "B"})
+	o := reopen(t, s)
+	titles(t, o, TaskFilter{}) // o holds every task, read
+
+	u := mustTask(t, s, NewTask{Title: "U", Status: StatusTodo, AssigneeID: "w1"})
+	d := mustTask(t, s, NewTask{Title: "D", AssigneeID: "w2"})
+	finish(t, s, d.ID)
+	if _, err := s.SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	held := func(st *Store, id string) *cacheEntry[Task] {
+		st.tasks.mu.Lock()
+		defer st.tasks.mu.Unlock()
+		return st.tasks.entry(id)
+	}
+	counts := func(st *Store) string {
+		n, err := st.TaskStatusCounts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("todo %d, in progress %d, done %d", n[StatusTodo], n[StatusInProgress], n[StatusDone])
+	}
+	if got := counts(o); got != "todo 1, in progress 1, done 1" {
+		t.Fatalf("o counts %s", got)
+	}
+	if e := held(o, u.ID); e == nil || !e.lazy {
+		t.Fatalf("U held by o as %+v; want known from the journal only", e)
+	}
+	o.tasks.mu.Lock()
+	o.tasks.rebuilt = true // written at the next query
+	o.tasks.mu.Unlock()
+	counts(o)
+	if e := held(o, u.ID); e == nil || !e.lazy {
+		t.Errorf("U held by o after its save as %+v; the save read its file", e)
+	}
+	data, err := os.ReadFile(o.tasks.indexPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, _, err := parseIndex(data, "tasks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]string{}
+	for _, r := range recs {
+		f := strings.Split(r, "\t")
+		kinds[f[0]] = f[5]
+	}
+	if kinds[u.ID] != "k" || kinds[a.ID] != "k" || kinds[b.ID] != "f" || kinds[d.ID] != "" {
+		t.Errorf("live records: U %q, A %q, B %q, D %q; want k, k (both written by another process), f (read), and D in the cold part",
+			kinds[u.ID], kinds[a.ID], kinds[b.ID], kinds[d.ID])
+	}
+	wantIndexFile(t, o, 4)
+
+	n := reopen(t, s)
+	if got := counts(n); got != "todo 1, in progress 1, done 1" || !fromIndex(t, n) {
+		t.Fatalf("a process started from the file: counts %s, from the file %v", got, fromIndex(t, n))
+	}
+	if e := held(n, u.ID); e == nil || !e.lazy || e.k[tkAssignee] != "w1" {
+		t.Errorf("U held from the file as %+v; want its keys, to be read", e)
+	}
+	if got := titles(t, n, TaskFilter{AssigneeID: "w1", Status: StatusTodo}); got != "U:todo" {
+		t.Errorf("w1's todo: %q", got)
+	}
+	if got := titles(t, n, TaskFilter{}); got != "A:in_progress B:backlog U:todo D:done" {
+		t.Errorf("all: %q", got)
+	}
+
+	// A hand edit in place since the save: a process without a watcher compares the
+	// task with its file as it does every unfinished one.
+	path := s.taskPath(u.ID)
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(strings.Replace(string(raw), `"U"`, `"U2"`, 1), `"todo"`, `"in_progress"`, 1)
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := reopen(t, s)
+	if got := titles(t, e, TaskFilter{Status: StatusInProgress}); got != "A:in_progress U2:in_progress" {
+		t.Errorf("in progress after the hand edit: %q", got)
+	}
+}
+
+// A "k" record is only of unfinished work, with its keys whole: anything else is not what
+// aipm writes, and the file is not trusted.
+func TestIndexKRecordParse(t *testing.T) {
+	s := newTestStore(t)
+	c := s.tasks
+	id := mustTask(t, s, NewTask{Title: "T"}).ID
+	for rec, ok := range map[string]bool{
+		"T-1\t1\t2\t3\t4\tk\t3\t\tw1\ttodo":       true,
+		"T-1\t1\t2\t3\t4\tk\t4\tT-9\t\ttodo\tT-8": true,
+		"T-1\t1\t2\t3\t4\tk\t3\t\tw1\tdone":       false, // finished work belongs in the cold part
+		"T-1\t1\t2\t3\t4\tk\t3\t\tw1\ttodo\t{}":   false, // a JSON where none goes
+		"T-1\t1\t2\t3\t4\tk\t3\t\tw1":             false, // a key short
+		"T-1\t1\t2\t3\t4\tk\t2\t\tw1":             false, // fewer than the fixed keys
+		"T-1\t1\t2\t3\t4\tk":                      false,
+		"T-1\t1\t2\t3\t4\tf\t3\t\tw1\ttodo\t{}":   true,
+		"T-1\t1\t2\t3\t4\tf\t3\t\tw1\ttodo":       false, // no JSON
+		"T-1\t1\t2\t3\t4\tx":                      true,
+		"T-1\t1\t2\t3\t4\tx\tmore":                false,
+	} {
+		rec = strings.Replace(rec, "T-1", id, 1)
+		_, e, got := c.parseRecord(rec)
+		if got != ok {
+			t.Errorf("parseRecord(%q) = %v, want %v", rec, got, ok)
+		}
+		if got && strings.Contains(rec, "\tk\t") && (!e.lazy || e.v != nil || e.raw != "") {
+			t.Errorf("parseRecord(%q): entry %+v, want one to read when asked for", rec, e)
+		}
+	}
+}

@@ -184,3 +184,33 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 		t.Errorf("read of the directory made anew: %q, %v", b, err)
 	}
 }
+
+// A store path is what filepath.Join makes of the store's directory and the elements,
+// built in one piece when they are clean already.
+func TestStorePathAsJoin(t *testing.T) {
+	s := newTestStore(t)
+	for _, elem := range [][]string{
+		{"tasks", "tsk_1.json"},
+		{JournalPath},
+		{"agents", "w1", "chat.jsonl"},
+		{},
+		{""},
+		{"tasks", ""},
+		{"tasks/", "x"},
+		{"a//b"},
+		{"./tasks"},
+		{"tasks", "..", "x"},
+		{"a/./b"},
+		{"/abs"},
+		{"a/b/"},
+		{".."},
+		{"...", ".x", "x."},
+	} {
+		if got, want := s.path(elem...), filepath.Join(append([]string{s.dir}, elem...)...); got != want {
+			t.Errorf("path(%q) = %q, want %q", elem, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = s.path("tasks", "tsk_1.json") }); n > 1 {
+		t.Errorf("a clean path: %v allocations, want 1", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -193,7 +194,38 @@ func (s *Store) Rel(path string) string {
 }
 
 func (s *Store) path(elem ...string) string {
-	return filepath.Join(append([]string{s.dir}, elem...)...)
+	// Most paths are the store's directory and a few clean names (tasks, an id and
+	// ".json"): they are joined as they are. filepath.Join cleans the whole path again,
+	// and every process of a team builds such a path for each file another one writes.
+	n := len(s.dir)
+	for _, e := range elem {
+		if filepath.Separator != '/' || !cleanRel(e) {
+			return filepath.Join(append([]string{s.dir}, elem...)...)
+		}
+		n += 1 + len(e)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(s.dir)
+	for _, e := range elem {
+		b.WriteByte('/')
+		b.WriteString(e)
+	}
+	return b.String()
+}
+
+// cleanRel tells whether p is a relative slash-separated path that filepath.Clean leaves
+// as it is: not empty, no empty, "." or ".." element.
+func cleanRel(p string) bool {
+	if p == "" {
+		return false
+	}
+	for e := range strings.SplitSeq(p, "/") {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // locked runs fn holding the store lock: the in-process mutex first, then an exclusive

@@ -185,6 +185,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 func newTaskCache(s *Store) *dirCache[Task] {
 	c := newDirCache(s, "tasks", PrefixTask, s.readTask)
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
+	c.doneKeys = func(k []string) bool { return k[tkStatus] == StatusDone || k[tkStatus] == StatusCancelled }
 	c.reset = s.tix.reset
 	c.index = s.tix.update
 	c.change = s.tix.change
