@@ -236,8 +236,8 @@ func (c *dirCache[T]) know(id string, st stamp, keys []string) bool {
 // could: the file must still have the identity the line names. The entity's content is
 // read when first asked for (get).
 func (c *dirCache[T]) knowLocked(id string, kw knownWrite) bool {
-	fi, err := os.Lstat(c.file(id))
-	if err != nil || !fi.Mode().IsRegular() || stampOf(fi) != kw.st {
+	st, regular, err := lstatStamp(c.file(id))
+	if err != nil || !regular || st != kw.st {
 		return false
 	}
 	if old := c.entry(id); old != nil && old.st == kw.st {
@@ -509,14 +509,13 @@ func (c *dirCache[T]) refreshLocked(id string) *T {
 		return nil
 	}
 	old := c.entry(id)
-	fi, err := os.Lstat(c.file(id))
-	if err != nil || !fi.Mode().IsRegular() {
+	st, regular, err := lstatStamp(c.file(id))
+	if err != nil || !regular {
 		if old != nil {
 			c.setLocked(id, nil)
 		}
 		return nil
 	}
-	st := stampOf(fi)
 	if old != nil && old.st == st {
 		return nil
 	}
@@ -583,8 +582,7 @@ func (c *dirCache[T]) get(id string) *T {
 	if e.v != nil || e.k == nil {
 		return e.v
 	}
-	fi, err := os.Lstat(c.file(id))
-	if err != nil || !fi.Mode().IsRegular() || stampOf(fi) != e.st {
+	if st, regular, err := lstatStamp(c.file(id)); err != nil || !regular || st != e.st {
 		return c.refreshLocked(id)
 	}
 	v, err := c.read(id)
@@ -852,13 +850,13 @@ func (s *Store) pullJournal() journalPos {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	// Most looks find nothing new: a stat says so for a fraction of an open and a read.
-	lfi, lerr := os.Lstat(s.journalPath())
-	if j.started && lerr == nil && lfi.Mode().IsRegular() && fileIno(lfi) == j.ino && lfi.Size() == j.off {
+	lst, regular, lerr := lstatStamp(s.journalPath())
+	if j.started && lerr == nil && regular && lst.ino == j.ino && lst.size == j.off {
 		return journalPos{j.ino, j.off}
 	}
 	// The journal grew: read on from the file kept open, while the path still names it.
-	if j.f != nil && lerr == nil && lfi.Mode().IsRegular() && fileIno(lfi) == j.ino && lfi.Size() > j.off {
-		return s.readJournalLocked(j.f, lfi)
+	if j.f != nil && lerr == nil && regular && lst.ino == j.ino && lst.size > j.off {
+		return s.readJournalLocked(j.f, lst.size)
 	}
 	if j.f != nil {
 		j.f.Close()
@@ -892,26 +890,26 @@ func (s *Store) pullJournal() journalPos {
 		j.ino, j.off = ino, 0
 		s.markAll()
 	}
-	return s.readJournalLocked(f, fi)
+	return s.readJournalLocked(f, fi.Size())
 }
 
-// readJournalLocked reads the journal f (fi: its identity now) on from the position of
+// readJournalLocked reads the journal f (size: its size now) on from the position of
 // the last look, and marks what it names.
-func (s *Store) readJournalLocked(f *os.File, fi os.FileInfo) journalPos {
+func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 	j := &s.journal
-	if fi.Size() == j.off {
+	if size == j.off {
 		return journalPos{j.ino, j.off}
 	}
-	if fi.Size()-j.off > journalChunk {
+	if size-j.off > journalChunk {
 		// More than a chunk since the last look (a burst of writes, or a file grown by
 		// hand: a sparse file of gigabytes): reading it would cost memory and time in
 		// proportion, while comparing every cached file costs what the store holds. So
 		// the caches are rescanned and the journal is followed from its end.
-		j.off = fi.Size()
+		j.off = size
 		s.markAll()
 		return journalPos{j.ino, j.off}
 	}
-	buf := make([]byte, fi.Size()-j.off)
+	buf := make([]byte, size-j.off)
 	n, err := f.ReadAt(buf, j.off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return journalPos{j.ino, j.off}

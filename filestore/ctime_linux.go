@@ -3,6 +3,7 @@
 package filestore
 
 import (
+	"io/fs"
 	"os"
 	"syscall"
 )
@@ -14,4 +15,21 @@ func fileCtime(fi os.FileInfo) int64 {
 		return st.Ctim.Nano()
 	}
 	return 0
+}
+
+// lstatStamp is the identity of the file at p and whether it is a regular file: os.Lstat
+// without the FileInfo it allocates. Every process of a team stats the file of each write
+// another one makes (knowLocked), and each query stats the journal.
+func lstatStamp(p string) (stamp, bool, error) {
+	var st syscall.Stat_t
+	for {
+		err := syscall.Lstat(p, &st)
+		if err == nil {
+			break
+		}
+		if err != syscall.EINTR {
+			return stamp{}, false, &fs.PathError{Op: "lstat", Path: p, Err: err}
+		}
+	}
+	return stamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, st.Mode&syscall.S_IFMT == syscall.S_IFREG, nil
 }

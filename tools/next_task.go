@@ -212,7 +212,8 @@ func loadSituation(st *filestore.Store, subtree func(root string) ([]*filestore.
 
 // newSituation indexes the tasks and members for the session's decisions.
 func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.Task, members []*filestore.Agent) (*situation, error) {
-	s := &situation{agent: a, session: se, all: map[string]*filestore.Task{}, agents: map[string]*filestore.Agent{}}
+	s := &situation{agent: a, session: se, all: make(map[string]*filestore.Task, len(tasks)),
+		agents: make(map[string]*filestore.Agent, len(members))}
 	for _, t := range tasks {
 		if s.all[t.ID] == nil {
 			s.all[t.ID] = t
@@ -239,9 +240,10 @@ func newSituation(se *filestore.Session, a *filestore.Agent, tasks []*filestore.
 		}
 	}
 	for _, list := range byParent {
-		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
+		slices.SortFunc(list, func(a, b *filestore.Task) int { return strings.Compare(a.ID, b.ID) })
 	}
 	s.children = byParent[s.main.ID]
+	s.subtree = make([]*filestore.Task, 0, len(s.all)-1)
 	queue := []string{s.main.ID}
 	for len(queue) > 0 {
 		for _, c := range byParent[queue[0]] {
