@@ -123,9 +123,15 @@ func (s *Store) Member(id string) (*Agent, error) {
 func (s *Store) Agents() ([]*Agent, error) {
 	var out []*Agent
 	err := s.agents.with(func() {
-		for _, id := range pick(s.agents, nil, false) {
-			c := *s.agents.get(id)
-			out = append(out, &c)
+		ids := pick(s.agents, nil, false)
+		// Every decision of a session lists the team: the copies are made in one block.
+		copies := make([]Agent, 0, len(ids))
+		out = make([]*Agent, 0, len(ids))
+		for _, id := range ids {
+			if a := s.agents.get(id); a != nil {
+				copies = append(copies, *a)
+				out = append(out, &copies[len(copies)-1])
+			}
 		}
 	})
 	return out, err
