@@ -49,6 +49,14 @@ func repairTail(f *os.File) error {
 	if size == 0 {
 		return nil
 	}
+	// Almost always the file ends with its newline: one byte says so.
+	var last [1]byte
+	if _, err := f.ReadAt(last[:], size-1); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if last[0] == '\n' {
+		return nil
+	}
 	// Look back in chunks for the last newline.
 	const chunk = 4096
 	end := size
@@ -57,9 +65,6 @@ func repairTail(f *os.File) error {
 		buf := make([]byte, end-start)
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
 			return err
-		}
-		if end == size && buf[len(buf)-1] == '\n' {
-			return nil
 		}
 		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
 			return truncateSync(f, start+int64(i)+1)
