@@ -502,40 +502,61 @@ func (c *call) errorResult(err error) *mcp.CallToolResult {
 	}
 	sort.Strings(rest)
 	body := orderedJSON(obj, append(keys, rest...))
-	res := mcp.NewToolResultError(string(c.withNotification(body)))
+	res := mcp.NewToolResultError(c.withNotification(body))
 	return res
 }
 
 func (c *call) result(v any) *mcp.CallToolResult {
-	body, err := marshal(v)
-	if err != nil {
+	b := encodeBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if b.Cap() <= maxPooledResult { // a rare large answer is not held on to
+			encodeBufs.Put(b)
+		}
+	}()
+	b.Reset()
+	enc := json.NewEncoder(b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return c.errorResult(fmt.Errorf("encode result: %w", err))
 	}
-	return mcp.NewToolResultText(string(c.withNotification(body)))
+	return mcp.NewToolResultText(c.withNotification(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
 }
+
+// encodeBufs are the buffers results are encoded in before they become the answer's text:
+// an answer of a few kilobytes grew a new buffer several times on every call.
+var encodeBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledResult = 64 << 10
 
 // withNotification adds the notification field (seed 004) to a JSON object for an
 // authenticated caller, and _chat_notification when the agent's chat session left word
 // for this task session (seed 000).
-func (c *call) withNotification(body []byte) []byte {
+// It returns the answer's text: body is not kept.
+func (c *call) withNotification(body []byte) string {
 	if c.session == nil || len(body) < 2 || body[len(body)-1] != '}' {
-		return body
+		return string(body)
 	}
 	sum := c.summary()
 	note, _ := marshal(c.notificationSentence(sum.Unread))
-	out := make([]byte, 0, len(body)+len(note)+20)
-	out = append(out, body[:len(body)-1]...)
-	if len(body) > 2 {
-		out = append(out, ',')
-	}
-	out = append(out, `"notification":`...)
-	out = append(out, note...)
+	var chat []byte
 	if n := sum.ChatNotice; n != nil {
-		chat, _ := marshal(chatNotification{ConversationID: n.ConversationID, Message: n.Message, Instruction: n.Instruction,
+		chat, _ = marshal(chatNotification{ConversationID: n.ConversationID, Message: n.Message, Instruction: n.Instruction,
 			From: "self_chat_session", RelatedTaskID: n.TaskID})
-		out = append(append(out, `,"_chat_notification":`...), chat...)
 	}
-	return append(out, '}')
+	var out strings.Builder
+	out.Grow(len(body) + len(note) + len(chat) + 40)
+	out.Write(body[:len(body)-1])
+	if len(body) > 2 {
+		out.WriteByte(',')
+	}
+	out.WriteString(`"notification":`)
+	out.Write(note)
+	if chat != nil {
+		out.WriteString(`,"_chat_notification":`)
+		out.Write(chat)
+	}
+	out.WriteByte('}')
+	return out.String()
 }
 
 // chatNotification is the _chat_notification field (seed 000).
@@ -619,7 +640,7 @@ func (c *call) interrupted() *mcp.CallToolResult {
 		Action      string `json:"action"`
 		Message     string `json:"message"`
 	}{true, "get_notifications", notice})
-	return mcp.NewToolResultText(string(c.withNotification(body)))
+	return mcp.NewToolResultText(c.withNotification(body))
 }
 
 // hasInterrupt reports whether an interrupt for this session is unread, counting changes
