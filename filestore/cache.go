@@ -129,7 +129,7 @@ type dirCache[T any] struct {
 	// ids among them whose record no longer holds (changed or removed since): ents, or
 	// nothing, says what they are now.
 	cold   *coldIndex
-	shadow map[string]struct{}
+	shadow map[string]uint32 // id → the ordinal of its record in cold
 
 	dmu   sync.Mutex // guards what follows, written by the journal and the watcher
 	dirty map[string]struct{}

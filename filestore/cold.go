@@ -486,11 +486,11 @@ func (c *dirCache[T]) shadowLocked(id string) {
 	if c.cold == nil {
 		return
 	}
-	if _, ok := c.cold.find(id); ok {
+	if i, ok := c.cold.find(id); ok {
 		if c.shadow == nil {
-			c.shadow = map[string]struct{}{}
+			c.shadow = map[string]uint32{}
 		}
-		c.shadow[id] = struct{}{}
+		c.shadow[id] = uint32(i)
 	}
 }
 
@@ -597,14 +597,12 @@ func (c *dirCache[T]) allIDs() map[string]struct{} {
 // countsLocked counts the entities under each key of index idx.
 func (c *dirCache[T]) countsLocked(idx int) map[string]int {
 	out := c.cold.counts(idx)
-	for id := range c.shadow {
-		if i, ok := c.cold.find(id); ok {
-			seen := map[string]bool{} // a key twice in a record is filed once
-			for pos, k := range c.cold.recKeys(i) {
-				if c.slot(pos) == idx && !seen[k] {
-					seen[k] = true
-					out[k]--
-				}
+	for _, i := range c.shadow {
+		seen := map[string]bool{} // a key twice in a record is filed once
+		for pos, k := range c.cold.recKeys(int(i)) {
+			if c.slot(pos) == idx && !seen[k] {
+				seen[k] = true
+				out[k]--
 			}
 		}
 	}
@@ -619,49 +617,107 @@ func (c *dirCache[T]) countsLocked(idx int) map[string]int {
 	return out
 }
 
+// coldSeq is a sequence of records of the index file's cold part, by ordinal, in id
+// order: a posting list where it lies in the file's bytes, all n records, or ordinals
+// picked out by an intersection.
+type coldSeq struct {
+	list string   // seqList: a posting list (4-byte ordinals)
+	ords []uint32 // seqOrds: these
+	all  int      // seqAll: 0..all-1
+	kind int
+}
+
+const (
+	seqList = iota
+	seqOrds
+	seqAll
+)
+
+func (q coldSeq) len() int {
+	switch q.kind {
+	case seqList:
+		return len(q.list) / 4
+	case seqOrds:
+		return len(q.ords)
+	}
+	return q.all
+}
+
+func (q coldSeq) at(i int) uint32 {
+	switch q.kind {
+	case seqList:
+		return u32at(q.list, i)
+	case seqOrds:
+		return q.ords[i]
+	}
+	return uint32(i)
+}
+
+// has tells whether ordinal r is in the sequence.
+func (q coldSeq) has(r uint32) bool {
+	n := q.len()
+	i := sort.Search(n, func(i int) bool { return q.at(i) >= r })
+	return i < n && q.at(i) == r
+}
+
 // coldMatchLocked returns the records of the index file filed under every key of cons
-// (all of them when cons is empty) whose record holds, in id order.
-func (c *dirCache[T]) coldMatchLocked(cons []keyed) []uint32 {
+// (all of them when cons is empty), in id order, shadowed or not (coldShadowedIn). One
+// key's records are its posting list where it lies: a page of a status or of a parent,
+// in a project of a hundred thousand finished tasks, does not copy them all.
+func (c *dirCache[T]) coldMatchLocked(cons []keyed) coldSeq {
 	if c.cold == nil {
-		return nil
+		return coldSeq{kind: seqOrds}
 	}
-	var out []uint32
 	if len(cons) == 0 {
-		out = make([]uint32, c.cold.n)
-		for i := range out {
-			out[i] = uint32(i)
-		}
-	} else {
-		lists := make([]string, len(cons))
-		for k, con := range cons {
-			lists[k] = c.cold.posting(con.ix, con.key)
-		}
-		slices.SortFunc(lists, func(a, b string) int { return len(a) - len(b) })
-		out = make([]uint32, len(lists[0])/4)
-		for i := range out {
-			out[i] = u32at(lists[0], i)
-		}
-		for _, l := range lists[1:] {
-			n, j := 0, 0
-			for _, r := range out {
-				for j < len(l)/4 && u32at(l, j) < r {
-					j++
-				}
-				if j < len(l)/4 && u32at(l, j) == r {
-					out[n] = r
-					n++
-				}
+		return coldSeq{all: c.cold.n, kind: seqAll}
+	}
+	lists := make([]string, len(cons))
+	for k, con := range cons {
+		lists[k] = c.cold.posting(con.ix, con.key)
+	}
+	if len(lists) == 1 {
+		return coldSeq{list: lists[0], kind: seqList}
+	}
+	slices.SortFunc(lists, func(a, b string) int { return len(a) - len(b) })
+	out := make([]uint32, len(lists[0])/4)
+	for i := range out {
+		out[i] = u32at(lists[0], i)
+	}
+	for _, l := range lists[1:] {
+		n, j := 0, 0
+		for _, r := range out {
+			for j < len(l)/4 && u32at(l, j) < r {
+				j++
 			}
-			out = out[:n]
+			if j < len(l)/4 && u32at(l, j) == r {
+				out[n] = r
+				n++
+			}
+		}
+		out = out[:n]
+	}
+	return coldSeq{ords: out, kind: seqOrds}
+}
+
+// coldShadowedIn counts the records of q that memory shadows. The shadowed records are
+// what changed since the index file was written, few beside a project's history: each is
+// looked up in q by its ordinal, rather than q's records among them.
+func (c *dirCache[T]) coldShadowedIn(q coldSeq) int {
+	n := 0
+	if len(c.shadow) > q.len()/16 {
+		for i := range q.len() {
+			if _, gone := c.shadow[c.cold.id(int(q.at(i)))]; gone {
+				n++
+			}
+		}
+		return n
+	}
+	for _, r := range c.shadow {
+		if q.has(r) {
+			n++
 		}
 	}
-	if len(c.shadow) > 0 {
-		out = slices.DeleteFunc(out, func(r uint32) bool {
-			_, gone := c.shadow[c.cold.id(int(r))]
-			return gone
-		})
-	}
-	return out
+	return n
 }
 
 // heldIDs returns the ids of the readable entities held in memory: every unfinished one.

@@ -807,32 +807,7 @@ func TestColdSectionRoundTrip(t *testing.T) {
 // one process of a team does every few seconds; beside the floor of writing the file's
 // bytes alone.
 func BenchmarkIndexSave(b *testing.B) {
-	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	now := s.Now()
-	var ids, parents []string
-	for i := range 100_000 {
-		tk := Task{ID: NewID(PrefixTask, now), Title: fmt.Sprint("task ", i), Status: StatusDone, Priority: "medium",
-			AssigneeID: fmt.Sprintf("w%d", i%30), Dependencies: []string{}, Approval: ApprovalApproved, CreatedAt: now, UpdatedAt: now, Version: 3}
-		if i%10 == 0 {
-			parents = append(parents, tk.ID)
-		} else {
-			tk.ParentID = parents[len(parents)-1]
-		}
-		if i%50 == 7 {
-			tk.Dependencies = []string{parents[len(parents)-1]}
-		}
-		data, err := json.Marshal(tk)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(s.taskPath(tk.ID), data, 0o644); err != nil {
-			b.Fatal(err)
-		}
-		ids = append(ids, tk.ID)
-	}
+	s, ids := benchFinishedStore(b, 100_000)
 	c := s.tasks
 	if err := c.with(func() {}); err != nil { // reads every file and writes the index file
 		b.Fatal(err)
@@ -867,6 +842,78 @@ func BenchmarkIndexSave(b *testing.B) {
 			save()
 		}
 	})
+}
+
+// benchFinishedStore makes a store of n finished tasks written as files (a tenth of them
+// parents of the next nine, one in fifty with a dependency), for the benchmarks of the
+// index file's cold part.
+func benchFinishedStore(b *testing.B, n int) (*Store, []string) {
+	b.Helper()
+	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := s.Now()
+	var ids, parents []string
+	for i := range n {
+		tk := Task{ID: NewID(PrefixTask, now), Title: fmt.Sprint("task ", i), Status: StatusDone, Priority: "medium",
+			AssigneeID: fmt.Sprintf("w%d", i%30), Dependencies: []string{}, Approval: ApprovalApproved, CreatedAt: now, UpdatedAt: now, Version: 3}
+		if i%10 == 0 {
+			parents = append(parents, tk.ID)
+		} else {
+			tk.ParentID = parents[len(parents)-1]
+		}
+		if i%50 == 7 {
+			tk.Dependencies = []string{parents[len(parents)-1]}
+		}
+		data, err := json.Marshal(tk)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(s.taskPath(tk.ID), data, 0o644); err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	return s, ids
+}
+
+// BenchmarkDonePage reads a page of 20 done tasks, first and from a cursor half-way, in a
+// store of 100,000 finished tasks held in the index file's cold part, of which the 2,000
+// changed since the file was written are held in memory (a team's latest work); beside
+// the floor of a page of unfinished work, which reads no cold part.
+func BenchmarkDonePage(b *testing.B) {
+	s, ids := benchFinishedStore(b, 100_000)
+	if _, err := s.TaskPage(TaskFilter{}, "", 1); err != nil { // reads every file and writes the index file
+		b.Fatal(err)
+	}
+	o, err := Open(s.Root(), Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// A server: nothing changes unreported, so a query does not compare files.
+	o.Watched()
+	// The latest 2,000 are read, and held from now on.
+	if _, err := o.TasksByID(ids[len(ids)-2000:]); err != nil {
+		b.Fatal(err)
+	}
+	o.tasks.mu.Lock()
+	shadowed := len(o.tasks.shadow)
+	o.tasks.mu.Unlock()
+	if shadowed != 2000 {
+		b.Fatalf("%d records shadowed, want 2000", shadowed)
+	}
+	page := func(b *testing.B, f TaskFilter, after string, total int) {
+		for b.Loop() {
+			p, err := o.TaskPage(f, after, 20)
+			if err != nil || p.Total != total {
+				b.Fatalf("page: total %d, %v; want %d", p.Total, err, total)
+			}
+		}
+	}
+	b.Run("floor_unfinished", func(b *testing.B) { page(b, TaskFilter{Unfinished: true}, "", 0) })
+	b.Run("first", func(b *testing.B) { page(b, TaskFilter{Status: StatusDone}, "", len(ids)) })
+	b.Run("halfway", func(b *testing.B) { page(b, TaskFilter{Status: StatusDone}, ids[len(ids)/2], len(ids)) })
 }
 
 // A hand edit in place of a finished task's parent, noticed by a process (its watcher, or
@@ -1053,5 +1100,86 @@ func TestIndexKRecordParse(t *testing.T) {
 		if got && strings.Contains(rec, "\tk\t") && (!e.lazy || e.v != nil || e.raw != "") {
 			t.Errorf("parseRecord(%q): entry %+v, want one to read when asked for", rec, e)
 		}
+	}
+}
+
+// Pages of finished work come from the index file's posting lists where they lie, the
+// records that memory shadows (changed or removed since the file was written) skipped and
+// not counted: the same pages and totals as a listing of every task.
+func TestTaskPageOverTheColdPartAsTheListing(t *testing.T) {
+	for _, shadowed := range []int{3, 40} {
+		t.Run(fmt.Sprint(shadowed, " shadowed"), func(t *testing.T) {
+			s := newTestStore(t)
+			top := mustTask(t, s, NewTask{Title: "top"})
+			var gone []*Task
+			for i := range 60 {
+				n := NewTask{Title: fmt.Sprint("t", i), ParentID: top.ID}
+				if i%3 == 0 {
+					n.AssigneeID, n.Status = "w1", StatusTodo
+				}
+				if i%5 == 4 {
+					mustTask(t, s, n)
+					continue
+				}
+				gone = append(gone, cancelled(t, s, n))
+			}
+			saveIndex(t, s)
+			o := reopen(t, s)
+			if !fromIndex(t, o) {
+				t.Fatal("not started from the index file")
+			}
+			// Change or remove some finished tasks by hand, as a watcher reports it.
+			for i, tk := range gone[:shadowed] {
+				path := s.taskPath(tk.ID)
+				switch i % 3 {
+				case 0:
+					os.Remove(path)
+				default:
+					raw, err := os.ReadFile(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					edited := strings.Replace(string(raw), `"cancelled"`, `"todo"`, 1)
+					if i%3 == 2 {
+						edited = strings.Replace(edited, `"assignee_id": ""`, `"assignee_id": "w1"`, 1)
+					}
+					if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				o.Changed("tasks/" + tk.ID + ".json")
+			}
+			for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {Status: StatusTodo},
+				{Status: StatusCancelled, AssigneeID: "w1"}, {AssigneeID: "w1"}, {Unfinished: true}} {
+				all, err := o.Tasks(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want []string
+				for _, tk := range all {
+					want = append(want, tk.ID)
+				}
+				for _, limit := range []int{1, 2, 7, 100} {
+					var got []string
+					after := ""
+					for pages := 0; ; pages++ {
+						p, err := o.TaskPage(f, after, limit)
+						if err != nil || p.Total != len(all) || pages > len(all)+1 {
+							t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
+						}
+						for _, tk := range p.Tasks {
+							got = append(got, tk.ID)
+						}
+						if p.Next == "" {
+							break
+						}
+						after = p.Next
+					}
+					if strings.Join(got, ",") != strings.Join(want, ",") {
+						t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
+					}
+				}
+			}
+		})
 	}
 }

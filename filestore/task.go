@@ -383,21 +383,34 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 	if keepHot > maxPartialSort && !oneStatus { // the status set's ids come in order
 		sort.Strings(hot)
 	}
-	var cold []uint32
+	// The finished matches in the index file, where they lie: counted, and read from the
+	// cursor on only as far as the page goes.
+	cold := coldSeq{kind: seqOrds}
 	if !f.Unfinished {
 		cold = c.coldMatchLocked(cons)
 	}
-	out.Total = nhot + len(cold)
-	i := 0
-	j := sort.Search(len(cold), func(j int) bool { return c.cold.id(int(cold[j])) > after })
+	out.Total = nhot + cold.len() - c.coldShadowedIn(cold)
+	j := sort.Search(cold.len(), func(j int) bool { return c.cold.id(int(cold.at(j))) > after })
+	nextCold := func() (string, bool) {
+		for ; j < cold.len(); j++ {
+			id := c.cold.id(int(cold.at(j)))
+			if _, gone := c.shadow[id]; !gone {
+				j++
+				return id, true
+			}
+		}
+		return "", false
+	}
 	keep := make([]string, 0, min(limit+1, out.Total))
-	for len(keep) < limit+1 && (i < len(hot) || j < len(cold)) {
-		if j == len(cold) || i < len(hot) && hot[i] < c.cold.id(int(cold[j])) {
+	i := 0
+	coldID, more := nextCold()
+	for len(keep) < limit+1 && (i < len(hot) || more) {
+		if !more || i < len(hot) && hot[i] < coldID {
 			keep = append(keep, hot[i])
 			i++
 		} else {
-			keep = append(keep, c.cold.id(int(cold[j])))
-			j++
+			keep = append(keep, coldID)
+			coldID, more = nextCold()
 		}
 	}
 	page := keep[:min(limit, len(keep))]
