@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,6 +99,8 @@ type dirCache[T any] struct {
 	// persist keeps a copy of the cache in runtime/index/ (persist.go), so that the next
 	// process starts from it instead of reading every file.
 	persist bool
+	// checked: a query has compared the cache with the files (Store.OneShot).
+	checked atomic.Bool
 	// sets returns secondary index i of the entries held in memory; slot maps a key's
 	// position (keys) to its index; nidx is how many there are (cold.go).
 	sets func(i int) idIndex
@@ -289,7 +292,8 @@ func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 // with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
 // not keep or hand out the cached values, only copies.
 func (c *dirCache[T]) with(fn func()) error {
-	return c.sync(!c.s.watched() && !c.s.inLock.Load(), fn)
+	check := !c.s.watched() && !c.s.inLock.Load() && !(c.s.oneShot.Load() && c.checked.Load())
+	return c.sync(check, fn)
 }
 
 // sync brings the cache up to date and runs fn on it. Only what the journal and the
@@ -301,6 +305,9 @@ func (c *dirCache[T]) sync(check bool, fn func()) error {
 	defer c.mu.Unlock()
 	if err := c.syncLocked(check, pos); err != nil {
 		return err
+	}
+	if check {
+		c.checked.Store(true)
 	}
 	if c.settle != nil {
 		c.settle()
@@ -962,6 +969,14 @@ func (s *Store) knowPath(l journalLine) bool {
 	}
 	return false
 }
+
+// OneShot tells the store that this process is a command that runs for a moment (`aipm
+// status`, `aipm task add`): each cache compares the files it holds with the files at its
+// first query, as every query of a process without a watcher does, and its later queries
+// read only the journal, which names every write made through aipm. A command makes many
+// queries, and at 100,000 tasks each comparison stats thousands of files of unfinished
+// work. An edit beside aipm while it runs is seen by the next command.
+func (s *Store) OneShot() { s.oneShot.Store(true) }
 
 // Watched tells the store that a watcher of its directory reports every change through
 // Changed from now on, so queries trust the cache between reports instead of comparing

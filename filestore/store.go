@@ -32,6 +32,9 @@ type Store struct {
 	// inLock is set while the store lock is held: caches then read only the journal, so no
 	// scan holds up the writers of other processes.
 	inLock atomic.Bool
+	// oneShot: a command that runs for a moment compares each cache with the files once
+	// (OneShot).
+	oneShot atomic.Bool
 
 	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
 	journal journal

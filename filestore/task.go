@@ -527,7 +527,13 @@ type NewTask struct {
 // dependency must exist; the creator is the real actor.
 func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 	// A new task's rules look only at its parent and dependencies: read from their
-	// files, so a command creating a task does not load the project's every task.
+	// files, so a command creating a task does not load the project's every task. A
+	// one-shot command that names tasks by their short ids loads them all the same (from
+	// the index file), and then the new id's sequence comes from them, not from a listing
+	// of tasks/ under the lock: it loads them first.
+	if s.oneShot.Load() {
+		s.warmTasks()
+	}
 	var t *Task
 	err := s.locked(func() error {
 		var err error

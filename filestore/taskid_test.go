@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -129,7 +130,8 @@ func TestMintWithoutListingSeesFilesMadeBesideAipm(t *testing.T) {
 
 // A process started from the index file (a server, which loads its caches as it starts)
 // mints its first id from what the index holds, without listing tasks/; once a file is
-// made beside aipm, it lists the directory. A one-shot command lists it.
+// made beside aipm, it lists the directory. A process that has not loaded its caches
+// lists it (a one-shot command loads them first: TestOneShotCommandComparesOnce).
 func TestFirstMintFromTheIndexFile(t *testing.T) {
 	s := newTestStore(t)
 	for i := range 5 {
@@ -139,7 +141,7 @@ func TestFirstMintFromTheIndexFile(t *testing.T) {
 	cli := reopen(t, s)
 	last := mustTask(t, cli, NewTask{Title: "from the command line"})
 	if cli.seq.listings != 1 {
-		t.Errorf("a one-shot command listed tasks/ %d times, want once", cli.seq.listings)
+		t.Errorf("a process with no cache loaded listed tasks/ %d times, want once", cli.seq.listings)
 	}
 	o := reopen(t, s)
 	o.Warm()
@@ -172,4 +174,74 @@ func pullTaskBesideAipm(t *testing.T, s *Store) string {
 		t.Fatal(err)
 	}
 	return pulled
+}
+
+// A one-shot command (Store.OneShot) compares its caches with the files at its first
+// query only; later queries read the journal, so another process's write through aipm
+// is seen and a hand edit in place made meanwhile is left to the next command. Its new
+// task's id comes from the index file, not from a listing of tasks/.
+func TestOneShotCommandComparesOnce(t *testing.T) {
+	s := newTestStore(t)
+	a := mustTask(t, s, NewTask{Title: "A"})
+	for i := range 5 {
+		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
+	}
+	titles(t, s, TaskFilter{}) // leaves the index file
+	edit := func(title string) {
+		t.Helper()
+		raw, err := os.ReadFile(s.taskPath(a.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tk Task
+		if err := json.Unmarshal(raw, &tk); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(s.taskPath(a.ID), os.O_WRONLY|os.O_TRUNC, 0) // in place, as an editor may
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(strings.Replace(string(raw), `"title": "`+tk.Title+`"`, `"title": "`+title+`"`, 1))
+		f.Close()
+	}
+	title := func(st *Store) string {
+		t.Helper()
+		list, err := st.TasksByID([]string{a.ID})
+		if err != nil || len(list) != 1 {
+			t.Fatalf("TasksByID: %v, %v", list, err)
+		}
+		return list[0].Title
+	}
+
+	edit("before the command")
+	cli, plain := reopen(t, s), reopen(t, s)
+	cli.OneShot()
+	if got := title(cli); got != "before the command" {
+		t.Errorf("one-shot, first query: %q, want the edit made before it", got)
+	}
+	title(plain)
+	edit("while it runs")
+	if got := title(plain); got != "while it runs" {
+		t.Errorf("a process without a watcher, later query: %q, want the edit", got)
+	}
+	if got := title(cli); got != "before the command" {
+		t.Errorf("one-shot, later query: %q; it compared the files again", got)
+	}
+	b := mustTask(t, s, NewTask{Title: "B"}) // another process, through aipm
+	if list, err := cli.TasksByID([]string{b.ID}); err != nil || len(list) != 1 || list[0].Title != "B" {
+		t.Errorf("one-shot, a task another process made since: %v, %v", list, err)
+	}
+	if got := title(reopen(t, s)); got != "while it runs" {
+		t.Errorf("the next command: %q, want the edit", got)
+	}
+
+	next := reopen(t, s)
+	next.OneShot()
+	c := mustTask(t, next, NewTask{Title: "C"})
+	if next.seq.listings != 0 {
+		t.Errorf("a one-shot command listed tasks/ %d times to mint %s", next.seq.listings, c.ID)
+	}
+	if taskSeq(c.ID) != taskSeq(b.ID)+1 {
+		t.Errorf("minted %s after %s", c.ID, b.ID)
+	}
 }

@@ -235,6 +235,7 @@ func (a *app) cmdStatus(args []string) error {
 	if *watchIt {
 		return a.watchStatus(s, fs.json, *full, *watchFor)
 	}
+	s.OneShot()
 	return a.printStatus(s, fs.json, *full)
 }
 

@@ -30,6 +30,7 @@ func (a *app) taskAdd(args []string) error {
 	if err != nil {
 		return err
 	}
+	s.OneShot()
 	if n.Dependencies, err = taskIDs(s, deps); err != nil {
 		return err
 	}
@@ -356,6 +357,7 @@ func (a *app) taskStatus(args []string) error {
 	if err != nil {
 		return err
 	}
+	s.OneShot()
 	id, err := taskID(s, pos[0])
 	if err != nil {
 		return err
