@@ -770,11 +770,12 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 // own reason, or moved since, stays as it is. The caller holds the lock.
 func (s *Store) liftCascade(actor Actor, all taskSet, t *Task, now time.Time, tmpl Event) ([]*Task, error) {
 	var out []*Task
-	ds := descendants(all, t.ID)
-	// The deepest first: a reader between two writes (the coordinator, an agent starting)
-	// never sees a sub-task running again above children still blocked.
-	slices.Reverse(ds)
-	for _, d := range ds {
+	// From the top down, as descendants lists them: each sub-task runs again only once
+	// the tasks above it are no longer blocked, so no one reading between two writes,
+	// and no store left by a writer killed between them, has a task in progress under a
+	// blocked one (the rule Check holds). A writer killed part-way leaves sub-tasks still
+	// blocked by a cascade whose cause is gone, which LiftCascades lifts.
+	for _, d := range descendants(all, t.ID) {
 		if d.Status != StatusBlocked || d.CascadeFrom != t.ID {
 			continue
 		}

@@ -2,6 +2,7 @@ package filestore
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -738,6 +739,77 @@ func TestSubtreeOverALoopOfParents(t *testing.T) {
 		}
 		if n := sum[StatusBacklog]; n != len(sub) {
 			t.Errorf("SubtreeSummary(%s) counts %d, want %d", tc.root.Title, n, len(sub))
+		}
+	}
+}
+
+// An unblock lifts its cascade from the top down: replaying the lift's writes one by one,
+// no task is ever in progress under a blocked ancestor, so a writer killed between two of
+// them cannot leave one (TestKillDuringWrites found it could when the deepest went first).
+func TestLiftCascadeTopDown(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "w1"})
+	parent := root
+	var chain []*Task
+	for i := range 4 {
+		c := mustTask(t, s, NewTask{Title: fmt.Sprint("level ", i+1), Status: StatusTodo, ParentID: parent.ID, AssigneeID: "w1"})
+		chain = append(chain, c)
+		parent = c
+	}
+	for _, tk := range append([]*Task{root}, chain...) {
+		if _, err := s.SetTaskStatus(human, tk.ID, StatusInProgress, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SetTaskStatus(human, root.ID, StatusBlocked, "hold on"); err != nil {
+		t.Fatal(err)
+	}
+	ch, err := s.SetTaskStatus(human, root.ID, StatusInProgress, "")
+	if err != nil || len(ch.Cascaded) != len(chain) {
+		t.Fatalf("unblock: lifted %d, %v; want %d", len(ch.Cascaded), err, len(chain))
+	}
+	parentOf := map[string]string{}
+	status := map[string]string{}
+	lifting := false
+	lines, err := readLines(s.path("events.jsonl"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		var e Event
+		if json.Unmarshal(l.Data, &e) != nil || e.Entity != "task" {
+			continue
+		}
+		if e.Change == "created" {
+			tk, err := s.Task(e.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parentOf[e.ID] = tk.ParentID
+		}
+		if e.Change == "created" || e.Change == "status" {
+			status[e.ID] = e.To
+		}
+		if e.ID == root.ID && e.From == StatusBlocked {
+			lifting = true
+		}
+		if !lifting {
+			continue
+		}
+		for id, st := range status {
+			if st != StatusInProgress {
+				continue
+			}
+			for a := parentOf[id]; a != ""; a = parentOf[a] {
+				if status[a] == StatusBlocked {
+					t.Fatalf("after %s %s→%s: %s in progress under blocked %s", e.ID, e.From, e.To, id, a)
+				}
+			}
+		}
+	}
+	for _, tk := range chain {
+		if got, _ := s.Task(tk.ID); got.Status != StatusInProgress {
+			t.Errorf("%s: %s after the lift, want in_progress", got.Title, got.Status)
 		}
 	}
 }
