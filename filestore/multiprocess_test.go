@@ -878,39 +878,19 @@ func mpCheckAfterKill(t *testing.T, s *Store, when string, wantTorn bool) {
 	if err != nil {
 		t.Fatalf("%s: Check: %v", when, err)
 	}
-	torn, missed := 0, 0
+	torn := 0
 	for _, p := range problems {
 		switch {
 		case p.Path == DirName+"/events.jsonl" && strings.Contains(p.Problem, "torn last line"):
 			torn++
-		case strings.Contains(p.Problem, "in_progress under blocked task"):
-			missed++
 		default:
+			// Among them a task in progress under a blocked one: a lift of a cascade
+			// killed part-way left one when it restored the deepest sub-tasks first.
 			t.Errorf("%s: Check: %s", when, p)
 		}
 	}
 	if torn > 1 || wantTorn && torn != 1 {
 		t.Errorf("%s: Check reported %d torn lines, want %s", when, torn, map[bool]string{true: "1", false: "at most 1"}[wantTorn])
-	}
-	if missed == 0 {
-		return
-	}
-	// Now and then (about one run in sixty under load) a kill leaves a task started under
-	// an ancestor whose block's cascade had reached it: a rule breach, not a lost or torn
-	// write. Its cause is not known yet. It must be what the store's own repair fixes
-	// (aipm run repairs on every look, aipm doctor --repair by hand), and nothing else.
-	t.Logf("%s: %d task(s) in progress under a blocked task after the kill; repairing", when, missed)
-	if _, err := s.RepairMerged(SystemSender); err != nil {
-		t.Fatalf("%s: RepairMerged: %v", when, err)
-	}
-	after, err := s.Check()
-	if err != nil {
-		t.Fatalf("%s: Check after the repair: %v", when, err)
-	}
-	for _, p := range after {
-		if !(p.Path == DirName+"/events.jsonl" && strings.Contains(p.Problem, "torn last line")) {
-			t.Errorf("%s: after the repair, Check: %s", when, p)
-		}
 	}
 }
 

@@ -85,7 +85,7 @@ func (st *ruleState) missedCascade(t *Task, blockedAt time.Time) bool {
 	if err != nil {
 		return false
 	}
-	cascaded, left, from := false, false, ""
+	cascaded, left, from, found := false, false, "", false
 	for _, e := range evs {
 		if e.Change != "status" {
 			continue
@@ -100,10 +100,13 @@ func (st *ruleState) missedCascade(t *Task, blockedAt time.Time) bool {
 			left = true
 		}
 		if e.To == t.Status && e.At.Equal(*t.StatusChangedAt) {
-			from = e.From
+			from, found = e.From, true
 		}
 	}
-	return cascaded && !left && from != StatusBlocked
+	// No event of the start itself (a writer killed between the task's file and its
+	// history line) says nothing of where it started from: a restart out of the cascade's
+	// block, which the store allows, must not be undone for it.
+	return cascaded && !left && found && from != StatusBlocked
 }
 
 // breaches lists the states of st that break a rule, in a stable order: by rule, then by

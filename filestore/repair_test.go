@@ -121,6 +121,11 @@ func TestRepairRunningUnderBlockedParent(t *testing.T) {
 		tk, _ := s.Task(id)
 		tk.Status, tk.StatusChangedAt = StatusInProgress, &started
 		writeRaw(t, s.taskPath(id), tk)
+		// The merged history holds the other clone's start, from todo.
+		if err := s.appendEvent(Event{At: started, Actor: tk.AssigneeID, Via: ViaTool, Entity: "task", ID: id,
+			Change: "status", From: StatusTodo, To: StatusInProgress}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if got := problemsOf(t, s); !hasPrefix(got, ".ai-pm/tasks/"+child.ID+".json:6: in_progress under blocked task "+parent.ID) ||
 		!hasPrefix(got, ".ai-pm/tasks/"+grandchild.ID+".json:6: in_progress under blocked task "+parent.ID) {
@@ -373,5 +378,35 @@ func TestRepairSeesDoneAncestorsOfOpenWork(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(named, want) {
 		t.Errorf("done parents of %s: %v, want %v", leaf.ID, named, want)
+	}
+}
+
+// A task restarted out of its cascade's block (which the rules allow), whose writer was
+// killed between the task's file and its history line, is not taken for a start that
+// missed the block: without the start's event, the history cannot say where it started
+// from (TestKillDuringWrites met it).
+func TestRestartWithoutItsEventIsNoBreach(t *testing.T) {
+	s := newTestStore(t)
+	parent := mustTask(t, s, NewTask{Title: "parent", AssigneeID: "mgr", Status: StatusTodo})
+	child := mustTask(t, s, NewTask{Title: "child", ParentID: parent.ID, AssigneeID: "w1", Status: StatusTodo})
+	for _, id := range []string{parent.ID, child.ID} {
+		if _, err := s.SetTaskStatus(human, id, StatusInProgress, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.SetTaskStatus(human, parent.ID, StatusBlocked, "hold on"); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ := s.Task(child.ID)
+	restarted := s.Now().Add(time.Second)
+	tk.Status, tk.StatusChangedAt, tk.Version = StatusInProgress, &restarted, tk.Version+1
+	writeRaw(t, s.taskPath(child.ID), tk) // the file written, the event not
+	for _, p := range problemsOf(t, s) {
+		if strings.Contains(p, "in_progress under blocked task") {
+			t.Errorf("a restart without its event taken for a breach: %s", p)
+		}
+	}
+	if got := repairAll(t, s); len(got[RuleBlockedParent]) != 0 {
+		t.Errorf("repaired %+v", got)
 	}
 }
