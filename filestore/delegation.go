@@ -47,9 +47,7 @@ type Delegation struct {
 }
 
 // Finished reports whether the delegation is completed or failed.
-func (d *Delegation) Finished() bool {
-	return d.Status == DelegationCompleted || d.Status == DelegationFailed
-}
+func (d *Delegation) Finished() bool { return dlgStatusFinished(d.Status) }
 
 func (s *Store) delegationPath(id string) string { return s.path("delegations", id+".json") }
 

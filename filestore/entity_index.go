@@ -36,7 +36,10 @@ func convKeys(c *Conversation) []string {
 }
 
 // convFinished: ended and expired conversations are read on demand.
-func convFinished(c *Conversation) bool { return c.State == ConvEnded || c.State == ConvExpired }
+func convFinished(c *Conversation) bool { return convStateFinished(c.State) }
+
+// convStateFinished tells a finished conversation by its state.
+func convStateFinished(state string) bool { return state == ConvEnded || state == ConvExpired }
 
 // part returns keys[i:j], or nil when there are no keys.
 func part(keys []string, i, j int) []string {
@@ -55,7 +58,7 @@ func (x *convIndex) update(id string, old, cur []string) {
 func newConvCache(s *Store) *dirCache[Conversation] {
 	c := newDirCache(s, "conversations", PrefixConversation, s.readConversation)
 	c.keys, c.done, c.persist = convKeys, convFinished, true
-	c.doneKeys = func(k []string) bool { return k[3] == ConvEnded || k[3] == ConvExpired }
+	c.doneKeys = func(k []string) bool { return convStateFinished(k[3]) }
 	c.reset = s.cix.reset
 	c.index = s.cix.update
 	c.sets, c.nidx, c.minKeys = s.cix.set, 3, 4
@@ -80,8 +83,11 @@ func (x *dlgIndex) reset() { *x = dlgIndex{byAgent: idIndex{}, byTask: idIndex{}
 func dlgKeys(d *Delegation) []string { return []string{d.AgentID, d.TaskID, d.Status} }
 
 // dlgFinished: completed and failed delegations are read on demand.
-func dlgFinished(d *Delegation) bool {
-	return d.Status == DelegationCompleted || d.Status == DelegationFailed
+func dlgFinished(d *Delegation) bool { return d.Finished() }
+
+// dlgStatusFinished tells a finished delegation by its status.
+func dlgStatusFinished(status string) bool {
+	return status == DelegationCompleted || status == DelegationFailed
 }
 
 func (x *dlgIndex) update(id string, old, cur []string) {
@@ -93,7 +99,7 @@ func (x *dlgIndex) update(id string, old, cur []string) {
 func newDlgCache(s *Store) *dirCache[Delegation] {
 	c := newDirCache(s, "delegations", PrefixDelegation, s.readDelegation)
 	c.keys, c.done, c.persist = dlgKeys, dlgFinished, true
-	c.doneKeys = func(k []string) bool { return k[2] == DelegationCompleted || k[2] == DelegationFailed }
+	c.doneKeys = func(k []string) bool { return dlgStatusFinished(k[2]) }
 	c.reset = s.dix.reset
 	c.index = s.dix.update
 	c.sets, c.nidx, c.minKeys = s.dix.set, 3, 3

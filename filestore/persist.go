@@ -576,6 +576,14 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	}
 	var live strings.Builder
 	nlive := 0
+	// keyed starts a live record that carries keys: its id, identity, kind and keys.
+	keyed := func(id, kind string, e *cacheEntry[T]) {
+		live.WriteString(id + "\t" + stampFields(e.st) + "\t" + kind + "\t" + strconv.Itoa(len(e.k)))
+		for _, k := range e.k {
+			live.WriteString("\t" + keyEscaper.Replace(k))
+		}
+		nlive++
+	}
 	var hot []coldRec // finished entities held in memory
 	for id, e := range c.ents {
 		switch {
@@ -587,21 +595,13 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 					return
 				}
 			}
-			live.WriteString(id + "\t" + stampFields(e.st) + "\tf\t" + strconv.Itoa(len(e.k)))
-			for _, k := range e.k {
-				live.WriteString("\t" + keyEscaper.Replace(k))
-			}
+			keyed(id, "f", e)
 			live.WriteByte('\t')
 			live.Write(data)
 			live.WriteByte('\n')
-			nlive++
 		case e.lazy && c.doneKeys != nil && !c.doneKeys(e.k):
-			live.WriteString(id + "\t" + stampFields(e.st) + "\tk\t" + strconv.Itoa(len(e.k)))
-			for _, k := range e.k {
-				live.WriteString("\t" + keyEscaper.Replace(k))
-			}
+			keyed(id, "k", e)
 			live.WriteByte('\n')
-			nlive++
 		case e.k != nil:
 			hot = append(hot, coldRec{id, e.st, e.k})
 		default:

@@ -366,35 +366,46 @@ func TestTaskPageMatchesTheSortedListing(t *testing.T) {
 		}
 	}
 	for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {Status: StatusTodo}, {Status: StatusBacklog}, {AssigneeID: "w1"}, {Status: StatusTodo, AssigneeID: "w1"}, {Unfinished: true}} {
-		all, _ := s.Tasks(f)
-		for _, limit := range []int{1, 2, 5, 50, maxPartialSort + 1} {
-			var got []string
-			after := ""
-			for pages := 0; ; pages++ {
-				p, err := s.TaskPage(f, after, limit)
-				if err != nil || p.Total != len(all) || pages > len(all)+1 {
-					t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
-				}
-				for _, tk := range p.Tasks {
-					got = append(got, tk.ID)
-				}
-				if p.Next == "" {
-					break
-				}
-				after = p.Next
-			}
-			var want []string
-			for _, tk := range all {
-				want = append(want, tk.ID)
-			}
-			if strings.Join(got, ",") != strings.Join(want, ",") {
-				t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
-			}
-		}
+		all := pagesAsListing(t, s, f, 1, 2, 5, 50, maxPartialSort+1)
 		if p, err := s.TaskPage(f, "", 0); err != nil || p.Total != len(all) || len(p.Tasks) != 0 || p.Next != "" {
 			t.Errorf("%+v limit 0: %+v, %v; want the count alone", f, p, err)
 		}
 	}
+}
+
+// pagesAsListing pages through the tasks of f at each limit and checks the pages, in
+// order, and each page's total against the listing of every task; it returns the listing.
+func pagesAsListing(t *testing.T, s *Store, f TaskFilter, limits ...int) []*Task {
+	t.Helper()
+	all, err := s.Tasks(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, tk := range all {
+		want = append(want, tk.ID)
+	}
+	for _, limit := range limits {
+		var got []string
+		after := ""
+		for pages := 0; ; pages++ {
+			p, err := s.TaskPage(f, after, limit)
+			if err != nil || p.Total != len(all) || pages > len(all)+1 {
+				t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
+			}
+			for _, tk := range p.Tasks {
+				got = append(got, tk.ID)
+			}
+			if p.Next == "" {
+				break
+			}
+			after = p.Next
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
+		}
+	}
+	return all
 }
 
 // finish moves a task to done (through in_progress, as the status table asks).
@@ -1151,34 +1162,7 @@ func TestTaskPageOverTheColdPartAsTheListing(t *testing.T) {
 			}
 			for _, f := range []TaskFilter{{}, {ParentID: top.ID}, {Status: StatusCancelled}, {Status: StatusTodo},
 				{Status: StatusCancelled, AssigneeID: "w1"}, {AssigneeID: "w1"}, {Unfinished: true}} {
-				all, err := o.Tasks(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want []string
-				for _, tk := range all {
-					want = append(want, tk.ID)
-				}
-				for _, limit := range []int{1, 2, 7, 100} {
-					var got []string
-					after := ""
-					for pages := 0; ; pages++ {
-						p, err := o.TaskPage(f, after, limit)
-						if err != nil || p.Total != len(all) || pages > len(all)+1 {
-							t.Fatalf("%+v limit %d page %d: total %d of %d, %v", f, limit, pages, p.Total, len(all), err)
-						}
-						for _, tk := range p.Tasks {
-							got = append(got, tk.ID)
-						}
-						if p.Next == "" {
-							break
-						}
-						after = p.Next
-					}
-					if strings.Join(got, ",") != strings.Join(want, ",") {
-						t.Errorf("%+v limit %d: pages %v, want %v", f, limit, got, want)
-					}
-				}
+				pagesAsListing(t, o, f, 1, 2, 7, 100)
 			}
 		})
 	}

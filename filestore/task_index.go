@@ -131,7 +131,7 @@ func taskKeys(t *Task) []string {
 }
 
 // taskFinished: done and cancelled tasks are the project's history, read on demand.
-func taskFinished(t *Task) bool { return t.Status == StatusDone || t.Status == StatusCancelled }
+func taskFinished(t *Task) bool { return Finished(t.Status) }
 
 // update moves id from what old said to what cur says (taskKeys; nil: none).
 func (x *taskIndex) update(id string, old, cur []string) {
@@ -185,7 +185,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 func newTaskCache(s *Store) *dirCache[Task] {
 	c := newDirCache(s, "tasks", PrefixTask, s.readTask)
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
-	c.doneKeys = func(k []string) bool { return k[tkStatus] == StatusDone || k[tkStatus] == StatusCancelled }
+	c.doneKeys = func(k []string) bool { return Finished(k[tkStatus]) }
 	c.reset = s.tix.reset
 	c.index = s.tix.update
 	c.change = s.tix.change
