@@ -718,6 +718,14 @@ func (s *Store) applyStatus(actor Actor, all taskSet, t *Task, to, reason string
 // with one history event each. tmpl carries what the change came with — requester,
 // conversation, other fields changed in the same write — into those events. The caller
 // holds the lock.
+//
+// Each write leaves the store within the rules, so that a reader between two writes, or
+// a store left by a writer killed between them, never has a task running under a blocked
+// one: a cascade down is written from the deepest sub-task up and the task itself last,
+// and a lift (liftCascade) goes from the top down after the task. A block killed part-way
+// leaves sub-tasks blocked by a cascade whose cause is not blocked, which LiftCascades
+// returns to where they were; a cancel killed part-way leaves the task unfinished, and
+// cancelling it again finishes the cascade.
 func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason string, tmpl Event) (*StatusChange, error) {
 	if err := s.checkStatus(all, t, to); err != nil {
 		return nil, err
@@ -725,6 +733,13 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 	now := s.Now()
 	ch := &StatusChange{Task: t, Previous: t.Status}
 	reason = s.ScrubPaths(reason) // committed: no path of this machine in it
+	if to == StatusBlocked || to == StatusCancelled {
+		cascaded, err := s.cascadeDown(actor, all, t, to, reason, now, tmpl)
+		if err != nil {
+			return nil, err
+		}
+		ch.Cascaded = cascaded
+	}
 	setStatus(t, actor, to, reason, now)
 	ev := tmpl
 	ev.Change, ev.From, ev.To, ev.Reason = "status", ch.Previous, to, reason
@@ -737,20 +752,27 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 			return nil, err
 		}
 		ch.Cascaded = lifted
-		return ch, nil
 	}
-	if to != StatusBlocked && to != StatusCancelled {
-		return ch, nil
-	}
+	return ch, nil
+}
+
+// cascadeDown blocks or cancels (to) the unfinished descendants of t along with it,
+// writing the deepest first, and returns them from the top down. A descendant the table
+// does not let go to "to" (backlog cannot be blocked; done stays done) stays as it is.
+// The caller writes t itself afterwards and holds the lock.
+func (s *Store) cascadeDown(actor Actor, all taskSet, t *Task, to, reason string, now time.Time, tmpl Event) ([]*Task, error) {
+	var out []*Task
 	for _, d := range descendants(all, t.ID) {
-		if !CanTransition(d.Status, to) {
-			continue // e.g. backlog cannot be blocked; done stays done
+		if CanTransition(d.Status, to) {
+			out = append(out, d)
 		}
+	}
+	why := fmt.Sprintf("parent task %s %s", t.ID, to)
+	if reason != "" {
+		why += ": " + reason
+	}
+	for _, d := range slices.Backward(out) {
 		prev := d.Status
-		why := fmt.Sprintf("parent task %s %s", t.ID, to)
-		if reason != "" {
-			why += ": " + reason
-		}
 		setStatus(d, actor, to, why, now)
 		if to == StatusBlocked {
 			d.CascadeFrom, d.StatusBeforeCascade = t.ID, prev
@@ -759,9 +781,8 @@ func (s *Store) applyStatusEvent(actor Actor, all taskSet, t *Task, to, reason s
 		if err := s.commitTask(actor, d, now, cev); err != nil {
 			return nil, err
 		}
-		ch.Cascaded = append(ch.Cascaded, d)
 	}
-	return ch, nil
+	return out, nil
 }
 
 // liftCascade undoes the cascade of t's block now that t is unblocked: every descendant

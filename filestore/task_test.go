@@ -743,10 +743,11 @@ func TestSubtreeOverALoopOfParents(t *testing.T) {
 	}
 }
 
-// An unblock lifts its cascade from the top down: replaying the lift's writes one by one,
-// no task is ever in progress under a blocked ancestor, so a writer killed between two of
-// them cannot leave one (TestKillDuringWrites found it could when the deepest went first).
-func TestLiftCascadeTopDown(t *testing.T) {
+// A block cascades from the deepest sub-task up, the blocked task last, and an unblock
+// lifts its cascade from the top down: replaying the writes of both one by one, no task is
+// ever in progress under a blocked ancestor, so a writer killed between two of them cannot
+// leave one (TestKillDuringWrites found a lift could when the deepest went first).
+func TestCascadeWritesNeverRunUnderBlocked(t *testing.T) {
 	s := newTestStore(t)
 	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "w1"})
 	parent := root
@@ -761,8 +762,14 @@ func TestLiftCascadeTopDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.SetTaskStatus(human, root.ID, StatusBlocked, "hold on"); err != nil {
-		t.Fatal(err)
+	blocked, err := s.SetTaskStatus(human, root.ID, StatusBlocked, "hold on")
+	if err != nil || len(blocked.Cascaded) != len(chain) {
+		t.Fatalf("block: cascaded %d, %v; want %d", len(blocked.Cascaded), err, len(chain))
+	}
+	for i, tk := range blocked.Cascaded { // told from the top down, whatever the order written
+		if tk.ID != chain[i].ID {
+			t.Errorf("block: cascaded[%d] = %s, want %s", i, tk.Title, chain[i].Title)
+		}
 	}
 	ch, err := s.SetTaskStatus(human, root.ID, StatusInProgress, "")
 	if err != nil || len(ch.Cascaded) != len(chain) {
@@ -770,7 +777,6 @@ func TestLiftCascadeTopDown(t *testing.T) {
 	}
 	parentOf := map[string]string{}
 	status := map[string]string{}
-	lifting := false
 	lines, err := readLines(s.path("events.jsonl"), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -789,12 +795,6 @@ func TestLiftCascadeTopDown(t *testing.T) {
 		}
 		if e.Change == "created" || e.Change == "status" {
 			status[e.ID] = e.To
-		}
-		if e.ID == root.ID && e.From == StatusBlocked {
-			lifting = true
-		}
-		if !lifting {
-			continue
 		}
 		for id, st := range status {
 			if st != StatusInProgress {

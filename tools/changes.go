@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/filestore/msg"
@@ -68,6 +69,10 @@ func changedTasks(paths []string) ([]string, bool) {
 // it handed to someone else (its parent is a task the session saw).
 func (s *Server) concerns(sessionID, agentID, taskID string, ids []string) bool {
 	s.mu.Lock()
+	if s.settling[sessionID] {
+		s.mu.Unlock()
+		return true
+	}
 	seen := s.seen[sessionID]
 	for _, id := range ids {
 		_, ok := seen[id]
@@ -276,8 +281,19 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 			return err
 		}
 	}
+	// A block cascades from the deepest sub-task up and reaches the blocked task last: a
+	// sub-task blocked by a cascade whose cause is not blocked yet is the middle of one
+	// change, compared once the cause is written (the next derivation looks again).
+	inFlight := s.cascadesInFlight(tasks)
+	s.mu.Lock()
+	if len(inFlight) > 0 {
+		s.settling[se.ID] = true
+	} else {
+		delete(s.settling, se.ID)
+	}
+	s.mu.Unlock()
 	defer func() {
-		if err == nil && genErr == nil {
+		if err == nil && genErr == nil && len(inFlight) == 0 {
 			s.mu.Lock()
 			s.derivedAt[se.ID] = gen
 			s.mu.Unlock()
@@ -292,6 +308,9 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 	// What the session saw before, of the tasks compared now.
 	prev := make(map[string]taskSig, len(tasks)+len(handed))
 	for id, t := range tasks {
+		if inFlight[id] {
+			continue
+		}
 		if sig, ok := seen[id]; ok {
 			prev[id] = sig
 		}
@@ -312,7 +331,7 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 	for id, t := range tasks {
 		old, ok := prev[id]
 		cur := sigOf(t)
-		if !ok || old == cur || (mainStopped && id != se.TaskID) {
+		if !ok || old == cur || (mainStopped && id != se.TaskID) || inFlight[id] {
 			continue
 		}
 		// The notice is written in the project's language of the moment it is made.
@@ -358,6 +377,38 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 		}
 	}
 	return nil
+}
+
+// cascadeSettle is how long a sub-task blocked by a cascade whose cause is not blocked
+// waits for it: longer, and the writer of the cascade died part-way (LiftCascades undoes
+// such a block), so the sub-task is compared as it is.
+const cascadeSettle = 5 * time.Second
+
+// cascadesInFlight returns the tasks among tasks that a block cascade reached a moment
+// ago while its cause, written last, is not blocked yet.
+func (s *Server) cascadesInFlight(tasks map[string]*filestore.Task) map[string]bool {
+	var out map[string]bool
+	now := s.store.Now()
+	for id, t := range tasks {
+		if t.Status != filestore.StatusBlocked || t.CascadeFrom == "" || t.StatusChangedAt == nil || now.Sub(*t.StatusChangedAt) > cascadeSettle {
+			continue
+		}
+		cause := ""
+		if c := tasks[t.CascadeFrom]; c != nil {
+			cause = c.Status
+		} else if refs, err := s.store.TaskRefs([]string{t.CascadeFrom}); err == nil && len(refs) == 1 {
+			cause = refs[0].Status
+		} else {
+			continue
+		}
+		if cause != filestore.StatusBlocked {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[id] = true
+		}
+	}
+	return out
 }
 
 // handedBlockNotice is the notification that a sub-task the session handed to another

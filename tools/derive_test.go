@@ -164,3 +164,65 @@ func handEdit(t *testing.T, st *filestore.Store, id string, edit func(map[string
 		t.Fatal(err)
 	}
 }
+
+// A block cascades from the deepest sub-task up and writes the blocked task last. A
+// derivation that comes between sees a sub-task blocked by a cascade whose cause is not
+// blocked yet: it tells nothing of it, looks again at any change, and once the cause is
+// written tells the session one interrupt for its task, as when the cascade came whole.
+func TestDeriveWaitsForTheCauseOfACascade(t *testing.T) {
+	s, st := newTestServer(t)
+	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey", "purpose": "task"}); isErr {
+		t.Fatalf("authenticate: %v", out)
+	}
+	se, _ := s.currentSession()
+	other, err := filestore.Open(st.Root(), filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	sub, err := other.CreateTask(owner, filestore.NewTask{Title: "a step", Status: filestore.StatusTodo, ParentID: se.TaskID, AssigneeID: "w1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.deriveFor(se); err != nil {
+		t.Fatal(err)
+	}
+	unread := func() (int, int) {
+		t.Helper()
+		n, interrupts, err := st.UnreadCounts(se)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, interrupts
+	}
+	base, _ := unread()
+	// The cascade's first write, as its writer leaves it: the sub-task blocked from the
+	// session's task, which is not blocked yet.
+	handEdit(t, st, sub.ID, func(m map[string]any) {
+		m["status"], m["cascade_from"], m["status_before_cascade"] = filestore.StatusBlocked, se.TaskID, filestore.StatusTodo
+		m["blocked_reason"] = fmt.Sprintf("parent task %s blocked: waits for a decision", se.TaskID)
+		m["status_changed_by"], m["status_changed_at"] = "alice", st.Now()
+		m["version"] = m["version"].(float64) + 1
+	})
+	if err := s.deriveFor(se); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := unread(); n != base {
+		t.Fatalf("notices told mid-cascade: %d, want %d", n, base)
+	}
+	if !s.concerns(se.ID, se.AgentID, se.TaskID, []string{"tsk_unrelated"}) {
+		t.Error("a session with a cascade in flight is not concerned by the next change")
+	}
+	if _, err := other.SetTaskStatus(owner, se.TaskID, filestore.StatusBlocked, "waits for a decision"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.deriveFor(se); err != nil {
+		t.Fatal(err)
+	}
+	if n, interrupts := unread(); n != base+1 || interrupts != 1 {
+		t.Errorf("after the cascade's last write: %d notices (%d interrupts), want %d (1)", n, interrupts, base+1)
+	}
+	if s.concerns(se.ID, se.AgentID, se.TaskID, []string{"tsk_unrelated"}) {
+		t.Error("the session stays concerned by every change once the cascade settled")
+	}
+}

@@ -72,6 +72,9 @@ type Server struct {
 	seen    map[string]map[string]taskSig // per owned task session: what it last saw of its tasks
 	// derivedAt is, per owned task session, the tasks' generation at its last derivation.
 	derivedAt map[string]uint64
+	// settling holds the owned task sessions whose last derivation left a block cascade
+	// in flight (cascadesInFlight): any change of tasks concerns them until it settles.
+	settling map[string]bool
 	// walkBound is the most changed tasks a derivation compares one by one
 	// (changedWalkBound); derivedChanged counts the derivations that did.
 	walkBound      int
@@ -122,7 +125,7 @@ func New(store *filestore.Store, o Options) *Server {
 	if o.Logf == nil {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
-	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}, derivedAt: map[string]uint64{}, walkBound: changedWalkBound,
+	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}, derivedAt: map[string]uint64{}, settling: map[string]bool{}, walkBound: changedWalkBound,
 		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits),
 		list: listing{named: map[string]bool{}, asked: map[string]bool{}, read: make(chan struct{})}}
 	if s.hub == nil {
