@@ -1,16 +1,21 @@
 # Each target is a command a person could type.
 GO ?= go
 
-.PHONY: test quick script demo bench fuzz update fmt vet build agentclis
+.PHONY: test quick script demo bench fuzz update fmt vet cross build agentclis
 
 # What CI runs: vet, then every test (unit tests and testscript scenarios) with the race detector.
 # atexit_sleep_ms=0: the scenarios start many short-lived server processes, and the race
 # runtime would otherwise idle a second in each on exit (races found are still reported).
-test: vet
+test: vet cross
 	GORACE=atexit_sleep_ms=0 $(GO) test -race -count=1 -timeout 30m ./...
 
 vet:
 	$(GO) vet ./...
+
+# aipm builds for macOS and Windows too (the tests need Linux's inotify, fifos and rusage).
+cross:
+	GOOS=darwin $(GO) build -o /dev/null ./cmd/aipm
+	GOOS=windows $(GO) build -o /dev/null ./cmd/aipm
 
 # The inner loop, in seconds rather than minutes: vet, and the unit tests of every package
 # but the scenarios of cmd/aipm (no race detector, -short skips the slowest tests). Then

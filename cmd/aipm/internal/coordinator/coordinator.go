@@ -501,7 +501,7 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
 			c.Say("stop %s: its lease is no longer this machine's", k)
 			pr.moved = true
-			syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+			signalGroup(pr.cmd.Process.Pid, false)
 		}
 	}
 	return mine
@@ -802,7 +802,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	cmd.Env = append(append(childEnv(os.Environ()), filestore.EnvMachineID+"="+c.machine), plan.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	ownGroup(cmd)
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		if plan.MCPConfig != "" {
@@ -982,7 +982,7 @@ func (c *Coordinator) reclaim(ctx context.Context) {
 	for _, sp := range open {
 		if orphanAlive(sp) {
 			live = append(live, sp)
-			syscall.Kill(-sp.PID, syscall.SIGTERM)
+			signalGroup(sp.PID, false)
 		}
 	}
 	c.Say("a previous aipm run left %d spawn record(s) open, %d process(es) still running: stopping them; their work starts again here",
@@ -1000,7 +1000,7 @@ func (c *Coordinator) reclaim(ctx context.Context) {
 				break
 			}
 			for _, sp := range live {
-				syscall.Kill(-sp.PID, syscall.SIGKILL)
+				signalGroup(sp.PID, true)
 			}
 			killed, deadline = true, time.Now().Add(2*time.Second)
 		}
@@ -1034,11 +1034,10 @@ func orphanAlive(sp *filestore.Spawn) bool {
 	if sp.Alive() {
 		return true
 	}
-	if err := syscall.Kill(sp.PID, 0); err == nil || errors.Is(err, syscall.EPERM) {
+	if pidLive(sp.PID) {
 		return false // the pid is another process's now
 	}
-	err := syscall.Kill(-sp.PID, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
+	return groupLive(sp.PID)
 }
 
 // supervise stops the running processes that hang: one that has not authenticated within
@@ -1112,12 +1111,12 @@ func (c *Coordinator) stop(pr *proc, why string) {
 	pr.stopReason = why
 	c.Say("stop %s: %s; stopping pid %d", pr.key, why, pr.cmd.Process.Pid)
 	pid := pr.cmd.Process.Pid
-	syscall.Kill(-pid, syscall.SIGTERM)
+	signalGroup(pid, false)
 	go func() {
 		select {
 		case <-pr.done:
 		case <-time.After(5 * time.Second):
-			syscall.Kill(-pid, syscall.SIGKILL)
+			signalGroup(pid, true)
 		}
 	}()
 }
@@ -1163,7 +1162,7 @@ func (c *Coordinator) shutdown() {
 	c.stopping = true
 	c.Say("stopping %d agent process(es)", len(c.running))
 	for _, pr := range c.running {
-		syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGTERM)
+		signalGroup(pr.cmd.Process.Pid, false)
 	}
 	deadline := time.After(5 * time.Second)
 	for len(c.running) > 0 {
@@ -1172,7 +1171,7 @@ func (c *Coordinator) shutdown() {
 			c.exited(ev)
 		case <-deadline:
 			for _, pr := range c.running {
-				syscall.Kill(-pr.cmd.Process.Pid, syscall.SIGKILL)
+				signalGroup(pr.cmd.Process.Pid, true)
 			}
 			deadline = nil
 		}
