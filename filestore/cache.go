@@ -634,6 +634,8 @@ type journal struct {
 	off     int64
 	started bool
 	watched bool
+	// buf is the read buffer of the looks, kept for the next one when small.
+	buf []byte
 }
 
 // journalPos is a position in the journal: every line before off of the journal file ino.
@@ -644,6 +646,10 @@ type journalPos struct {
 
 // journalChunk is the most of the journal's growth read at once (see pullJournal).
 const journalChunk = 1 << 20
+
+// journalBufKeep is the largest read buffer a store keeps between looks of the journal:
+// the lines of a few dozen writes.
+const journalBufKeep = 16 << 10
 
 // JournalDir holds the change journal and the record of a send under way: files written
 // on every write, which no reader waits on, so no watcher watches the directory
@@ -916,7 +922,14 @@ func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 		s.markAll()
 		return journalPos{j.ino, j.off}
 	}
-	buf := make([]byte, size-j.off)
+	want := int(size - j.off)
+	if cap(j.buf) < want {
+		j.buf = make([]byte, want)
+	}
+	buf := j.buf[:want]
+	if cap(j.buf) > journalBufKeep {
+		j.buf = nil // a burst's buffer is not kept
+	}
 	n, err := f.ReadAt(buf, j.off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return journalPos{j.ino, j.off}
@@ -926,8 +939,10 @@ func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 	if end < 0 {
 		return journalPos{j.ino, j.off}
 	}
-	for _, line := range bytes.Split(buf[:end], []byte{'\n'}) {
-		s.markJournalLine(string(line), j.watched)
+	for rest := buf[:end+1]; len(rest) > 0; {
+		i := bytes.IndexByte(rest, '\n')
+		s.markJournalLine(string(rest[:i]), j.watched)
+		rest = rest[i+1:]
 	}
 	j.off += int64(end + 1)
 	return journalPos{j.ino, j.off}

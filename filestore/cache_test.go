@@ -322,4 +322,34 @@ func TestProjectMemo(t *testing.T) {
 	if q, _ := s.Project(); q.Name != "tset" {
 		t.Errorf("hand edit not seen: name %q", q.Name)
 	}
+	// The readers that share the held copy see the same, and a caller's copy changed
+	// afterwards does not reach them.
+	if sh, err := s.projectShared(); err != nil || sh.Name != "tset" {
+		t.Errorf("shared read: %+v, %v", sh, err)
+	}
+	q, _ := s.Project()
+	q.Settings.Language = "xx"
+	if lang := s.ProjectLanguage(); lang == "xx" {
+		t.Error("a caller's copy changed the language the store reads")
+	}
+	// ProjectView hands every reader the one held copy until the file changes.
+	v1, err := s.ProjectView()
+	if v2, _ := s.ProjectView(); err != nil || v1 != v2 {
+		t.Errorf("ProjectView copied the project: %p %p, %v", v1, v2, err)
+	}
+	// project.json swapped for a link is refused, not answered from the memo.
+	target := filepath.Join(t.TempDir(), "elsewhere.json")
+	if err := os.WriteFile(target, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(s.path("project.json"))
+	if err := os.Symlink(target, s.path("project.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Project(); err == nil {
+		t.Error("project.json as a link read from the memo")
+	}
+	if _, err := s.projectShared(); err == nil {
+		t.Error("project.json as a link read from the memo by a shared read")
+	}
 }

@@ -183,7 +183,7 @@ func (s *Store) CreateDelegation(actor Actor, r DelegationRequest) (*Delegation,
 				return err
 			}
 		}
-		p, err := s.Project()
+		p, err := s.projectShared()
 		if err != nil {
 			return err
 		}

@@ -242,29 +242,61 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 // Nearly every call reads it, so the last one read is kept with the file's identity and
 // handed out again (a copy) while a stat says the file is the same.
 func (s *Store) Project() (*Project, error) {
+	p, shared, err := s.projectRead()
+	if err != nil || !shared {
+		return p, err
+	}
+	return p.clone(), nil
+}
+
+// projectShared is Project for a caller that only reads it: the copy the store holds,
+// not a copy of it (a call reads the project several times).
+func (s *Store) projectShared() (*Project, error) {
+	p, _, err := s.projectRead()
+	return p, err
+}
+
+// ProjectView is Project for a caller that only reads it: the value is shared with every
+// other reader and must not be changed. The store never changes it either; a change of
+// project.json gives a new one.
+func (s *Store) ProjectView() (*Project, error) { return s.projectShared() }
+
+// ProjectLanguage is the project's settings.language, "" (English) when the project
+// cannot be read.
+func (s *Store) ProjectLanguage() string {
+	if p, _, err := s.projectRead(); err == nil {
+		return p.Settings.Language
+	}
+	return ""
+}
+
+// projectRead returns the project as project.json says, and whether it is the copy the
+// store holds (shared: no one may change it), read again only when the file's identity
+// changed.
+func (s *Store) projectRead() (p *Project, shared bool, err error) {
 	path := s.path("project.json")
-	fi, statErr := os.Stat(path)
-	if statErr == nil {
+	st, regular, statErr := lstatStamp(path)
+	if statErr == nil && regular {
 		s.projMu.Lock()
-		if s.proj != nil && s.projStamp == stampOf(fi) {
-			p := s.proj.clone()
+		if s.proj != nil && s.projStamp == st {
+			p := s.proj
 			s.projMu.Unlock()
-			return p, nil
+			return p, true, nil
 		}
 		s.projMu.Unlock()
 	}
-	var p Project
-	if err := s.readJSON(path, &p); err != nil {
-		return nil, err
+	var read Project
+	if err := s.readJSON(path, &read); err != nil {
+		return nil, false, err
 	}
-	if statErr == nil {
+	if statErr == nil && regular {
 		// Stamped before the read: if the file changed in between, the next stat differs
 		// and the file is read again.
 		s.projMu.Lock()
-		s.proj, s.projStamp = p.clone(), stampOf(fi)
+		s.proj, s.projStamp = read.clone(), st
 		s.projMu.Unlock()
 	}
-	return &p, nil
+	return &read, false, nil
 }
 
 // clone is a deep copy: callers may change what they get.

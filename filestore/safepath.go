@@ -96,23 +96,23 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 	if rel == "" {
 		rel = "."
 	}
-	fi, err := os.Lstat(dir)
+	id, err := lstatDir(dir)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		// Mkdir makes the last component itself, never through a link.
 		if err = os.Mkdir(dir, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			fi, err = os.Lstat(dir)
+			id, err = lstatDir(dir)
 		}
 	}
 	if err != nil {
 		return nil, "", true, err
 	}
-	if !fi.IsDir() {
-		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: kindOf(fi.Mode())}
+	if !id.isDir() {
+		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: id.kind()}
 	}
 	heldRoots.Lock()
 	h, held := heldRoots.m[dir]
 	heldRoots.Unlock()
-	if held && os.SameFile(fi, h.id) {
+	if held && id.same(h.id) {
 		return h.root, rel, true, nil
 	}
 	root, err = os.OpenRoot(dir)
@@ -120,7 +120,7 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 		return nil, "", true, err
 	}
 	got, err := root.Stat(".")
-	if err != nil || !os.SameFile(fi, got) {
+	if err != nil || !id.same(dirIDOf(got)) {
 		root.Close()
 		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
 	}
@@ -128,7 +128,7 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 	if len(heldRoots.m) >= maxHeldRoots {
 		clear(heldRoots.m)
 	}
-	heldRoots.m[dir] = heldRoot{root: root, id: got}
+	heldRoots.m[dir] = heldRoot{root: root, id: dirIDOf(got)}
 	heldRoots.Unlock()
 	return root, rel, true, nil
 }
@@ -147,7 +147,7 @@ var heldRoots = struct {
 
 type heldRoot struct {
 	root *os.Root
-	id   os.FileInfo
+	id   dirID
 }
 
 // maxHeldRoots bounds heldRoots: a process that opens many stores in turn (a test
@@ -177,22 +177,22 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 		return nil, true, err
 	}
 	name := filepath.Base(dir)
-	fi, err := parent.Lstat(name)
+	id, err := lstatIn(parent, name)
 	if errors.Is(err, fs.ErrNotExist) && create {
 		if err = parent.Mkdir(name, 0o755); err == nil || errors.Is(err, fs.ErrExist) {
-			fi, err = parent.Lstat(name)
+			id, err = lstatIn(parent, name)
 		}
 	}
 	if err != nil {
 		return nil, true, err
 	}
-	if !fi.IsDir() {
-		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: kindOf(fi.Mode())}
+	if !id.isDir() {
+		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: id.kind()}
 	}
 	heldDirs.Lock()
 	h, held := heldDirs.m[dir]
 	heldDirs.Unlock()
-	if held && os.SameFile(fi, h.id) {
+	if held && id.same(h.id) {
 		return h.root, true, nil
 	}
 	sub, err := parent.OpenRoot(name)
@@ -200,7 +200,7 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 		return nil, true, err
 	}
 	got, err := sub.Stat(".")
-	if err != nil || !os.SameFile(fi, got) {
+	if err != nil || !id.same(dirIDOf(got)) {
 		sub.Close()
 		if err != nil {
 			return nil, true, err
@@ -211,7 +211,7 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 	if len(heldDirs.m) >= maxHeldDirs {
 		clear(heldDirs.m)
 	}
-	heldDirs.m[dir] = heldRoot{root: sub, id: got}
+	heldDirs.m[dir] = heldRoot{root: sub, id: dirIDOf(got)}
 	heldDirs.Unlock()
 	return sub, true, nil
 }
@@ -299,6 +299,10 @@ func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.Fil
 		name := filepath.Base(cp)
 		f, err = dir.OpenFile(name, flag|openNoFollow, perm)
 		if err != nil {
+			// Nothing there (no link either: a link is refused with ELOOP) needs no look.
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
 			if fi, lerr := dir.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
 				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
 			}

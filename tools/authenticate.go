@@ -77,7 +77,7 @@ func (s *Server) authenticate(c *call) (any, error) {
 	s.remember(se)
 	// The response to a now-authenticated agent carries the envelope's notification field.
 	c.session, c.agent = se, res.Agent
-	if c.project, err = s.store.Project(); err != nil {
+	if c.project, err = s.store.ProjectView(); err != nil {
 		return nil, err
 	}
 	// The visible tool list now depends on the session's purpose. (A process with a spawn

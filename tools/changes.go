@@ -336,10 +336,7 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 		}
 		// The notice is written in the project's language of the moment it is made.
 		if !langRead {
-			if p, err := s.store.Project(); err == nil {
-				lang = p.Settings.Language
-			}
-			langRead = true
+			lang, langRead = s.store.ProjectLanguage(), true
 		}
 		ev, err := s.changeEvent(se, t, old, cur)
 		if err != nil {
@@ -361,10 +358,7 @@ func (s *Server) deriveFor(se *filestore.Session) (err error) {
 			continue
 		}
 		if !langRead {
-			if p, err := s.store.Project(); err == nil {
-				lang = p.Settings.Language
-			}
-			langRead = true
+			lang, langRead = s.store.ProjectLanguage(), true
 		}
 		who := t.StatusChangedBy
 		if ok && old.version == t.Version {

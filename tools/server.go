@@ -284,8 +284,8 @@ type call struct {
 	args    map[string]any
 	session *filestore.Session
 	agent   *filestore.Agent
-	project *filestore.Project
-	tok     string // the session's bearer token
+	project *filestore.Project // shared (ProjectView): read it, never change it
+	tok     string             // the session's bearer token
 	sum     *filestore.NotificationSummary
 	// failure marks errors with "success": false, the shape seed 000 gives its tools.
 	failure bool
@@ -302,10 +302,7 @@ func (c *call) lang() string {
 	if c.project != nil {
 		return c.project.Settings.Language
 	}
-	if p, err := c.srv.store.Project(); err == nil {
-		return p.Settings.Language
-	}
-	return ""
+	return c.srv.store.ProjectLanguage()
 }
 
 // text is the catalog's text for key in the project's language.
@@ -418,7 +415,7 @@ func (s *Server) resolve(c *call) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.store.Project()
+	p, err := s.store.ProjectView()
 	if err != nil {
 		return err
 	}
