@@ -15,15 +15,7 @@ import (
 // A session's derivation passes over changes of other agents' tasks, and still tells the
 // change of its own task that follows them.
 func TestDeriveSkipsOthersChangesNotOwn(t *testing.T) {
-	s, st := newTestServer(t)
-	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey", "purpose": "task"}); isErr {
-		t.Fatalf("authenticate: %v", out)
-	}
-	se, _ := s.currentSession()
-	other, err := filestore.Open(st.Root(), filestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st, se, other := taskSessionAndOther(t)
 	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
 	for range 3 {
 		if _, err := other.CreateTask(owner, filestore.NewTask{Title: "someone else's", Status: filestore.StatusTodo}); err != nil {
@@ -143,6 +135,22 @@ func TestDeriveChangedMatchesTheWalk(t *testing.T) {
 	}
 }
 
+// taskSessionAndOther is a server with w1's task session, and another process's store
+// of the same project to change it from.
+func taskSessionAndOther(t *testing.T) (*Server, *filestore.Store, *filestore.Session, *filestore.Store) {
+	t.Helper()
+	s, st := newTestServer(t)
+	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey", "purpose": "task"}); isErr {
+		t.Fatalf("authenticate: %v", out)
+	}
+	se, _ := s.currentSession()
+	other, err := filestore.Open(st.Root(), filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, st, se, other
+}
+
 // handEdit rewrites a task's file in place, as a human in an editor: no version bump, no
 // history event, no journal line.
 func handEdit(t *testing.T, st *filestore.Store, id string, edit func(map[string]any)) {
@@ -170,15 +178,7 @@ func handEdit(t *testing.T, st *filestore.Store, id string, edit func(map[string
 // blocked yet: it tells nothing of it, looks again at any change, and once the cause is
 // written tells the session one interrupt for its task, as when the cascade came whole.
 func TestDeriveWaitsForTheCauseOfACascade(t *testing.T) {
-	s, st := newTestServer(t)
-	if out, isErr := invoke(t, s, s.tools["authenticate"], map[string]any{"agent_id": "w1", "passkey": "w1-passkey", "purpose": "task"}); isErr {
-		t.Fatalf("authenticate: %v", out)
-	}
-	se, _ := s.currentSession()
-	other, err := filestore.Open(st.Root(), filestore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, st, se, other := taskSessionAndOther(t)
 	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
 	sub, err := other.CreateTask(owner, filestore.NewTask{Title: "a step", Status: filestore.StatusTodo, ParentID: se.TaskID, AssigneeID: "w1"})
 	if err != nil {
