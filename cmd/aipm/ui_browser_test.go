@@ -181,7 +181,10 @@ func TestUIBrowser(t *testing.T) {
 	waitFor := func(what, cond string, limit time.Duration) time.Duration {
 		t.Helper()
 		start := time.Now()
-		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingMutation(), chromedp.WithPollingTimeout(limit))); err != nil {
+		// Polled on an interval, not on DOM mutations: a condition such as where the focus
+		// is changes no node, and would otherwise be looked at again only if something else
+		// on the page happened to change.
+		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(limit))); err != nil {
 			t.Fatalf("%s: not on the page within %v: %v\nfilters: %s\nboard: %s", what, limit, err,
 				eval(`['search', 'f-assignee', 'f-status', 'f-priority', 'f-mine'].map(id => id + '=' + (document.getElementById(id).value || document.getElementById(id).getAttribute('aria-pressed'))).join(' ')`),
 				eval(`document.getElementById('board').innerText`))
