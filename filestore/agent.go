@@ -96,7 +96,7 @@ func (s *Store) checkedHierarchy(a *Agent) string {
 		return a.Hierarchy
 	}
 	if a.Type == AgentHuman {
-		if p, err := s.projectShared(); err == nil && p.OwnerID == a.ID {
+		if p, err := s.ProjectView(); err == nil && p.OwnerID == a.ID {
 			return HierarchyOwner
 		}
 		return HierarchyManager

@@ -324,7 +324,7 @@ func TestProjectMemo(t *testing.T) {
 	}
 	// The readers that share the held copy see the same, and a caller's copy changed
 	// afterwards does not reach them.
-	if sh, err := s.projectShared(); err != nil || sh.Name != "tset" {
+	if sh, err := s.ProjectView(); err != nil || sh.Name != "tset" {
 		t.Errorf("shared read: %+v, %v", sh, err)
 	}
 	q, _ := s.Project()
@@ -349,7 +349,7 @@ func TestProjectMemo(t *testing.T) {
 	if _, err := s.Project(); err == nil {
 		t.Error("project.json as a link read from the memo")
 	}
-	if _, err := s.projectShared(); err == nil {
+	if _, err := s.ProjectView(); err == nil {
 		t.Error("project.json as a link read from the memo by a shared read")
 	}
 }

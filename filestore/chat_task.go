@@ -351,7 +351,7 @@ func (s *Store) NotifyTaskSession(actor Actor, r TaskSessionNotice) (*Notificati
 		return nil, false, newErr(ErrInvalid, "invalid_argument", "pass the conversation_id to read, or a message summing up what the task session should know",
 			"nothing to notify: neither conversation_id nor message given")
 	}
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return nil, false, err
 	}

@@ -158,7 +158,7 @@ func (s *Store) conversationPath(id string) string { return s.path("conversation
 // malformed variable is an error rather than a silent default: a test that sets it
 // wants it to hold.
 func (s *Store) ConversationTimeouts() (pending, active time.Duration, err error) {
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return 0, 0, err
 	}
@@ -185,7 +185,7 @@ func (s *Store) ConversationTimeouts() (pending, active time.Duration, err error
 // ChatIdleTimeout is how long a chat session may go without a message before its
 // get_next_action answers logout: EnvChatIdleTimeout, else the project setting, else 600 s.
 func (s *Store) ChatIdleTimeout() (time.Duration, error) {
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return 0, err
 	}
@@ -547,7 +547,7 @@ func (s *Store) validateStart(actor Actor, r ConversationRequest) error {
 
 // checkLength bounds an optional free-text field by the message limit.
 func (s *Store) checkLength(field, text string) error {
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return err
 	}
@@ -607,7 +607,7 @@ func (s *Store) startLocked(actor Actor, r ConversationRequest) (*ConversationSt
 			return nil, err
 		}
 	}
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ const EnvSessionGrace = "CONVERSATION_SESSION_GRACE_SECONDS"
 // project setting, else 60 s — well under the active timeout, and long enough for the
 // coordinator to start a new chat session for the side first.
 func (s *Store) SessionGrace() (time.Duration, error) {
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return 0, err
 	}

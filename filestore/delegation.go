@@ -183,7 +183,7 @@ func (s *Store) CreateDelegation(actor Actor, r DelegationRequest) (*Delegation,
 				return err
 			}
 		}
-		p, err := s.projectShared()
+		p, err := s.ProjectView()
 		if err != nil {
 			return err
 		}

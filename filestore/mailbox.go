@@ -148,7 +148,7 @@ func (s *Store) validateSend(actor Actor, r SendRequest) error {
 // project's MessageMaxChars characters, counted as Unicode code points (Japanese text
 // takes three bytes per character and must not get a third of the room).
 func (s *Store) checkContent(field, content string) error {
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return err
 	}

@@ -249,17 +249,14 @@ func (s *Store) Project() (*Project, error) {
 	return p.clone(), nil
 }
 
-// projectShared is Project for a caller that only reads it: the copy the store holds,
-// not a copy of it (a call reads the project several times).
-func (s *Store) projectShared() (*Project, error) {
+// ProjectView is Project for a caller that only reads it: the copy the store holds, not a
+// copy of it (a call reads the project several times). It is shared with every other
+// reader and must not be changed; the store never changes it either, a change of
+// project.json gives a new one.
+func (s *Store) ProjectView() (*Project, error) {
 	p, _, err := s.projectRead()
 	return p, err
 }
-
-// ProjectView is Project for a caller that only reads it: the value is shared with every
-// other reader and must not be changed. The store never changes it either; a change of
-// project.json gives a new one.
-func (s *Store) ProjectView() (*Project, error) { return s.projectShared() }
 
 // ProjectLanguage is the project's settings.language, "" (English) when the project
 // cannot be read.

@@ -21,7 +21,7 @@ func (s *Store) StartQueued(tasks []*Task) ([]*Task, error) {
 	if !slices.ContainsFunc(tasks, func(t *Task) bool { return t.ParentID == "" && t.Status == StatusTodo && t.AssigneeID != "" }) {
 		return nil, nil
 	}
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return nil, err
 	}

@@ -272,7 +272,7 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 	err = s.locked(func() error {
 		// Under the lock: a pause that lands while this runs either comes first (no session)
 		// or after (its interrupt reaches the new session).
-		p, err := s.projectShared()
+		p, err := s.ProjectView()
 		if err != nil {
 			return err
 		}

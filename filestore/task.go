@@ -584,7 +584,7 @@ func (s *Store) newTask(actor Actor, n NewTask, all taskSet) (*Task, error) {
 	if n.Approval == "" {
 		n.Approval = ApprovalApproved
 	}
-	p, err := s.projectShared()
+	p, err := s.ProjectView()
 	if err != nil {
 		return nil, err
 	}
