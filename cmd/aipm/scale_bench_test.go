@@ -344,7 +344,8 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 // AIPM_BENCH_WAKE (200 wake-ups), AIPM_BENCH_WRITES (20 CLI writes for CPU
 // per write), AIPM_BENCH_MIXED_OPS (1,000 operations per process, large
 // stores only; 0 skips), AIPM_BENCH_MIXED_SECONDS (90: a mixed run stops
-// there and says so), AIPM_BENCH_TOOL_SECONDS (15) and
+// there and says so), AIPM_BENCH_THIRTY_ROUNDS (3 rounds of the thirty's
+// mixed operations, each after a round of the floor), AIPM_BENCH_TOOL_SECONDS (15) and
 // AIPM_BENCH_WAKE_SECONDS (45), the time limits of one tool's series and of
 // the wake series (a series cut short shows its n); AIPM_BENCH_ONLY_THIRTY=1
 // measures only the thirty processes on the large stores. Progress, and the table
@@ -379,9 +380,13 @@ func median(ds []time.Duration) time.Duration { return wakePercentile(ds, 50) }
 //     adds), each authenticating a task session: the wall time until all
 //     have answered, each first call, each VmHWM; then the mixed operations
 //     in all 30, with the CPU the servers and this process (the client
-//     driving them) spent per operation. The floor column holds the same
-//     phase with 30 no-op servers whose writes do only the disk's part of
-//     an aipm write (scaleFloorThirty).
+//     driving them) spent per operation. Then the first call of a server
+//     started right after. The phase runs in rounds, each with a new team of
+//     thirty on the store the rounds before grew; before each, the same
+//     operations run in 30 no-op servers whose writes do only the disk's part
+//     of an aipm write (floorTeam): the floor column, and the floor beside
+//     each round. The ops/s row is the median round; every round is shown
+//     with its floor.
 //
 // Run it with `make bench`, or alone:
 //
@@ -450,6 +455,7 @@ func BenchmarkScale(b *testing.B) {
 		"mixed 10 processes: ops/s, lost",
 		"mixed 10: op latency p50/p99 ms",
 		"mixed 30 processes: ops/s, lost",
+		"mixed 30: each round, aipm / floor ops/s",
 		"mixed 30: op latency p50/p99 ms",
 		"mixed 30: CPU ms per op (30 servers' user+sys)",
 		"mixed 30: the driving client's CPU ms per op",
@@ -470,8 +476,10 @@ func BenchmarkScale(b *testing.B) {
 	if !onlyThirty {
 		scaleFloor(b, exe, tab, calls)
 	}
-	if n := scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000); n > 0 {
-		scaleFloorThirty(b, exe, tab, n)
+	var floor *floorTeam
+	if scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000) > 0 {
+		floor = startFloorTeam(b, exe)
+		defer floor.close()
 	}
 	for i, sz := range sizes {
 		scaleProgress("%s store: generating", sz.Name)
@@ -487,9 +495,9 @@ func BenchmarkScale(b *testing.B) {
 		}
 		if onlyThirty {
 			scaleWarmIndex(b, exe, st)
-			scaleThirty(b, exe, st, tab, col, mixed)
+			scaleThirty(b, exe, st, tab, col, mixed, floor)
 		} else {
-			scaleRun(b, exe, st, tab, col, calls, mixed, i == len(sizes)-1)
+			scaleRun(b, exe, st, tab, col, calls, mixed, floor, i == len(sizes)-1)
 		}
 		// So far, in case a later size fails (stderr, at once).
 		for _, l := range tab.lines() {
@@ -561,33 +569,42 @@ func scaleFloor(b *testing.B, exe string, tab *scaleTable, calls int) {
 	s.c.Close()
 }
 
-// scaleFloorThirty is the floor of the thirty-process phase: thirty no-op
-// servers started at once, each making n calls driven the way scaleMixed
-// drives aipm, from this one process. A call is a write (floorWrite, under
-// one lock shared by all thirty) as often as scaleMixedWorker's operations
-// are: 55 in 100. It shows what thirty processes on this machine cost
-// before aipm does any work: the client's side, the pipes, the scheduler,
-// and the disk for the writes.
-func scaleFloorThirty(b *testing.B, exe string, tab *scaleTable, n int) {
-	col := tab.cols[0]
+// floorTeam is the floor of the thirty-process phase: thirty no-op servers,
+// started once and kept, each making calls driven the way scaleMixed drives
+// aipm, from this one process. A call is a write (floorWrite, under one lock
+// shared by all thirty) as often as scaleMixedWorker's operations are: 55 in
+// 100. It shows what thirty processes on this machine cost before aipm does
+// any work: the client's side, the pipes, the scheduler, and the disk for the
+// writes. Its rounds alternate with aipm's (scaleThirty), so that each aipm
+// round has a floor measured beside it, on the machine as it was then.
+type floorTeam struct {
+	servers []*scaleServer
+	rounds  []thirtyRound
+}
+
+func startFloorTeam(b *testing.B, exe string) *floorTeam {
 	dir := b.TempDir()
-	servers := make([]*scaleServer, 30)
-	for i := range servers {
-		servers[i] = startScaleServer(b, exe, dir, fmt.Sprintf("noop%d", i), noopMCPCommand)
+	ft := &floorTeam{}
+	for i := range 30 {
+		ft.servers = append(ft.servers, startScaleServer(b, exe, dir, fmt.Sprintf("noop%d", i), noopMCPCommand))
 	}
-	cpu := func() time.Duration {
-		var t time.Duration
-		for _, s := range servers {
-			t += procCPU(b, s.cmd.Process.Pid)
-		}
-		return t
+	return ft
+}
+
+func (ft *floorTeam) close() {
+	for _, s := range ft.servers {
+		s.c.Close()
 	}
-	c0, self0 := cpu(), procCPU(b, os.Getpid())
-	lats := make([][]time.Duration, len(servers))
-	errs := make([]error, len(servers))
+}
+
+// round makes n calls in each of the thirty at once.
+func (ft *floorTeam) round(b *testing.B, n int) thirtyRound {
+	c0, self0 := serversCPU(b, ft.servers), procCPU(b, os.Getpid())
+	lats := make([][]time.Duration, len(ft.servers))
+	errs := make([]error, len(ft.servers))
 	var wg sync.WaitGroup
 	t0 := time.Now()
-	for i, s := range servers {
+	for i, s := range ft.servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -603,22 +620,80 @@ func scaleFloorThirty(b *testing.B, exe string, tab *scaleTable, n int) {
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(t0)
+	r := thirtyRound{elapsed: time.Since(t0), lat: slices.Concat(lats...)}
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)
 		}
 	}
-	ops := n * len(servers)
-	used, self := cpu()-c0, procCPU(b, os.Getpid())-self0
-	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s (%d ops in %.1fs)", float64(ops)/elapsed.Seconds(), ops, elapsed.Seconds())
-	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(slices.Concat(lats...), false))
-	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(used)/float64(ops), used.Seconds(), ops)
-	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(self)/float64(ops))
+	r.ops = len(r.lat)
+	r.cpu, r.self = serversCPU(b, ft.servers)-c0, procCPU(b, os.Getpid())-self0
+	ft.rounds = append(ft.rounds, r)
+	return r
+}
+
+// setColumn fills the floor's column of the thirty's rows from every round
+// so far.
+func (ft *floorTeam) setColumn(tab *scaleTable) {
+	col := tab.cols[0]
+	mid, all := roundsSummary(ft.rounds)
+	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s (median of %d rounds; %d ops in %.1fs)", mid.rate(), len(ft.rounds), all.ops, all.elapsed.Seconds())
+	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(all.lat, false))
+	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(all.cpu)/float64(all.ops), all.cpu.Seconds(), all.ops)
+	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(all.self)/float64(all.ops))
+}
+
+// thirtyRound is one round of mixed operations in thirty processes, aipm's
+// or the floor's: the operations done and lost, the wall time, every
+// operation's latency, and the CPU the servers and this process (the client
+// driving them) spent.
+type thirtyRound struct {
+	ops, lost int
+	cut       bool // stopped at the time limit
+	elapsed   time.Duration
+	lat       []time.Duration
+	cpu, self time.Duration
+}
+
+func (r thirtyRound) rate() float64 { return float64(r.ops) / r.elapsed.Seconds() }
+
+// roundsSummary returns the round of median rate (the lower middle one of an
+// even count) and all rounds added up.
+func roundsSummary(rs []thirtyRound) (mid, all thirtyRound) {
+	byRate := slices.Clone(rs)
+	slices.SortFunc(byRate, func(a, b thirtyRound) int {
+		switch {
+		case a.rate() < b.rate():
+			return -1
+		case a.rate() > b.rate():
+			return 1
+		}
+		return 0
+	})
+	mid = byRate[(len(byRate)-1)/2]
+	for _, r := range rs {
+		all.ops += r.ops
+		all.lost += r.lost
+		all.cut = all.cut || r.cut
+		all.elapsed += r.elapsed
+		all.lat = append(all.lat, r.lat...)
+		all.cpu += r.cpu
+		all.self += r.self
+	}
+	return mid, all
+}
+
+// serversCPU is the user+system time the servers' processes have used.
+func serversCPU(b *testing.B, servers []*scaleServer) time.Duration {
+	var t time.Duration
+	for _, s := range servers {
+		t += procCPU(b, s.cmd.Process.Pid)
+	}
+	return t
 }
 
 // scaleRun measures one store (see BenchmarkScale).
-func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, calls, mixedOps int, report bool) {
+func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, calls, mixedOps int, floor *floorTeam, report bool) {
 	dir := st.dir
 	var servers []*scaleServer
 	start := func(name string) *scaleServer {
@@ -849,7 +924,7 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 
 	if mixedOps > 0 {
 		scaleProgress("mixed operations")
-		ops, lost, elapsed, opLat := scaleMixed(b, st, cpu, scaleCPUWorkers, taskToks, mixedOps)
+		ops, lost, elapsed, opLat := scaleMixed(b, st, cpu, scaleCPUWorkers, taskToks, scaleChatSessions(b, cpu, scaleCPUWorkers), mixedOps)
 		cut := ""
 		if ops < mixedOps*len(cpu) {
 			cut = fmt.Sprintf(", stopped at the time limit: %d of %d", ops, mixedOps*len(cpu))
@@ -863,17 +938,23 @@ func scaleRun(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col str
 		for _, s := range cpu {
 			s.c.Close()
 		}
-		scaleThirty(b, exe, st, tab, col, mixedOps)
+		scaleThirty(b, exe, st, tab, col, mixedOps, floor)
 	}
 }
 
-// scaleTeam is the thirty agents of the last phase: w10..w19 and twenty more
-// workers (x1..x20, added by the CLI), each with an in_progress task and an
-// open chat.
-func scaleTeam(b *testing.B, exe string, st *scaleStore) []string {
+// scaleTeam is the thirty agents of a round of the last phase, each with an
+// in_progress task and an open chat: in the first round w10..w19 and twenty
+// more workers (x1..x20, added by the CLI), in round r+1 thirty workers the
+// CLI adds (r+1x1..r+1x30, named with an "r" before).
+func scaleTeam(b *testing.B, exe string, st *scaleStore, round int) []string {
 	team := slices.Clone(scaleCPUWorkers)
-	for i := range 20 {
-		a := fmt.Sprintf("x%d", i+1)
+	names := func(i int) string { return fmt.Sprintf("x%d", i+1) }
+	if round > 0 {
+		team = nil
+		names = func(i int) string { return fmt.Sprintf("r%dx%d", round+1, i+1) }
+	}
+	for i := range 30 - len(team) {
+		a := names(i)
 		team = append(team, a)
 		if _, ok := st.cpuTasks[a]; ok {
 			continue
@@ -911,11 +992,56 @@ func scaleWarmIndex(b *testing.B, exe string, st *scaleStore) {
 	}
 }
 
-// scaleThirty starts thirty servers at once, each authenticating its agent
-// (a task session), then runs the mixed operations in all of them.
-func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, mixedOps int) {
-	scaleProgress("%s: 30 servers at once", col)
-	team := scaleTeam(b, exe, st)
+// scaleThirty runs the thirty-process phase in rounds. Each round starts a
+// team of thirty servers at once, each authenticating its agent (a task
+// session), then runs the mixed operations in all of them, after a round of
+// the floor: the first round's team is w10..w19 and twenty workers the CLI
+// adds, each later round's thirty agents the CLI adds, so that every round
+// repeats the first on the store the rounds before it grew.
+func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, mixedOps int, floor *floorTeam) {
+	// Rounds, each beside a round of the floor just before it: the disk and the
+	// CPU this machine lends move by a sixth between minutes, and a figure with
+	// no floor taken at the same time cannot tell aipm's share from the machine's.
+	rounds := max(scaleEnvInt(b, "AIPM_BENCH_THIRTY_ROUNDS", 3), 1)
+	var mine []thirtyRound
+	var pairs []string
+	for r := range rounds {
+		scaleProgress("%s: round %d of %d: 30 servers at once", col, r+1, rounds)
+		team := scaleTeam(b, exe, st, r)
+		servers, toks := scaleStartThirty(b, exe, st, tab, col, team, r == 0)
+		scaleProgress("%s: round %d of %d: the floor's mixed operations", col, r+1, rounds)
+		fl := floor.round(b, mixedOps)
+		scaleProgress("%s: round %d of %d: mixed operations in 30 processes", col, r+1, rounds)
+		chatToks := scaleChatSessions(b, servers, team)
+		c0, self0 := serversCPU(b, servers), procCPU(b, os.Getpid())
+		ops, lost, elapsed, opLat := scaleMixed(b, st, servers, team, toks, chatToks, mixedOps)
+		mine = append(mine, thirtyRound{ops: ops, lost: lost, cut: ops < mixedOps*len(servers), elapsed: elapsed, lat: opLat,
+			cpu: serversCPU(b, servers) - c0, self: procCPU(b, os.Getpid()) - self0})
+		for _, s := range servers {
+			s.c.Close()
+		}
+		pairs = append(pairs, fmt.Sprintf("%.0f / %.0f", mine[r].rate(), fl.rate()))
+		if r == 0 {
+			scaleFirstCallAfter(b, exe, st, tab, col)
+		}
+	}
+	floor.setColumn(tab)
+	mid, all := roundsSummary(mine)
+	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(all.cpu)/float64(max(all.ops, 1)), all.cpu.Seconds(), all.ops)
+	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(all.self)/float64(max(all.ops, 1)))
+	cut := ""
+	if all.cut {
+		cut = ", a round stopped at the time limit"
+	}
+	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s, %d lost (median of %d rounds; %d ops in %.1fs%s)", mid.rate(), all.lost, rounds, all.ops, all.elapsed.Seconds(), cut)
+	tab.set("mixed 30: each round, aipm / floor ops/s", col, "%s", strings.Join(pairs, ", "))
+	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(all.lat, false))
+}
+
+// scaleStartThirty starts a server for each agent of team at once, each
+// authenticating a task session, and returns the servers and the sessions'
+// tokens. With report set it puts how the start went in the table.
+func scaleStartThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string, team []string, report bool) ([]*scaleServer, []string) {
 	servers := make([]*scaleServer, len(team))
 	toks := make([]string, len(team))
 	auth := make([]time.Duration, len(team))
@@ -946,17 +1072,20 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 	}
 	wg.Wait()
 	wall := time.Since(t0)
-	defer func() {
+	b.Cleanup(func() {
 		for _, s := range servers {
 			if s != nil {
 				s.c.Close()
 			}
 		}
-	}()
+	})
 	for _, err := range errs {
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+	if !report {
+		return servers, toks
 	}
 	var hwm []time.Duration // KB, as durations for the percentile helper
 	for _, s := range servers {
@@ -965,29 +1094,14 @@ func scaleThirty(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col 
 	tab.set("30 servers started at once: all authenticated s", col, "%.2f", wall.Seconds())
 	tab.set("30 servers: first authenticate p50/max ms", col, "%.1f / %.1f", msf(median(auth)), msf(slices.Max(auth)))
 	tab.set("30 servers: VmHWM MB per aipm mcp, median / max", col, "%.1f / %.1f", float64(median(hwm))/1024, float64(slices.Max(hwm))/1024)
-	scaleProgress("%s: mixed operations in 30 processes", col)
-	cpu := func() time.Duration {
-		var t time.Duration
-		for _, s := range servers {
-			t += procCPU(b, s.cmd.Process.Pid)
-		}
-		return t
-	}
-	c0, self0 := cpu(), procCPU(b, os.Getpid())
-	ops, lost, elapsed, opLat := scaleMixed(b, st, servers, team, toks, mixedOps)
-	used, self := cpu()-c0, procCPU(b, os.Getpid())-self0
-	tab.set("mixed 30: CPU ms per op (30 servers' user+sys)", col, "%.2f (%.1f s over %d ops)", msf(used)/float64(max(ops, 1)), used.Seconds(), ops)
-	tab.set("mixed 30: the driving client's CPU ms per op", col, "%.2f", msf(self)/float64(max(ops, 1)))
-	cut := ""
-	if ops < mixedOps*len(servers) {
-		cut = fmt.Sprintf(", stopped at the time limit: %d of %d", ops, mixedOps*len(servers))
-	}
-	tab.set("mixed 30 processes: ops/s, lost", col, "%.0f ops/s, %d lost (%d ops in %.1fs%s)", float64(ops)/elapsed.Seconds(), lost, ops, elapsed.Seconds(), cut)
-	tab.set("mixed 30: op latency p50/p99 ms", col, "%s", pcts(opLat, false))
+	return servers, toks
+}
 
-	// A server started now begins from an index file that may lag the
-	// journal by all the thirty wrote since it was last saved: the most a
-	// start has to catch up on.
+// scaleFirstCallAfter times the first call of servers started right after the
+// thirty's first round. Such a server begins from an index file that may lag
+// the journal by all the thirty wrote since it was last saved: the most a
+// start has to catch up on.
+func scaleFirstCallAfter(b *testing.B, exe string, st *scaleStore, tab *scaleTable, col string) {
 	var first []time.Duration
 	for i := range 3 {
 		s := startScaleServer(b, exe, st.dir, fmt.Sprintf("after%d", i), "aipm", "mcp")
@@ -1010,7 +1124,7 @@ func envOr(name, def string) string {
 // worker in a task session (its in_progress task, token in taskToks) that
 // also opens a chat session; every call names its session by token. It returns the operations done, the acknowledged writes missing
 // from the files afterwards, the wall time and every operation's latency.
-func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, agents, taskToks []string, n int) (int, int, time.Duration, []time.Duration) {
+func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, agents, taskToks, chatToks []string, n int) (int, int, time.Duration, []time.Duration) {
 	type acked struct {
 		tasks  map[string]string // task id → status last acknowledged
 		titles map[string]string
@@ -1019,12 +1133,6 @@ func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, agents, ta
 		err    error
 	}
 	results := make([]*acked, len(servers))
-	chatToks := make([]string, len(servers))
-	for i, s := range servers {
-		a := agents[i]
-		r := s.call(b, "authenticate", map[string]any{"agent_id": a, "passkey": scalePasskey(a), "purpose": "chat"}, "purpose", "chat")
-		chatToks[i], _ = r["session_token"].(string)
-	}
 	var wg sync.WaitGroup
 	t0 := time.Now()
 	deadline := t0.Add(time.Duration(scaleEnvInt(b, "AIPM_BENCH_MIXED_SECONDS", 90)) * time.Second)
@@ -1090,6 +1198,18 @@ func scaleMixed(b *testing.B, st *scaleStore, servers []*scaleServer, agents, ta
 		}
 	}
 	return ops, lost, elapsed, lat
+}
+
+// scaleChatSessions opens a chat session for each agent in its server, beside
+// its task session, and returns their tokens.
+func scaleChatSessions(b *testing.B, servers []*scaleServer, agents []string) []string {
+	toks := make([]string, len(servers))
+	for i, s := range servers {
+		a := agents[i]
+		r := s.call(b, "authenticate", map[string]any{"agent_id": a, "passkey": scalePasskey(a), "purpose": "chat"}, "purpose", "chat")
+		toks[i], _ = r["session_token"].(string)
+	}
+	return toks
 }
 
 // scaleMixedWorker runs n operations of one worker: reads, sub-tasks created
