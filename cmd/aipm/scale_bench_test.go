@@ -494,6 +494,9 @@ func BenchmarkScale(b *testing.B) {
 			mixed = scaleEnvInt(b, "AIPM_BENCH_MIXED_OPS", 1000)
 		}
 		if onlyThirty {
+			if mixed == 0 {
+				b.Fatal("AIPM_BENCH_ONLY_THIRTY=1 with AIPM_BENCH_MIXED_OPS=0 measures nothing: give the thirty operations to run")
+			}
 			scaleWarmIndex(b, exe, st)
 			scaleThirty(b, exe, st, tab, col, mixed, floor)
 		} else {
