@@ -3,6 +3,7 @@ package filestore
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"sort"
@@ -504,10 +505,115 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 // SubtreeSummary counts a task's descendants by status without copying them.
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
-	err := s.tasks.with(func() {
-		s.walkSubtreeKeysLocked(id, false, func(_ string, k []string) { out[k[tkStatus]]++ })
-	})
+	err := s.tasks.with(func() { maps.Copy(out, s.subtreeSummaryLocked(id)) })
 	return out, err
+}
+
+// memoSubtree is the least number of tasks a sub-tree holds for SubtreeSummary to keep
+// its counts between calls; a smaller one is walked each time. maxSubtreeSummaries
+// bounds how many sub-trees' counts are kept.
+const (
+	memoSubtree         = 64
+	maxSubtreeSummaries = 32
+)
+
+// subtreeSummaryLocked counts root's descendants by status. A large sub-tree's counts
+// are kept, and a later call brings them up to date from the tasks changed since (a
+// session asks on every call, and its sub-tree can hold hundreds of tasks): a task whose
+// file changed is in the sub-tree when its parents lead up to root, and the counts move
+// with its status. A change that takes a task with sub-tasks of its own into the
+// sub-tree or out of it, or more changes than the sub-tree has members, or changes the
+// cache no longer remembers, mean a walk of the whole sub-tree instead. The caller holds
+// the tasks cache's mutex; the counts returned must not be kept or changed.
+func (s *Store) subtreeSummaryLocked(root string) TaskCounts {
+	c, x := s.tasks, &s.tix
+	if m := x.summaries[root]; m != nil {
+		if ids, ok := c.changedSince(m.gen); ok && len(ids) <= len(m.members) && s.patchSubtreeMemo(root, m, ids) {
+			m.gen = c.gen
+			return m.counts
+		}
+		delete(x.summaries, root)
+	}
+	m := &subtreeMemo{gen: c.gen, members: map[string]string{}, counts: TaskCounts{}}
+	s.walkSubtreeKeysLocked(root, false, func(id string, k []string) {
+		if _, dup := m.members[id]; !dup {
+			m.members[id] = k[tkStatus]
+			m.counts[k[tkStatus]]++
+		}
+	})
+	if len(m.members) >= memoSubtree {
+		if x.summaries == nil || len(x.summaries) >= maxSubtreeSummaries {
+			x.summaries = map[string]*subtreeMemo{}
+		}
+		x.summaries[root] = m
+	}
+	return m.counts
+}
+
+// patchSubtreeMemo applies the changes of ids to m, and reports false when a walk must
+// redo it (m is then partly patched: the caller drops it).
+func (s *Store) patchSubtreeMemo(root string, m *subtreeMemo, ids []string) bool {
+	c := s.tasks
+	for _, id := range ids {
+		if id == root {
+			continue // root itself is not counted, and its own parent moves it all at once
+		}
+		was, in := m.members[id]
+		k := c.keysOf(id)
+		now := k != nil && s.leadsToLocked(k[tkParent], root)
+		if in != now && s.hasSubtasksLocked(id) {
+			return false
+		}
+		if in {
+			if m.counts[was]--; m.counts[was] <= 0 {
+				delete(m.counts, was)
+			}
+			delete(m.members, id)
+		}
+		if now {
+			m.members[id] = k[tkStatus]
+			m.counts[k[tkStatus]]++
+		}
+	}
+	return true
+}
+
+// leadsToLocked tells whether the parent chain from parent reaches root through tasks
+// the cache knows: what walkSubtreeKeysLocked from root meets. A loop of parents edited
+// by hand that does not pass through root ends the climb.
+func (s *Store) leadsToLocked(parent, root string) bool {
+	var seen map[string]bool
+	for steps := 0; parent != ""; steps++ {
+		if parent == root {
+			return true
+		}
+		k := s.tasks.keysOf(parent)
+		if k == nil {
+			return false
+		}
+		if steps >= 16 { // deeper than a plan goes: look out for a loop
+			if seen == nil {
+				seen = map[string]bool{}
+			}
+			if seen[parent] {
+				return false
+			}
+			seen[parent] = true
+		}
+		parent = k[tkParent]
+	}
+	return false
+}
+
+// hasSubtasksLocked tells whether any task the cache knows names id as its parent.
+func (s *Store) hasSubtasksLocked(id string) bool {
+	found := false
+	s.tasks.each(ixKids, id, func(k string) {
+		if !found && k != id && s.tasks.keysOf(k) != nil {
+			found = true
+		}
+	})
+	return found
 }
 
 // NewTask describes a task to create.

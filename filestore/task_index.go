@@ -25,6 +25,18 @@ type taskIndex struct {
 	// part too, while loadOK: counted once from the sets, then kept by change.
 	load   map[string]int
 	loadOK bool
+	// summaries are the sub-tree counts SubtreeSummary gave of large sub-trees, kept
+	// up to date from the tasks changed since (subtreeSummaryLocked). A load of the
+	// index (reset) drops them.
+	summaries map[string]*subtreeMemo
+}
+
+// subtreeMemo is one sub-tree's counts by status as of the tasks cache's generation gen,
+// with the status of each of its members.
+type subtreeMemo struct {
+	gen     uint64
+	members map[string]string
+	counts  TaskCounts
 }
 
 // change keeps load in step with a task's keys going from old to cur (nil: none): a

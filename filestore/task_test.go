@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -659,9 +661,112 @@ func TestJournalOutOfWatchedDirectories(t *testing.T) {
 	}
 }
 
+// A large sub-tree's counts, kept between calls and brought up to date from the tasks
+// changed since, are what a walk of the sub-tree counts after any sequence of changes:
+// sub-tasks created inside and outside it, statuses moved, parents edited by hand into
+// it, out of it and into loops, files removed by hand, and the index file written (its
+// finished tasks leaving memory). Most calls patch the counts kept rather than walk.
+func TestSubtreeSummaryKeptMatchesAWalk(t *testing.T) {
+	s := newTestStore(t)
+	root := mustTask(t, s, NewTask{Title: "root", Status: StatusTodo, AssigneeID: "w1"})
+	ids := []string{root.ID}
+	for i := range memoSubtree + 10 {
+		parent := root.ID
+		if i%5 == 4 {
+			parent = ids[len(ids)-1] // a few levels, not only direct sub-tasks
+		}
+		ids = append(ids, mustTask(t, s, NewTask{Title: fmt.Sprint("sub ", i), Status: StatusTodo, ParentID: parent, AssigneeID: "w1"}).ID)
+	}
+	for i := range 10 {
+		ids = append(ids, mustTask(t, s, NewTask{Title: fmt.Sprint("outside ", i), Status: StatusTodo, AssigneeID: "w2"}).ID)
+	}
+	walk := func() TaskCounts {
+		out := TaskCounts{}
+		if err := s.tasks.with(func() {
+			s.walkSubtreeKeysLocked(root.ID, false, func(_ string, k []string) { out[k[tkStatus]]++ })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	check := func(step string) (patched bool) {
+		t.Helper()
+		s.tasks.mu.Lock()
+		before := s.tix.summaries[root.ID]
+		s.tasks.mu.Unlock()
+		got, err := s.SubtreeSummary(root.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := walk(); !maps.Equal(got, want) {
+			t.Fatalf("after %s: kept counts %v, a walk counts %v", step, got, want)
+		}
+		s.tasks.mu.Lock()
+		after := s.tix.summaries[root.ID]
+		s.tasks.mu.Unlock()
+		return before != nil && before == after
+	}
+	check("the first call")
+	rng := rand.New(rand.NewPCG(1, 2))
+	pick := func() string { return ids[rng.IntN(len(ids))] }
+	patches := 0
+	for i := range 400 {
+		var step string
+		switch r := rng.IntN(100); {
+		case r < 30:
+			parent := pick()
+			step = "a task created under " + parent
+			if tk, err := s.CreateTask(human, NewTask{Title: fmt.Sprint("new ", i), Status: StatusTodo, ParentID: parent, AssigneeID: "w1"}); err == nil {
+				ids = append(ids, tk.ID)
+			}
+		case r < 65:
+			id, to := pick(), Statuses[rng.IntN(len(Statuses))]
+			step = fmt.Sprintf("%s set to %s", id, to)
+			s.SetTaskStatus(human, id, to, "") // refused moves change nothing
+		case r < 80:
+			id, parent := pick(), pick()
+			if rng.IntN(4) == 0 {
+				parent = ""
+			}
+			step = fmt.Sprintf("%s's parent edited by hand to %q", id, parent)
+			if _, err := os.Stat(s.taskPath(id)); err == nil {
+				handEdit(t, s, id, func(tk *Task) { tk.ParentID = parent })
+			}
+		case r < 85:
+			id := pick()
+			step = id + " removed by hand"
+			if id != root.ID {
+				os.Remove(s.taskPath(id))
+			}
+		case r < 90:
+			step = "the index file written"
+			s.tasks.mu.Lock()
+			s.tasks.rebuilt = true
+			s.tasks.mu.Unlock()
+			if _, err := s.Tasks(TaskFilter{}); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			id := pick()
+			step = id + "'s status edited by hand"
+			if _, err := os.Stat(s.taskPath(id)); err == nil {
+				handEdit(t, s, id, func(tk *Task) { tk.Status = StatusCancelled })
+			}
+		}
+		if check(step) {
+			patches++
+		}
+	}
+	if patches < 100 {
+		t.Errorf("%d of 400 calls patched the kept counts; the rest walked the sub-tree", patches)
+	}
+}
+
 // BenchmarkSubtreeSummary counts a task's 400 sub-tasks, 300 of them done and held in the
 // index file's cold part (as after a save), in a store a watcher reports on (as a
-// server's), beside a no-op floor (the cache brought up to date alone).
+// server's), beside a no-op floor (the cache brought up to date alone): summary as a
+// session asks on each call (the counts kept from the call before, nothing changed
+// since), walk as every call did before counts were kept.
 func BenchmarkSubtreeSummary(b *testing.B) {
 	s, err := Init(b.TempDir(), InitOptions{Name: "bench", OwnerID: "owner"}, Options{})
 	if err != nil {
@@ -701,6 +806,16 @@ func BenchmarkSubtreeSummary(b *testing.B) {
 	b.Run("summary", func(b *testing.B) {
 		for b.Loop() {
 			if c, err := s.SubtreeSummary(root.ID); err != nil || c[StatusDone] != 300 || c[StatusTodo] != 100 {
+				b.Fatalf("%v %v", c, err)
+			}
+		}
+	})
+	b.Run("walk", func(b *testing.B) {
+		for b.Loop() {
+			c := TaskCounts{}
+			if err := s.tasks.with(func() {
+				s.walkSubtreeKeysLocked(root.ID, false, func(_ string, k []string) { c[k[tkStatus]]++ })
+			}); err != nil || c[StatusDone] != 300 || c[StatusTodo] != 100 {
 				b.Fatalf("%v %v", c, err)
 			}
 		}
