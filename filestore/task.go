@@ -536,10 +536,8 @@ func (s *Store) subtreeSummaryLocked(root string) TaskCounts {
 	}
 	m := &subtreeMemo{gen: c.gen, members: map[string]string{}, counts: TaskCounts{}}
 	s.walkSubtreeKeysLocked(root, false, func(id string, k []string) {
-		if _, dup := m.members[id]; !dup {
-			m.members[id] = k[tkStatus]
-			m.counts[k[tkStatus]]++
-		}
+		m.members[id] = k[tkStatus]
+		m.counts[k[tkStatus]]++
 	})
 	if len(m.members) >= memoSubtree {
 		if x.summaries == nil || len(x.summaries) >= maxSubtreeSummaries {
@@ -560,7 +558,7 @@ func (s *Store) patchSubtreeMemo(root string, m *subtreeMemo, ids []string) bool
 		}
 		was, in := m.members[id]
 		k := c.keysOf(id)
-		now := k != nil && s.leadsToLocked(k[tkParent], root)
+		now := s.inSubtreeLocked(root, id)
 		if in != now && s.hasSubtasksLocked(id) {
 			return false
 		}
@@ -576,44 +574,6 @@ func (s *Store) patchSubtreeMemo(root string, m *subtreeMemo, ids []string) bool
 		}
 	}
 	return true
-}
-
-// leadsToLocked tells whether the parent chain from parent reaches root through tasks
-// the cache knows: what walkSubtreeKeysLocked from root meets. A loop of parents edited
-// by hand that does not pass through root ends the climb.
-func (s *Store) leadsToLocked(parent, root string) bool {
-	var seen map[string]bool
-	for steps := 0; parent != ""; steps++ {
-		if parent == root {
-			return true
-		}
-		k := s.tasks.keysOf(parent)
-		if k == nil {
-			return false
-		}
-		if steps >= 16 { // deeper than a plan goes: look out for a loop
-			if seen == nil {
-				seen = map[string]bool{}
-			}
-			if seen[parent] {
-				return false
-			}
-			seen[parent] = true
-		}
-		parent = k[tkParent]
-	}
-	return false
-}
-
-// hasSubtasksLocked tells whether any task the cache knows names id as its parent.
-func (s *Store) hasSubtasksLocked(id string) bool {
-	found := false
-	s.tasks.each(ixKids, id, func(k string) {
-		if !found && k != id && s.tasks.keysOf(k) != nil {
-			found = true
-		}
-	})
-	return found
 }
 
 // NewTask describes a task to create.

@@ -483,16 +483,22 @@ func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
 			if pk := s.tasks.keysOf(k[tkParent]); pk != nil {
 				r.ParentAssignee = pk[tkAssignee]
 			}
-			for kid := range s.tasks.lookup(ixKids, id) {
-				if s.tasks.keysOf(kid) != nil {
-					r.HasChildren = true
-					break
-				}
-			}
+			r.HasChildren = s.hasSubtasksLocked(id)
 			out = append(out, r)
 		}
 	})
 	return out, err
+}
+
+// hasSubtasksLocked tells whether a task the cache knows names id as its parent. The
+// caller holds the tasks cache's mutex.
+func (s *Store) hasSubtasksLocked(id string) bool {
+	for kid := range s.tasks.lookup(ixKids, id) {
+		if s.tasks.keysOf(kid) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // TasksGeneration brings the tasks cache up to date and returns its generation: it
