@@ -69,8 +69,90 @@ type Settings struct {
 	// SilenceTimeoutSeconds: a process whose sessions made no tool call this long, while
 	// not waiting in a long poll, is stopped, recorded and backed off (default 1800).
 	SilenceTimeoutSeconds int `json:"silence_timeout_seconds,omitempty"`
+	// TaskBranches: in a Git repository with at least one commit, each task `aipm run`
+	// starts works in a worktree and on a branch of its own (aipm/<task id>, made from
+	// the target's tip), and its code reaches the target through the merge queue
+	// (landing.go). Unset, it is on in such a repository unless agent_worktrees is;
+	// false turns it off (tasks then work in the repository itself, as before).
+	TaskBranches *bool `json:"task_branches,omitempty"`
+	// TargetBranch is the branch tasks land on: `aipm init` sets it to the branch checked
+	// out then; empty, the branch the main worktree has checked out.
+	TargetBranch string `json:"target_branch,omitempty"`
+	// CheckCommand is the project's check, run with `sh -c` in a task's worktree after
+	// its branch is brought up to the target and before it lands (exit 0: it lands). Like
+	// agent commands it runs only once this machine approved it (`aipm trust`). Empty:
+	// no check.
+	CheckCommand string `json:"check_command,omitempty"`
+	// CheckTimeoutSeconds bounds one run of the check (default 600).
+	CheckTimeoutSeconds int `json:"check_timeout_seconds,omitempty"`
+	// MaxLandAttempts: after this many failed attempts to land a task's code (conflicts,
+	// failed checks; its reworks included) a person decides (default 3).
+	MaxLandAttempts int `json:"max_land_attempts,omitempty"`
+	// Land is how checked code reaches the target: "push" (default) moves the target
+	// (and pushes it where there is a remote); "branch" pushes the task's branch and
+	// leaves the merge to the forge's pull request.
+	Land string `json:"land,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
+}
+
+// Land modes (settings.land).
+const (
+	LandPush   = "push"
+	LandBranch = "branch"
+)
+
+// CheckCommandName is the name the check carries among the approved commands.
+const CheckCommandName = "check_command"
+
+// Check returns the check as the command that runs (sh -c), ok false when none is set.
+func (s Settings) Check() (ac AgentCommand, ok bool) {
+	if strings.TrimSpace(s.CheckCommand) == "" {
+		return AgentCommand{}, false
+	}
+	return AgentCommand{Description: "the project's check", Command: []string{"sh", "-c", s.CheckCommand}}, true
+}
+
+// TrustedCommands are the commands a machine approves with `aipm trust`: the agent
+// commands, and the check under CheckCommandName.
+func (s Settings) TrustedCommands() map[string]AgentCommand {
+	out := maps.Clone(s.AgentCommands)
+	if ac, ok := s.Check(); ok {
+		if out == nil {
+			out = map[string]AgentCommand{}
+		}
+		out[CheckCommandName] = ac
+	}
+	return out
+}
+
+// UseTaskBranches reports whether tasks work on branches of their own (in a repository
+// where that is possible: the caller checks).
+func (s Settings) UseTaskBranches() bool {
+	if s.TaskBranches != nil {
+		return *s.TaskBranches
+	}
+	return !s.AgentWorktrees
+}
+
+// CheckTimeout returns how long one run of the check may take.
+func (s Settings) CheckTimeout() time.Duration { return seconds(s.CheckTimeoutSeconds, 600) }
+
+// LandAttempts returns how many failed attempts to land a task's code are made before a
+// person decides.
+func (s Settings) LandAttempts() int {
+	if s.MaxLandAttempts > 0 {
+		return s.MaxLandAttempts
+	}
+	return 3
+}
+
+// LandMode returns settings.land, "push" by default.
+func (s Settings) LandMode() string {
+	if s.Land == LandBranch {
+		return LandBranch
+	}
+	return LandPush
 }
 
 // AgentCommand is how the coordinator starts one kind of agent CLI. Command and Env values
@@ -128,6 +210,8 @@ type InitOptions struct {
 	AgentCommands map[string]AgentCommand
 	// AIPM is the aipm executable, which {aipm} names in AgentCommands.
 	AIPM string
+	// TargetBranch becomes settings.target_branch: the branch tasks land on.
+	TargetBranch string
 }
 
 const gitignore = `# aipm runtime state, never committed: live sessions, read cursors, passkey hashes,
@@ -215,7 +299,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 			OwnerID: o.OwnerID, CreatedAt: now, UpdatedAt: now, Version: 1,
 			Settings: Settings{Language: "en", MessageMaxChars: 4000, SessionLeaseSeconds: 3600,
 				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600, ConversationSessionGraceSeconds: 60,
-				MaxAgentProcesses: 4, AgentCommands: o.AgentCommands}}
+				MaxAgentProcesses: 4, TargetBranch: o.TargetBranch, AgentCommands: o.AgentCommands}}
 		// project.json last: its presence is what marks a complete store.
 		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err
@@ -306,6 +390,10 @@ func (p *Project) clone() *Project {
 			ac.Env = maps.Clone(ac.Env)
 			c.Settings.AgentCommands[k] = ac
 		}
+	}
+	if p.Settings.TaskBranches != nil {
+		v := *p.Settings.TaskBranches
+		c.Settings.TaskBranches = &v
 	}
 	return &c
 }

@@ -95,7 +95,7 @@ func queued(all taskSet, t *Task) bool {
 		return false
 	}
 	for _, d := range t.Dependencies {
-		if dt := all.task(d); dt == nil || dt.Status != StatusDone {
+		if !DependencyMet(all.task(d)) {
 			return false
 		}
 	}

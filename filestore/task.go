@@ -83,7 +83,13 @@ type Task struct {
 	CreatedAt           time.Time  `json:"created_at"`
 	UpdatedAt           time.Time  `json:"updated_at"`
 	CompletedAt         *time.Time `json:"completed_at"`
-	Version             int        `json:"version"`
+	// ReworkOf is the task whose code this one does again, after that code failed to
+	// land (a conflict, a failed check); when this one lands, that one counts as landed.
+	ReworkOf string `json:"rework_of,omitempty"`
+	// Landing is how the task's code reaches the target branch: set when the task starts
+	// on a branch of its own (landing.go), nil otherwise.
+	Landing *Landing `json:"landing,omitempty"`
+	Version int      `json:"version"`
 }
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
@@ -943,6 +949,7 @@ func setStatus(t *Task, actor Actor, to, reason string, now time.Time) {
 	if to == StatusDone {
 		t.CompletedAt = &now
 	}
+	landOnStatus(t, to, now)
 }
 
 // commitTask is the one way a changed task reaches the disk: stamp updated_at, bump the
@@ -1004,12 +1011,13 @@ func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 		}
 		var open []string
 		for _, d := range t.Dependencies {
-			if dt := all.task(d); dt == nil || dt.Status != StatusDone {
-				open = append(open, d)
+			if dt := all.task(d); !DependencyMet(dt) {
+				open = append(open, DependencyState(d, dt))
 			}
 		}
 		if len(open) > 0 {
-			return newErr(ErrConflict, "dependencies_not_done", "finish the dependencies first", "task %s depends on unfinished tasks: %s", t.ID, strings.Join(open, ", "))
+			return newErr(ErrConflict, "dependencies_not_done", "finish the dependencies first (a done task's code must also have landed on the target branch)",
+				"task %s depends on unfinished tasks: %s", t.ID, strings.Join(open, ", "))
 		}
 		if t.ParentID == "" {
 			a, err := s.Agent(t.AssigneeID)

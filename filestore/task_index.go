@@ -212,6 +212,10 @@ func newTaskCache(s *Store) *dirCache[Task] {
 func cloneTask(t *Task) *Task {
 	c := *t
 	c.Dependencies = slices.Clone(t.Dependencies)
+	if t.Landing != nil {
+		l := *t.Landing
+		c.Landing = &l
+	}
 	return &c
 }
 

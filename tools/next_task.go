@@ -329,7 +329,7 @@ func pending(t *filestore.Task) bool {
 // depsMet reports whether every dependency of t is done.
 func (s *situation) depsMet(t *filestore.Task) bool {
 	for _, d := range t.Dependencies {
-		if dt := s.all[d]; dt == nil || dt.Status != filestore.StatusDone {
+		if !filestore.DependencyMet(s.all[d]) {
 			return false
 		}
 	}
@@ -344,8 +344,8 @@ func (s *situation) unmet(t *filestore.Task) []string {
 		switch {
 		case dt == nil:
 			out = append(out, s.text("next.dep_missing", d))
-		case dt.Status != filestore.StatusDone:
-			out = append(out, d+" ("+dt.Status+")")
+		case !filestore.DependencyMet(dt):
+			out = append(out, filestore.DependencyState(d, dt))
 		}
 	}
 	return out
@@ -575,6 +575,9 @@ func (s *situation) othersCanProgress(mine, others []*filestore.Task) bool {
 		}
 		for _, d := range t.Dependencies {
 			dt := s.all[d]
+			if dt != nil && dt.Status == filestore.StatusDone && !filestore.DependencyMet(dt) && dt.Landing.State != filestore.LandAbandoned && !dt.Landing.NeedsHuman {
+				return true // the merge queue lands it
+			}
 			if dt == nil || dt.Status == filestore.StatusDone {
 				continue
 			}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ func (a *app) cmdInit(args []string) error {
 		return err
 	}
 	s, err := filestore.Init(dir, filestore.InitOptions{Name: *name, Description: *desc, OwnerID: *owner, OwnerName: *ownerName,
-		AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe},
+		AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe, TargetBranch: checkedOutBranch(dir)},
 		filestore.Options{Now: a.now})
 	if errors.Is(err, filestore.ErrExists) { // made meanwhile
 		return a.prepareClone(dir, fs.json)
@@ -224,4 +225,17 @@ func userName() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
+}
+
+// checkedOutBranch is the branch checked out in the repository around dir, which tasks
+// land on (settings.target_branch); "" outside a repository or on a detached HEAD.
+func checkedOutBranch(dir string) string {
+	if !clone.IsRepo(dir) {
+		return ""
+	}
+	out, err := exec.Command("git", "-C", dir, "symbolic-ref", "--short", "-q", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
+	"github.com/aipm/aipm/cmd/aipm/internal/land"
 )
 
 // cmdRun is the coordinator: it watches the store and starts each AI agent's configured
@@ -55,9 +56,14 @@ func (a *app) cmdRun(args []string) error {
 		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	c, err := coordinator.New(s, coordinator.Options{Max: *maxProcs, ExitWhenIdle: *idle, Backoff: *backoff,
+	var c *coordinator.Coordinator
+	opt := coordinator.Options{Max: *maxProcs, ExitWhenIdle: *idle, Backoff: *backoff,
 		Timeline: *timeline, Out: a.stdout, Err: a.stderr,
-		AgentWorktree: func(agentID string) (string, bool, error) { return clone.AgentWorktree(s.Root(), agentID) }})
+		AgentWorktree: func(agentID string) (string, bool, error) { return clone.AgentWorktree(s.Root(), agentID) }}
+	if q, ok := land.New(s, func(format string, args ...any) { c.Say(format, args...) }); ok {
+		opt.Lander = q
+	}
+	c, err = coordinator.New(s, opt)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
 	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
+	"github.com/aipm/aipm/cmd/aipm/internal/land"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -38,6 +39,10 @@ type statusView struct {
 	Invalid []taskNote `json:"invalid_tasks"`
 	// Approvals are the tasks an agent asked for that wait for a human's yes or no.
 	Approvals []taskNote `json:"pending_approvals"`
+	// Landing is this clone's merge queue (tasks whose code waits to land on the target),
+	// and NotLanded the tasks whose code did not land and waits for a person's decision.
+	Landing   []taskNote `json:"landing_queue"`
+	NotLanded []taskNote `json:"landing_needs_you"`
 	// Sync is how the state branch syncs from this clone; nil when the store is not on
 	// the state branch.
 	Sync *syncStatus `json:"sync,omitempty"`
@@ -304,6 +309,17 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 	}
 	v.Blocked, v.Invalid, v.Approvals = []taskNote{}, []taskNote{}, []taskNote{}
+	v.Landing, v.NotLanded = []taskNote{}, []taskNote{}
+	if q, ok := land.New(s, nil); ok {
+		es, _ := q.Entries()
+		for _, t := range es {
+			v.Landing = append(v.Landing, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: t.LandingSummary() + landDetail(t)})
+		}
+		needs, _ := q.NeedsYou()
+		for _, t := range needs {
+			v.NotLanded = append(v.NotLanded, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID, Why: t.Landing.State + ": " + land.Summary(t.Landing.Detail)})
+		}
+	}
 	// A task blocked under a blocked ancestor counts once, at the topmost such ancestor.
 	byID := map[string]*filestore.Task{}
 	for _, t := range tasks {
@@ -409,6 +425,18 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		a.printf("\nWaiting for approval (aipm task approve ID, or aipm task reject ID --reason R):\n")
 		for _, n := range v.Approvals {
 			a.printf("  %s  %s: %s\n", sh.id(n.ID), n.Title, n.Why)
+		}
+	}
+	if len(v.NotLanded) > 0 {
+		a.printf("\nNeeds you: code that did not land (aipm land retry ID, or aipm land abandon ID; aipm task show ID has the log):\n")
+		for _, n := range v.NotLanded {
+			a.printf("  %s  %s  %s: %s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, n.Why)
+		}
+	}
+	if len(v.Landing) > 0 {
+		a.printf("\nLanding on the target (aipm land list):\n")
+		for _, n := range v.Landing {
+			a.printf("  %s  %s  %s: %s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, n.Why)
 		}
 	}
 	if len(v.Blocked) > 0 {

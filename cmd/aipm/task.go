@@ -215,6 +215,7 @@ func (a *app) taskShow(args []string) error {
 	if err := a.printLinks(s, t, sh, "  "); err != nil {
 		return err
 	}
+	a.printLanding(s, t, sh)
 	if len(sub) > 0 {
 		a.printf("sub-tasks:\n")
 		drawTree(a.stdout, t.ID, sub, sh, statusOf(s, sub), "  ")

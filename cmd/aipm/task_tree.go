@@ -137,6 +137,10 @@ func statusLabel(t *filestore.Task) string {
 	if t.Problem() != "" {
 		return fmt.Sprintf("INVALID(%s)", t.Status)
 	}
+	if t.Status == filestore.StatusDone && t.Landing != nil {
+		// Done is the agent's word; landed is the code's.
+		return t.Status + " (" + t.Landing.State + ")"
+	}
 	return t.Status
 }
 

@@ -26,9 +26,9 @@ func (a *app) cmdTrust(args []string) error {
 	if err != nil {
 		return err
 	}
-	cmds := p.Settings.AgentCommands
+	cmds := p.Settings.TrustedCommands() // the agent commands and the check
 	if len(cmds) == 0 {
-		a.printf("settings.agent_commands is empty: nothing to approve\n")
+		a.printf("settings.agent_commands is empty and no settings.check_command is set: nothing to approve\n")
 		return nil
 	}
 	exe, err := coordinator.Executable()

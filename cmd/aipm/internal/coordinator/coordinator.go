@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -36,6 +37,22 @@ type Options struct {
 	// settings.agent_worktrees is on, creating it on first use (created). The command
 	// wires it to Git; nil refuses the setting.
 	AgentWorktree func(agentID string) (dir string, created bool, err error)
+	// Lander gives each task a worktree and a branch of its own and lands their code
+	// (cmd/aipm/internal/land); nil: tasks work in the repository itself.
+	Lander Lander
+}
+
+// Lander makes tasks' worktrees and runs the merge queue.
+type Lander interface {
+	// Workdir is the worktree a task works in ("" when it works without a branch);
+	// made when it was made now.
+	Workdir(t *filestore.Task) (dir string, made bool, err error)
+	// Step lands the first entry of the queue that it may (busy: a task whose agent
+	// process still runs); next is when a held entry is due for another look.
+	Step(busy func(taskID string) bool) (did bool, next time.Time, err error)
+	// Waiting counts the entries the queue lands without help, and says why each held
+	// one waits.
+	Waiting() (n int, held []string)
 }
 
 // Lock takes this machine's coordinator lock of the project, so two coordinators of one
@@ -125,6 +142,13 @@ type Coordinator struct {
 	machine  string
 	leaseTTL time.Duration
 	ours     map[string]bool
+	// sayMu keeps timeline lines whole: the merge queue prints from its own goroutine.
+	sayMu sync.Mutex
+	// busyMu guards busyTasks, the tasks whose agent process runs, which the merge queue
+	// leaves alone; landKick wakes the queue.
+	busyMu    sync.Mutex
+	busyTasks map[string]bool
+	landKick  chan struct{}
 }
 
 // New makes a coordinator of s; Run starts it.
@@ -152,7 +176,7 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
 		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
-		machine: machine, leaseTTL: ttl, ours: map[string]bool{}}
+		machine: machine, leaseTTL: ttl, ours: map[string]bool{}, busyTasks: map[string]bool{}, landKick: make(chan struct{}, 1)}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -161,6 +185,8 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 
 // Say prints one timeline line, stamped with the time since the coordinator started.
 func (c *Coordinator) Say(format string, args ...any) {
+	c.sayMu.Lock()
+	defer c.sayMu.Unlock()
 	fmt.Fprintf(c.opt.Out, "[%6.2fs] %s\n", time.Since(c.t0).Seconds(), fmt.Sprintf(format, args...))
 }
 
@@ -200,11 +226,32 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if c.tl != nil {
 		c.tl.poll()
 	}
+	if c.opt.Lander != nil {
+		landCtx, stopLand := context.WithCancel(ctx)
+		landDone := make(chan struct{})
+		go func() {
+			defer close(landDone)
+			c.landLoop(landCtx)
+		}()
+		defer func() {
+			stopLand()
+			<-landDone
+		}()
+	}
 	for {
 		if c.tl != nil {
 			c.tl.poll()
 		}
 		idle, next := c.evaluate(time.Now())
+		if c.opt.Lander != nil {
+			select {
+			case c.landKick <- struct{}{}:
+			default:
+			}
+			if n, _ := c.opt.Lander.Waiting(); n > 0 {
+				idle = false // code waits to land
+			}
+		}
 		if !idle || !c.opt.ExitWhenIdle {
 			c.idleSince = time.Time{}
 		} else if c.idleSince.IsZero() {
@@ -223,6 +270,11 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			}
 			c.Say("idle: no agent has work and none is running; %d start(s) in all, %d wasted, at most %d process(es) at once; %s",
 				c.starts, c.wasted, c.peak, c.usage())
+			if c.opt.Lander != nil {
+				if _, held := c.opt.Lander.Waiting(); len(held) > 0 {
+					c.Say("not landed, waiting for you: %s", strings.Join(held, "; "))
+				}
+			}
 			if len(c.unapproved) > 0 {
 				// Said last: work is left that only an approval can start.
 				var who []string
@@ -667,7 +719,7 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 		case filestore.StatusTodo, filestore.StatusBacklog:
 			ready := true
 			for _, d := range ch.Dependencies {
-				if dt := byID[d]; dt == nil || dt.Status != filestore.StatusDone {
+				if !filestore.DependencyMet(byID[d]) {
 					ready = false
 				}
 			}
@@ -683,7 +735,8 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 	var walk func(id string)
 	walk = func(id string) {
 		for _, t := range kids[id] {
-			if t.Status == filestore.StatusInProgress {
+			// A done sub-task whose code the merge queue is landing moves too.
+			if t.Status == filestore.StatusInProgress || landing(t) {
 				running++
 			}
 			walk(t.ID)
@@ -694,6 +747,14 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
 	}
 	return "waiting for workers (sub-tasks in progress, nothing to react to)"
+}
+
+// landing reports whether a done task's code is on its way to the target without anyone's
+// help.
+func landing(t *filestore.Task) bool {
+	l := t.Landing
+	return t.Status == filestore.StatusDone && l != nil && !l.NeedsHuman &&
+		(l.State == filestore.LandQueued || l.State == filestore.LandChecking || l.State == filestore.LandConflict || l.State == filestore.LandCheckFailed)
 }
 
 // fingerprint summarizes the work a start is for; the same fingerprint after the process
@@ -754,7 +815,28 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 		return false
 	}
 	workdir := c.s.Root()
-	if p.Settings.AgentWorktrees {
+	taskDir := ""
+	if taskID != "" && c.opt.Lander != nil {
+		t, err := c.s.Task(taskID)
+		if err != nil {
+			fail(sp, err)
+			return false
+		}
+		dir, made, err := c.opt.Lander.Workdir(t)
+		if err != nil {
+			fail(sp, fmt.Errorf("the task's worktree: %w", err))
+			return false
+		}
+		if made {
+			if t, err := c.s.Task(taskID); err == nil && t.Landing != nil {
+				c.Say("made worktree %s for task %s on branch %s from %s at %.10s", dir, taskID, t.Landing.Branch, t.Landing.Target, t.Landing.Base)
+			}
+		}
+		taskDir = dir
+	}
+	if taskDir != "" {
+		workdir = taskDir
+	} else if p.Settings.AgentWorktrees {
 		if c.opt.AgentWorktree == nil {
 			fail(sp, fmt.Errorf("settings.agent_worktrees is on, but this coordinator cannot make worktrees"))
 			return false
@@ -815,6 +897,11 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks),
 		done: make(chan struct{})}
 	c.running[k] = pr
+	if taskID != "" {
+		c.busyMu.Lock()
+		c.busyTasks[taskID] = true
+		c.busyMu.Unlock()
+	}
 	c.spawned = append(c.spawned, sp.ID)
 	c.starts++
 	c.peak = max(c.peak, len(c.running))
@@ -884,6 +971,15 @@ func describeArgv(argv []string, prompt string) string {
 func (c *Coordinator) exited(ev exitEvent) {
 	pr := ev.p
 	delete(c.running, pr.key)
+	if pr.taskID != "" {
+		c.busyMu.Lock()
+		delete(c.busyTasks, pr.taskID)
+		c.busyMu.Unlock()
+		select {
+		case c.landKick <- struct{}{}:
+		default:
+		}
+	}
 	pr.log.Close()
 	if pr.mcpConfig != "" {
 		os.Remove(pr.mcpConfig)
@@ -1175,5 +1271,38 @@ func (c *Coordinator) shutdown() {
 			}
 			deadline = nil
 		}
+	}
+}
+
+// landLoop runs the merge queue beside the coordinator: it lands one entry after another
+// while there are any it may land, then waits to be woken (a change of the store, an
+// agent process that exited) or for a held entry's next look.
+func (c *Coordinator) landLoop(ctx context.Context) {
+	busy := func(id string) bool {
+		c.busyMu.Lock()
+		defer c.busyMu.Unlock()
+		return c.busyTasks[id]
+	}
+	for {
+		did, next, err := c.opt.Lander.Step(busy)
+		if err != nil {
+			c.Say("land: %v", err)
+		}
+		if did {
+			continue
+		}
+		wait := 30 * time.Second
+		if !next.IsZero() {
+			wait = max(time.Until(next), 10*time.Millisecond)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-c.landKick:
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
 }

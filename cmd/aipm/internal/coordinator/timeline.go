@@ -123,6 +123,11 @@ func (t *timeline) event(line []byte) {
 		fmt.Fprintf(&b, "reported %s %s: %s", what, e.To, Clip(e.Reason, 60))
 	case "notified":
 		return
+	case "landing":
+		if e.Actor == "aipm-land" {
+			return // the merge queue's own lines say it
+		}
+		fmt.Fprintf(&b, "%s: landing %s", what, e.To)
 	default:
 		fmt.Fprintf(&b, "%s %s %s", what, e.Change, e.To)
 	}

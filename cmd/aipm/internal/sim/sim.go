@@ -12,6 +12,7 @@
 //
 //	write <path> <text…>            write the text and a newline to <path>
 //	write <path> random <lo>-<hi>   write a random integer in [lo, hi]
+//	append <path> <text…>           add a line to the end of a file (made if missing)
 //	double <in> <out>               read an integer from <in>, write twice it to <out>
 //	sleep <duration>                work that takes time (Go duration: 20s, 1m30s)
 //	hang <duration>                 a hung model: no tool call at all for that long
@@ -993,6 +994,23 @@ func (s *simAgent) do(d simDirective) (string, error) {
 		}
 		s.logf("wrote %s (%s)", d.path, simClip(text, 60))
 		return "wrote " + d.path, nil
+	case "append":
+		full, err := simSafePath(s.root, d.path)
+		if err != nil {
+			return "", &simStepError{msg: err.Error()}
+		}
+		old, err := os.ReadFile(full)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", simStepErrorf("append %s: %v", d.path, err)
+		}
+		if len(old) > 0 && old[len(old)-1] != '\n' {
+			old = append(old, '\n')
+		}
+		if err := simWriteFile(full, string(old)+d.text+"\n"); err != nil {
+			return "", simStepErrorf("append %s: %v", d.path, err)
+		}
+		s.logf("appended to %s (%s)", d.path, simClip(d.text, 60))
+		return "appended to " + d.path, nil
 	case "double":
 		in, err := simSafePath(s.root, d.in)
 		if err != nil {
@@ -1646,7 +1664,7 @@ func simParseLine(line string) (simDirective, bool) {
 	rest = strings.TrimSpace(rest)
 	f := strings.Fields(rest)
 	switch d.verb {
-	case "write":
+	case "write", "append":
 		if len(f) < 2 {
 			return d, false
 		}
@@ -1749,6 +1767,8 @@ func (d simDirective) title() string {
 	switch d.verb {
 	case "write":
 		return "Write " + d.path
+	case "append":
+		return "Append to " + d.path
 	case "double":
 		return "Double " + d.in + " into " + d.out
 	case "sleep":
