@@ -11,6 +11,7 @@ import (
 
 	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
+	"github.com/aipm/aipm/cmd/aipm/internal/land"
 	"github.com/aipm/aipm/filestore"
 )
 
@@ -115,20 +116,27 @@ func syncProblems(s *filestore.Store) []filestore.Problem {
 		gitstate.Branch, last.Remote, last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(last.Error), " "))}}
 }
 
-// worktreeProblems reports the agents' worktrees deleted by hand that Git still registers:
-// harmless to aipm run, which prunes and recreates one at the agent's next start, but the
-// agent's uncommitted work there is gone.
+// worktreeProblems reports the tasks' worktrees left behind or deleted under their
+// waiting code (package land), and the agents' worktrees deleted by hand that Git still
+// registers: harmless to aipm run, which prunes and recreates one at the agent's next
+// start, but the agent's uncommitted work there is gone.
 func worktreeProblems(s *filestore.Store) []filestore.Problem {
+	var out []filestore.Problem
+	if q, ok := land.New(s, nil); ok {
+		for _, st := range q.Stale() {
+			out = append(out, filestore.Problem{Path: s.Rel(s.TaskFile(st.TaskID)), Line: 1,
+				Problem: fmt.Sprintf("the worktree %s of task %s: %s", st.Path, st.TaskID, st.Why)})
+		}
+	}
 	stale, err := clone.StaleAgentWorktrees(s.Root())
 	if err != nil || len(stale) == 0 {
-		return nil
+		return out
 	}
 	ids := make([]string, 0, len(stale))
 	for id := range stale {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	var out []filestore.Problem
 	for _, id := range ids {
 		out = append(out, filestore.Problem{Path: s.Rel(filepath.Join(s.Dir(), "agents", id, "agent.json")), Line: 1,
 			Problem: fmt.Sprintf("the worktree of agent %s (branch aipm/%s) was deleted but Git still registers it; aipm run recreates it at the agent's next start, or run `git worktree prune` to clear it now", id, id)})

@@ -67,6 +67,8 @@ type scriptedModel struct {
 	dir     string
 	file    string // the file the worker writes, absolute
 	content string
+	// inWorkdir: the worker writes file's name in the directory its prompt names.
+	inWorkdir bool
 
 	mu    sync.Mutex
 	n     int
@@ -91,7 +93,7 @@ func cmdModel(ts *testscript.TestScript, neg bool, args []string) {
 		if m != nil {
 			ts.Fatalf("model: already started")
 		}
-		file, content := "hello.txt", "hello from the scripted model"
+		file, content, inWorkdir := "hello.txt", "hello from the scripted model", false
 		for i := 1; i < len(args); i++ {
 			switch {
 			case args[i] == "-file" && i+1 < len(args):
@@ -100,6 +102,8 @@ func cmdModel(ts *testscript.TestScript, neg bool, args []string) {
 			case args[i] == "-content" && i+1 < len(args):
 				content = args[i+1]
 				i++
+			case args[i] == "-in-workdir":
+				inWorkdir = true
 			default:
 				ts.Fatalf("model start: unknown argument %q", args[i])
 			}
@@ -110,7 +114,7 @@ func cmdModel(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Check(err)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		ts.Check(err)
-		m = &scriptedModel{ln: ln, dir: dir, file: ts.MkAbs(file), content: content, reqs: reqs}
+		m = &scriptedModel{ln: ln, dir: dir, file: ts.MkAbs(file), content: content, inWorkdir: inWorkdir, reqs: reqs}
 		m.srv = &http.Server{Handler: m}
 		go m.srv.Serve(ln)
 		ts.Defer(m.close)
@@ -470,17 +474,34 @@ func (m *scriptedModel) policy(c smConv) smStep {
 	}
 }
 
+// workRe finds the directory aipm's prompt tells an agent to work in.
+var workRe = regexp.MustCompile(`Work in (\S+) using absolute paths`)
+
+// target is the file the model writes: -file as given, or, with -in-workdir, that name
+// in the directory the agent's prompt names (a task's own worktree), as a model that
+// follows the prompt would.
+func (m *scriptedModel) target(c smConv) string {
+	if !m.inWorkdir {
+		return m.file
+	}
+	if sub := workRe.FindStringSubmatch(c.Text); sub != nil {
+		return filepath.Join(sub[1], filepath.Base(m.file))
+	}
+	return m.file
+}
+
 // writeFile is the call of the client's own file-writing tool.
 func (m *scriptedModel) writeFile(c smConv) smStep {
+	file := m.target(c)
 	names := map[string]bool{}
 	for _, t := range c.Tools {
 		names[t.Name] = true
 	}
 	switch {
 	case names["Write"]: // Claude Code
-		return smStep{Tool: "Write", Args: map[string]any{"file_path": m.file, "content": m.content + "\n"}}
+		return smStep{Tool: "Write", Args: map[string]any{"file_path": file, "content": m.content + "\n"}}
 	case names["write_file"]: // Gemini CLI
-		return smStep{Tool: "write_file", Args: map[string]any{"file_path": m.file, "content": m.content + "\n"}}
+		return smStep{Tool: "write_file", Args: map[string]any{"file_path": file, "content": m.content + "\n"}}
 	case names["apply_patch"]: // Codex
 		patch := "*** Begin Patch\n*** Add File: " + m.file + "\n+" + m.content + "\n*** End Patch\n"
 		return smStep{Tool: "apply_patch", Args: map[string]any{"input": patch}}
@@ -489,7 +510,7 @@ func (m *scriptedModel) writeFile(c smConv) smStep {
 		if names["exec_command"] {
 			name = "exec_command"
 		}
-		cmd := fmt.Sprintf("printf '%%s\\n' '%s' > '%s'", m.content, m.file)
+		cmd := fmt.Sprintf("printf '%%s\\n' '%s' > '%s'", m.content, file)
 		if name == "shell" {
 			return smStep{Tool: name, Args: map[string]any{"command": []any{"bash", "-lc", cmd}}}
 		}

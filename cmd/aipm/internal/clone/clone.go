@@ -276,7 +276,8 @@ func StaleAgentWorktrees(root string) (map[string]string, error) {
 				agent = b
 			}
 		}
-		if path == "" || agent == "" {
+		// aipm/tsk_… are tasks' branches, which the merge queue keeps (package land).
+		if path == "" || agent == "" || strings.HasPrefix(agent, "tsk_") {
 			continue
 		}
 		if _, err := os.Lstat(filepath.Join(path, ".git")); err != nil {

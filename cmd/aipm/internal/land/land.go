@@ -957,23 +957,55 @@ func (q *Queue) Abandon(actor filestore.Actor, id string) (*filestore.Task, erro
 	return out, nil
 }
 
-// Stale lists the task worktrees whose task's code landed or was given up (or whose
-// task is gone): what `aipm doctor` reports.
-func (q *Queue) Stale() []string {
-	des, err := os.ReadDir(filepath.Dir(q.Worktree("x")))
-	if err != nil {
-		return nil
-	}
-	var out []string
+// Stale is a task worktree that should not be there, or a task whose worktree is gone.
+type Stale struct {
+	TaskID, Path, Why string
+}
+
+// Stale lists the task worktrees left behind (their task's code landed or was given up,
+// or the task is gone) and the queued tasks whose worktree was deleted by hand: what
+// `aipm doctor` reports.
+func (q *Queue) Stale() []Stale {
+	var out []Stale
+	des, _ := os.ReadDir(filepath.Dir(q.Worktree("x")))
 	for _, de := range des {
-		if filestore.ValidateEntityID(filestore.PrefixTask, de.Name()) != nil {
+		id := de.Name()
+		if filestore.ValidateEntityID(filestore.PrefixTask, id) != nil {
 			continue
 		}
-		t, err := q.s.Task(de.Name())
-		if err != nil || t.Landing == nil || t.Landing.State == filestore.LandLanded || t.Landing.State == filestore.LandAbandoned ||
-			t.Status == filestore.StatusCancelled {
-			out = append(out, q.Worktree(de.Name()))
+		t, err := q.s.Task(id)
+		switch {
+		case err != nil:
+			out = append(out, Stale{id, q.Worktree(id), "its task is gone (" + err.Error() + "): remove it with `git worktree remove --force " + q.Worktree(id) + "`"})
+		case t.Landing == nil:
+		case t.Landing.State == filestore.LandLanded || t.Landing.State == filestore.LandAbandoned:
+			out = append(out, Stale{id, q.Worktree(id), "its task's code is " + t.Landing.State + ": remove it with `git worktree remove --force " + q.Worktree(id) + "`"})
 		}
+	}
+	// Registered with Git, but deleted by hand: the task's code cannot land from it.
+	list, err := git{dir: q.top}.run("worktree", "list", "--porcelain")
+	if err != nil {
+		return out
+	}
+	for _, rec := range strings.Split(list, "\n\n") {
+		var path, id string
+		for _, line := range strings.Split(rec, "\n") {
+			if p, ok := strings.CutPrefix(line, "worktree "); ok {
+				path = p
+			}
+			if b, ok := strings.CutPrefix(line, "branch refs/heads/aipm/"); ok && filestore.ValidateEntityID(filestore.PrefixTask, b) == nil {
+				id = b
+			}
+		}
+		if id == "" || isWorktree(path) {
+			continue
+		}
+		why := "its worktree was deleted but Git still registers it: `git worktree prune` clears it"
+		if t, err := q.s.Task(id); err == nil && t.Landing != nil && !t.Landing.NeedsHuman &&
+			(t.Landing.State == filestore.LandQueued || t.Landing.State == filestore.LandChecking) {
+			why = "its worktree was deleted while its code waits to land: `aipm land abandon " + id + "`, or restore it with `git worktree prune && git worktree add " + path + " aipm/" + id + "`"
+		}
+		out = append(out, Stale{id, path, why})
 	}
 	return out
 }
