@@ -77,6 +77,20 @@ func DependencyMet(dt *Task) bool {
 	return dt != nil && dt.Status == StatusDone && (dt.Landing == nil || dt.Landing.State == LandLanded)
 }
 
+// LandingInFlight reports whether a done task's code is on its way to the target without anyone's
+// help: queued, being checked, or done again by a rework after a failed attempt.
+func (t *Task) LandingInFlight() bool {
+	l := t.Landing
+	if t.Status != StatusDone || l == nil || l.NeedsHuman {
+		return false
+	}
+	switch l.State {
+	case LandQueued, LandChecking, LandConflict, LandCheckFailed:
+		return true
+	}
+	return false
+}
+
 // DependencyState describes a dependency that is not met, as "id (status)" or
 // "id (done, landing queued)".
 func DependencyState(id string, dt *Task) string {

@@ -414,6 +414,24 @@ type ProjectStatusChange struct {
 // interrupt (action pause, target_purpose any) — the envelope then replaces the agent's
 // next tool result, and a waiting long-poll ends — and resuming sends a status_change
 // (action resume). While the project is paused Authenticate starts no session.
+// EditSettings changes the project's settings under the lock and records who did it.
+func (s *Store) EditSettings(actor Actor, change func(*Settings)) error {
+	return s.locked(func() error {
+		p, err := s.Project()
+		if err != nil {
+			return err
+		}
+		change(&p.Settings)
+		now := s.Now()
+		p.UpdatedAt = now
+		p.Version++
+		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+			return err
+		}
+		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "project", ID: p.ID, Change: "settings"})
+	})
+}
+
 func (s *Store) SetProjectStatus(actor Actor, status string) (*ProjectStatusChange, error) {
 	if status != ProjectActive && status != ProjectPaused {
 		return nil, newErr(ErrInvalid, "invalid_argument", "use paused to pause the project or active to resume it", "invalid project status %q", clip(status))

@@ -302,6 +302,13 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 		if err != nil {
 			return err
 		}
+		// A process started for a task works that task: its directory may be that task's
+		// own worktree, so another task of the agent that started meanwhile is not its.
+		if sp != nil && sp.TaskID != "" && w.TaskID != "" && w.TaskID != sp.TaskID {
+			if t, err := s.Task(sp.TaskID); err == nil && t.Status == StatusInProgress && t.AssigneeID == a.ID {
+				w.TaskID = t.ID
+			}
+		}
 		purpose, taskID := "", ""
 		switch r.Purpose {
 		case PurposeTask:

@@ -138,3 +138,30 @@ func TestEndSpawnEndsOnlyItsSessions(t *testing.T) {
 		t.Errorf("chat spawn exit ended %v, %v", ended, err)
 	}
 }
+
+// A process started for one task works that task, even when the agent has an older task
+// in progress by then: its directory may be that task's own worktree.
+func TestSpawnTicketKeepsItsTask(t *testing.T) {
+	s := newTestStore(t)
+	parent := startTask(t, s, "mgr")
+	sub := mustTask(t, s, NewTask{Title: "sub", Status: StatusTodo, AssigneeID: "w1", ParentID: parent.ID})
+	if _, err := s.SetTaskStatus(human, sub.ID, StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, ticket, err := s.CreateSpawn(NewSpawn{AgentID: "w1", Purpose: PurposeTask, TaskID: sub.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile a top-level task starts for w1, which work detection would pick first.
+	top := startTask(t, s, "w1")
+	if w, err := s.DetectWork("w1"); err != nil || w.TaskID != top.ID {
+		t.Fatalf("DetectWork: %q, %v; want the top-level task %s first", w.TaskID, err, top.ID)
+	}
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: ticket, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Session.TaskID != sub.ID {
+		t.Errorf("the spawned process's session works %s, want %s, the task it was started for", r.Session.TaskID, sub.ID)
+	}
+}

@@ -575,7 +575,7 @@ func (s *situation) othersCanProgress(mine, others []*filestore.Task) bool {
 		}
 		for _, d := range t.Dependencies {
 			dt := s.all[d]
-			if dt != nil && dt.Status == filestore.StatusDone && !filestore.DependencyMet(dt) && dt.Landing.State != filestore.LandAbandoned && !dt.Landing.NeedsHuman {
+			if dt != nil && dt.LandingInFlight() {
 				return true // the merge queue lands it
 			}
 			if dt == nil || dt.Status == filestore.StatusDone {
@@ -616,7 +616,9 @@ func (s *situation) board() *board {
 		}
 	}
 	for _, t := range s.subtree {
-		if t.Status == filestore.StatusInProgress {
+		// A sub-task whose code the merge queue is landing still moves: its dependents
+		// start once it lands.
+		if t.Status == filestore.StatusInProgress || t.LandingInFlight() {
 			b.subtreeRunning++
 		}
 	}

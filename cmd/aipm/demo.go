@@ -11,7 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
+	"github.com/aipm/aipm/cmd/aipm/internal/land"
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -21,9 +23,15 @@ import (
 // three sub-tasks with dependencies, the second of which consults another worker through a
 // delegated AI↔AI conversation.
 const demoPlan = `Produce result.txt: twice a random seed, and a short report about it.
-plan gen for worker-gen: Generate the seed | write seed.txt random 1-1000
+plan gen for worker-gen: Generate the seed | write seed.txt random 1-1000; append NOTES.md - worker-gen generated the seed
+plan notes for worker-calc: Sign the notes | append NOTES.md - worker-calc was here
 plan calc after gen for worker-calc: Compute the result | ask worker-gen what is in seed.txt?; double seed.txt result.txt
 plan report after calc for worker-gen: Write the report | sleep 2s; write report.md result.txt holds twice the seed in seed.txt`
+
+// demoNotes is NOTES.md of the demo's first commit: the gen and notes sub-tasks, started
+// side by side from it, both add a line at its end, so that the second to land conflicts
+// with the first and is done again as rework on the new tip.
+const demoNotes = "# Notes\n"
 
 // cmdDemo is the main job on its embedded default: a fresh project where the owner gives a
 // manager a task; the manager decomposes it for two simulated workers, one consults the
@@ -55,18 +63,49 @@ func (a *app) cmdDemo(args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
-		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe}, filestore.Options{Now: a.now})
+	repo, err := demoRepo(dir)
 	if err != nil {
 		return err
 	}
-	c, err := coordinator.New(s, coordinator.Options{Max: 6, ExitWhenIdle: true, Backoff: 300 * time.Millisecond, Timeline: true,
-		Out: a.stdout, Err: a.stderr})
+	s, err := filestore.Init(dir, filestore.InitOptions{Name: "demo", Description: "aipm demonstration project", OwnerID: "owner",
+		OwnerName: "Project Owner", AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe, TargetBranch: checkedOutBranch(dir)},
+		filestore.Options{Now: a.now})
+	if err != nil {
+		return err
+	}
+	var c *coordinator.Coordinator
+	opt := coordinator.Options{Max: 6, ExitWhenIdle: true, Backoff: 300 * time.Millisecond, Timeline: true, Out: a.stdout, Err: a.stderr}
+	if repo {
+		// Prepared as `aipm init` prepares a clone: entity files merge field by field.
+		if _, err := clone.RegisterDriver(dir, exe); err != nil {
+			return err
+		}
+		// The demo's own check, approved here as `aipm trust` would: the seed must be a
+		// number.
+		if err := s.EditSettings(filestore.Actor{ID: "owner", Via: filestore.ViaCLI}, func(set *filestore.Settings) { set.CheckCommand = demoCheck }); err != nil {
+			return err
+		}
+		p, err := s.Project()
+		if err != nil {
+			return err
+		}
+		if _, err := s.ApproveCommands(p.Settings.TrustedCommands(), exe); err != nil {
+			return err
+		}
+		if q, ok := land.New(s, func(format string, args ...any) { c.Say(format, args...) }); ok {
+			opt.Lander = q
+		}
+	}
+	c, err = coordinator.New(s, opt)
 	if err != nil {
 		return err
 	}
 	say := c.Say
 	say("project initialized in %s", s.Root())
+	if repo {
+		say("a Git repository: each task works on a branch of its own; its code lands on %s through the merge queue, checked by `%s`",
+			checkedOutBranch(dir), demoCheck)
+	}
 	owner := filestore.Actor{ID: "owner", Via: filestore.ViaCLI}
 	for _, n := range []filestore.NewAgent{
 		{ID: "manager", Name: "Manager", Hierarchy: filestore.HierarchyManager, ParentID: "owner", Role: "splits and dispatches work", AIType: "sim"},
@@ -113,6 +152,9 @@ func (a *app) cmdDemo(args []string) error {
 	_, pathErr := exec.LookPath("aipm")
 	a.printf("\n%s", inspectHint(s.Root(), short, pathErr == nil))
 	a.printf("Files: %s (tasks/, agents/*/chat.jsonl, conversations/, delegations/, executions/, events.jsonl)\n", s.Dir())
+	if repo {
+		a.printf("Code: git -C %s log --format='%%h %%an %%s' (each landed task one commit, with its Aipm-Task trailer)\n", s.Root())
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -187,6 +229,37 @@ func demoOwner(ctx context.Context, s *filestore.Store, owner filestore.Actor, s
 	return ""
 }
 
+// demoCheck is the demo's check: the seed, once written, is a number.
+const demoCheck = "! test -e seed.txt || grep -qx '[0-9][0-9]*' seed.txt"
+
+// demoRepo makes dir a Git repository with a first commit, where git is installed and
+// dir is in no repository yet, so that the demo's tasks land their code; repo reports
+// whether dir is in a repository with a commit now.
+func demoRepo(dir string) (repo bool, err error) {
+	if _, err := exec.LookPath("git"); err != nil {
+		return false, nil
+	}
+	if clone.IsRepo(dir) {
+		return exec.Command("git", "-C", dir, "rev-parse", "-q", "--verify", "HEAD").Run() == nil, nil
+	}
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte(demoNotes), 0o644); err != nil {
+		return false, err
+	}
+	for _, args := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"config", "user.name", "aipm demo"},
+		{"config", "user.email", "demo@aipm.invalid"},
+		{"add", "NOTES.md"},
+		{"commit", "-q", "-m", "The demo's first commit"},
+	} {
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return false, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	return true, nil
+}
+
 // inspectHint is the demo's last word: commands to look at what it did, which work as
 // printed only if aipm is on PATH; if it is not (the demo ran from `go run` or a build
 // elsewhere), it first says how to put it there.
@@ -229,7 +302,13 @@ func demoSummary(a *app, s *filestore.Store, topID string, took time.Duration) {
 		if t.CompletedAt != nil {
 			dur = fmt.Sprintf(", %.1fs", t.CompletedAt.Sub(t.CreatedAt).Seconds())
 		}
-		a.printf("%s%s %-26q %-11s %s%s\n", indent, t.ID, t.Title, t.Status, t.AssigneeID, dur)
+		a.printf("%s%s %-26q %-19s %s%s\n", indent, t.ID, t.Title, statusLabel(t), t.AssigneeID, dur)
+	}
+	if log, err := exec.Command("git", "-C", s.Root(), "log", "--format=%h %an: %s", "HEAD").Output(); err == nil {
+		a.printf("  Landed on %s:\n", checkedOutBranch(s.Root()))
+		for _, l := range strings.Split(strings.TrimSpace(string(log)), "\n") {
+			a.printf("    %s\n", l)
+		}
 	}
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(s.Root(), name))

@@ -736,7 +736,7 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 	walk = func(id string) {
 		for _, t := range kids[id] {
 			// A done sub-task whose code the merge queue is landing moves too.
-			if t.Status == filestore.StatusInProgress || landing(t) {
+			if t.Status == filestore.StatusInProgress || t.LandingInFlight() {
 				running++
 			}
 			walk(t.ID)
@@ -747,14 +747,6 @@ func managerHold(tasks []*filestore.Task, taskID string) string {
 		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
 	}
 	return "waiting for workers (sub-tasks in progress, nothing to react to)"
-}
-
-// landing reports whether a done task's code is on its way to the target without anyone's
-// help.
-func landing(t *filestore.Task) bool {
-	l := t.Landing
-	return t.Status == filestore.StatusDone && l != nil && !l.NeedsHuman &&
-		(l.State == filestore.LandQueued || l.State == filestore.LandChecking || l.State == filestore.LandConflict || l.State == filestore.LandCheckFailed)
 }
 
 // fingerprint summarizes the work a start is for; the same fingerprint after the process
