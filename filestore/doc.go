@@ -9,7 +9,10 @@
 //	  agents/<agent-id>/agent.json  an agent's profile (human or ai; owner, manager, worker)
 //	  agents/<agent-id>/chat.jsonl  the agent's mailbox: every message it sent or received
 //	  agents/<agent-id>/notifications.jsonl  the agent's notifications (interrupts, notices)
-//	  tasks/<task-id>.json          one task per file
+//	  tasks/<task-id>.json          one task per file; in a Git repository, "landing" records
+//	                                its branch and how its code reaches the target branch
+//	                                (state, base, commit, landed_commit, attempts; landing.go),
+//	                                and a rework's "rework_of" the task it does again
 //	  conversations/<cnv-id>.json   an AI↔AI conversation: its two sides, state, turns, end
 //	  delegations/<dlg-id>.json     a task session's request to its own chat session
 //	                                (chat_session_id: the session it was last handed to)
@@ -47,6 +50,8 @@
 //	    notifications/taken/<agent-id>.jsonl  until_read notices of the agent a session has
 //	                                  read: {"id","session_id","at"} (later sessions skip them)
 //	    locks/store.lock              the store lock file
+//	    locks/land.lock               held by the merge queue while it lands a task
+//	    landings/<task-id>.log        the output of the project's check on that task's code
 //	    tmp/                          the temp files of atomic writes, renamed into place
 //
 // What this machine trusts is not in the repository at all (machine_trust.go): in
