@@ -90,6 +90,8 @@ var hints = []translation{
 	{"approval_required", "an ancestor of the assignee must approve it first (approve_task_request)", "先に担当者の上位者が承認する必要があります（approve_task_request）"},
 	{"task_rejected", "a rejected request cannot start; create a new request if it is still needed", "却下された依頼は開始できません。まだ必要なら新しく依頼してください"},
 	{"dependencies_not_done", "finish the dependencies first", "先に依存先のタスクを完了させてください"},
+	{"dependencies_not_done", "finish the dependencies first (a done task's code must also have landed on the target branch)", "先に依存先のタスクを完了させてください（完了したタスクのコードがターゲットブランチに取り込まれている必要もあります）"},
+	{"no_landing", "only a task that started on a branch of its own has a landing", "自分のブランチで開始したタスクだけがランディングを持ちます"},
 	{"invalid_argument", "get_task shows its dependencies", "get_task で依存関係を確認できます"},
 	{"max_parallel_tasks_reached", "leave it todo: `aipm run` starts it when the agent has room (its queue); or finish or block one of the agent's running tasks first", "todo のままにしてください。エージェントに空きができると `aipm run` が開始します（キュー）。あるいは先にエージェントの実行中のタスクのどれかを完了させるか、ブロックしてください"},
 	{"subtasks_not_finished", "finish or cancel the sub-tasks first", "先にサブタスクを完了させるか、キャンセルしてください"},

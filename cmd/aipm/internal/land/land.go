@@ -155,10 +155,9 @@ func (q *Queue) remote(target string) string {
 
 // tip is the target's latest commit: where it has a remote, the remote's after a fetch
 // unless the local branch is ahead of it.
-func (q *Queue) tip(target string) (string, error) {
+func (q *Queue) tip(target, r string) (string, error) {
 	g := git{dir: q.top}
 	local, _ := g.run("rev-parse", "-q", "--verify", "refs/heads/"+target+"^{commit}")
-	r := q.remote(target)
 	if r == "" {
 		if local == "" {
 			return "", fmt.Errorf("the target branch %s does not exist: set settings.target_branch to a branch of the repository", target)
@@ -217,7 +216,7 @@ func (q *Queue) Workdir(t *filestore.Task) (dir string, made bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	tip, err := q.tip(target)
+	tip, err := q.tip(target, q.remote(target))
 	if err != nil {
 		return "", false, err
 	}
@@ -466,12 +465,9 @@ func (q *Queue) land(t *filestore.Task) error {
 	if commit == "" {
 		return q.landed(t, "", "it changed nothing")
 	}
-	remote := ""
-	if set.LandMode() == filestore.LandPush || set.LandMode() == filestore.LandBranch {
-		remote = q.remote(l.Target)
-	}
+	remote := q.remote(l.Target)
 	for round := 1; ; round++ {
-		tip, err := q.tip(l.Target)
+		tip, err := q.tip(l.Target, remote)
 		if err != nil {
 			return requeue(err)
 		}
@@ -538,12 +534,22 @@ func (q *Queue) submit(g git, t *filestore.Task) (string, error) {
 	}
 	// A store's files never enter a code commit (the worktree's own copy of a store that
 	// the code branch tracks is not the store in use).
-	if state, _ := g.lines(append([]string{"diff", "--cached", "--name-only", l.Base, "--"}, ":(glob)**/.ai-pm/**", ".ai-pm")...); len(state) > 0 {
+	staged, err := g.lines("diff", "--cached", "--name-only", "--no-renames", l.Base)
+	if err != nil {
+		return "", err
+	}
+	var state []string
+	for _, p := range staged {
+		if p == filestore.DirName || strings.HasPrefix(p, filestore.DirName+"/") || strings.Contains(p, "/"+filestore.DirName+"/") {
+			state = append(state, p)
+		}
+	}
+	if len(state) > 0 {
 		if _, err := g.run(append([]string{"reset", "-q", l.Base, "--"}, state...)...); err != nil {
 			return "", err
 		}
 	}
-	if g.ok("diff", "--cached", "--quiet", l.Base) {
+	if len(state) == len(staged) {
 		g.run("reset", "-q", "--hard", l.Base)
 		return "", nil
 	}
@@ -578,8 +584,8 @@ func (q *Queue) submit(g git, t *filestore.Task) (string, error) {
 
 // rebase brings the task's commit onto tip; a conflict is a failure naming the files.
 func (q *Queue) rebase(g git, tip string) (string, error) {
-	if parent, _ := g.run("rev-parse", "HEAD~1"); parent == tip {
-		return g.run("rev-parse", "HEAD")
+	if heads, _ := g.lines("rev-parse", "HEAD", "HEAD~1"); len(heads) == 2 && heads[1] == tip {
+		return heads[0], nil
 	}
 	if _, err := g.run("rebase", "-q", tip); err != nil {
 		files, _ := g.lines("diff", "--name-only", "--diff-filter=U")
@@ -758,11 +764,12 @@ func (q *Queue) pushBranch(t *filestore.Task, g git, remote, commit string) erro
 // commit carrying its trailer, as a squash merge keeps it).
 func (q *Queue) checkMerged(t *filestore.Task) bool {
 	l := t.Landing
-	if _, err := q.tip(l.Target); err != nil {
+	r := q.remote(l.Target)
+	if _, err := q.tip(l.Target, r); err != nil {
 		return false
 	}
 	ref := "refs/heads/" + l.Target
-	if r := q.remote(l.Target); r != "" {
+	if r != "" {
 		ref = "refs/remotes/" + r + "/" + l.Target
 	}
 	g := git{dir: q.top}
