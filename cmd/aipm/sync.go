@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/clone"
 	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 	"github.com/aipm/aipm/filestore"
 )
@@ -24,11 +25,18 @@ func (a *app) cmdSync(args []string) error {
 	fs := newFlags(a, "sync")
 	once := fs.Bool("once", false, "one round, then exit")
 	interval := fs.Duration("interval", defaultSyncInterval, "time between rounds")
-	if _, err := fs.parse(args, 0, 0, "[--once] [--interval 2s]"); err != nil {
+	restore := fs.Bool("restore", false, "bring back a state deleted from under aipm (git clean -ffdx, files removed by hand) from the last commit of aipm/state, then run one round")
+	if _, err := fs.parse(args, 0, 0, "[--once] [--interval 2s] [--restore]"); err != nil {
 		return err
 	}
 	if *interval <= 0 {
 		return &usageError{msg: "--interval must be positive, e.g. --interval 2s", path: "sync"}
+	}
+	if *restore {
+		if err := a.restoreState(); err != nil {
+			return err
+		}
+		*once = true
 	}
 	s, err := a.open()
 	if err != nil {
@@ -58,6 +66,37 @@ func (a *app) cmdSync(args []string) error {
 	defer stopWatch()
 	a.printf("syncing %s with %s every %s and after local changes (Ctrl-C stops)\n", gitstate.Branch, remoteName(sy.Remote), *interval)
 	sy.Loop(ctx, *interval, wake, roundReporter(a.stdout, a.stderr, sy.Remote, false))
+	return nil
+}
+
+// restoreState brings back the state's working copy, found from the current directory's
+// clone (the store itself may be gone), and says what came back.
+func (a *app) restoreState() error {
+	cwd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	w, ok := clone.Find(cwd)
+	if !ok {
+		return fmt.Errorf("%s is in no Git repository: only a state kept on branch %s can be restored", cwd, gitstate.Branch)
+	}
+	top := w.Top
+	if w.Main != "" {
+		top = w.Main
+	}
+	restored, err := gitstate.Restore(top)
+	if err != nil {
+		return err
+	}
+	if len(restored) == 0 {
+		a.printf("nothing to restore: every file of %s is there\n", gitstate.Branch)
+	} else {
+		a.printf("restored from %s: %s\n", gitstate.Branch, strings.Join(restored, ", "))
+	}
+	// A checkout brings no machine-local runtime area: made again as in a fresh clone.
+	if _, _, err := filestore.Prepare(top, filestore.Options{Now: a.now}); err != nil {
+		return err
+	}
 	return nil
 }
 

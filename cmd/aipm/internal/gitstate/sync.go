@@ -223,6 +223,9 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root), env: identity(root)}
 	err = s.Store.Exclusive(func(f *filestore.Files) error {
+		if err := healthy(g); err != nil {
+			return err
+		}
 		committed, err := commitLocal(g)
 		if err != nil {
 			return err
