@@ -191,11 +191,19 @@ var hints = []translation{
 }
 
 // messages are the Japanese of the error messages the seeds give in Japanese (seed 000's
-// refusal of a requester who is no superior, seed 002's AI-to-AI message without a
-// conversation), word for word; what follows in them is what this implementation adds.
+// refusal of a requester who is no superior and its validateTaskPermission refusals, seed
+// 002's AI-to-AI message without a conversation), word for word; what follows in them is
+// what this implementation adds. A test checks that each English here is one the code
+// makes, so none is left to reach an agent in English only.
 var messages = []translation{
+	// seed 000's validateTaskPermission: the start and update refusals
+	{"unauthorized", "task %s is assigned to %s, not to %s: only its assignee can start it",
+		"自分に割り当てられたタスクのみ開始できます。タスク担当者: %[2]s"},
+	{"unauthorized", "agent %s may not change task %s: it is assigned to %s and was created by %s",
+		"このタスクの修正権限がありません"},
+	{"unauthorized", "nobody", "未割当"}, // the seed's word for a task with no assignee, within the above
 	{"unauthorized", "this operation needs a request from a superior: requester %s is not an ancestor of %s",
-		"この操作には上位者からの依頼が必要です。依頼者: %[1]s は上位者ではありません。"},
+		"この操作には上位者からの依頼が必要です。依頼者 '%[1]s' は '%[2]s' の上位者ではありません。"},
 	{"conversation_required_for_ai_to_ai", "AI agents %s and %s need an active conversation to exchange messages: there is no active conversation between them",
 		"AIエージェント間のメッセージ送信にはアクティブな会話が必要です。%[1]s と %[2]s の間にアクティブな会話はありません。"},
 	{"conversation_required_for_ai_to_ai", "AI agents %s and %s need an active conversation to exchange messages: conversation %s from %s is still pending",
