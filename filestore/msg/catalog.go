@@ -333,6 +333,9 @@ var texts = map[string]text{
 		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
 	"report_completed.released_cancelled":  {"Task %s was cancelled by %s, so your report did not change it. ", "タスク %[1]s は %[2]s によってキャンセルされたため、報告でタスクは変更していません。"},
 	"report_completed.released_reassigned": {"Task %s is now assigned to %s, so your report did not change it. ", "タスク %[1]s は現在 %[2]s に割り当てられているため、報告でタスクは変更していません。"},
+	"report_completed.released_paused": {
+		"The project is paused, so your report did not change task %s: it stays %s, and work on it goes on when the project is resumed. ",
+		"プロジェクトが一時停止中のため、報告でタスク %[1]s は変更していません。タスクは %[2]s のままで、プロジェクトの再開後に作業が続けられます。"},
 	"report_completed.released": {
 		"Your summary is kept in your execution record. Your task session has ended: exit now, without calling get_next_action or logout.",
 		"サマリーは実行記録に残しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
