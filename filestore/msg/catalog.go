@@ -201,6 +201,9 @@ var texts = map[string]text{
 	"chat.conversation_expired": {
 		"%s did not accept your conversation %s in time; it expired. If it served a delegation, report it with report_delegation_completed(status=\"failed\") or try again later. Then call get_next_action.",
 		"%[1]s が会話 %[2]s を期限内に承諾しなかったため、会話は期限切れになりました。委譲のための会話だった場合は report_delegation_completed(status=\"failed\") で報告するか、後でもう一度試してください。その後 get_next_action を呼び出してください。"},
+	"chat.conversation_expired.delegation": {
+		"%s did not accept your conversation %s in time; it expired. It served delegation %s, which is still yours: try once more with start_conversation(target_agent_id=%q, delegation_id=%q, initial_message=...), or give it up with report_delegation_completed(delegation_id=%q, status=\"failed\", result=\"<why>\"). Then call get_next_action.",
+		"%[1]s が会話 %[2]s を期限内に承諾しなかったため、会話は期限切れになりました。この会話は委譲 %[3]s のためのもので、委譲はまだあなたが担当しています。start_conversation(target_agent_id=%[4]q, delegation_id=%[5]q, initial_message=...) でもう一度試すか、report_delegation_completed(delegation_id=%[6]q, status=\"failed\", result=\"<理由>\") で断念を報告してください。その後 get_next_action を呼び出してください。"},
 	"chat.conversation_duplicate": {
 		"Your conversation %s with %s was ended as a duplicate: a sync of two machines' states found another live conversation between you two, and that one is kept. Nothing said in it is lost. Start yours again (start_conversation) once the other one has ended; a delegation it served stays yours to carry out. Then call get_next_action.",
 		"会話 %[1]s（相手: %[2]s）は重複として終了しました。2 台のマシンの状態を同期したところ、同じ二者の間に進行中の別の会話があり、そちらが残されました。発言は失われていません。もう一方の会話が終わったら、改めて start_conversation で始めてください。その会話が担っていた委譲は引き続きあなたが行います。その後 get_next_action を呼び出してください。"},
