@@ -178,6 +178,60 @@ func TestShortListFollowsTheFlow(t *testing.T) {
 	}
 }
 
+// What the agent is told for the whole session — its task's title and description, its
+// role and system prompt — names tools that stay listed at every step, not only right
+// after the answer that showed them: a worker whose task says to ask a colleague through
+// delegate_to_chat_session finds it listed when it comes to that step.
+func TestShortListHasTheToolsTheTaskNames(t *testing.T) {
+	_, st := newTestServer(t)
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w2", ParentID: "alice", Role: "reviewer; read old runs with get_my_execution_history"}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := st.CreateTask(owner, filestore.NewTask{Title: "Word", Status: filestore.StatusTodo, AssigneeID: "w2",
+		Description: "Ask w1 for a word (delegate_to_chat_session), then write it to word.txt."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetTaskStatus(owner, tk.ID, filestore.StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	// as aipm run starts it: the spawn names the task
+	_, ticket, err := st.CreateSpawn(filestore.NewSpawn{AgentID: "w2", Purpose: filestore.PurposeTask, TaskID: tk.ID, AIType: "gemini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := newListClient(t, New(st, Options{Logf: t.Logf, SpawnTicket: ticket}), true)
+	want := []string{"delegate_to_chat_session", "get_my_execution_history"}
+	if got := lc.names(); !hasAll(got, want...) {
+		t.Errorf("before authenticate the list is %v, want %v in it", got, want)
+	}
+	lc.call("authenticate", map[string]any{"agent_id": "w2"})
+	lc.call("get_my_task", nil)
+	lc.call("get_next_action", nil)
+	ans := lc.call("get_notifications", nil)
+	if strings.Contains(ans, "delegate_to_chat_session") || strings.Contains(ans, "get_my_execution_history") {
+		t.Fatalf("the answer names the tools itself: %s", ans)
+	}
+	if got := lc.names(); !hasAll(got, want...) {
+		t.Errorf("after an answer that names neither the list is %v, want %v in it", got, want)
+	}
+	// w1's task names none: its list keeps to the core until an answer names it — the
+	// work step's, which says how to ask another agent
+	lc1 := newListClient(t, spawned(t, st, "w1", filestore.PurposeTask), true)
+	if got := lc1.names(); slices.Contains(got, "delegate_to_chat_session") {
+		t.Errorf("w1's list has delegate_to_chat_session: %v", got)
+	}
+	lc1.call("authenticate", map[string]any{"agent_id": "w1"})
+	lc1.call("get_my_task", nil)
+	if ans := lc1.call("get_next_action", nil); !strings.Contains(ans, `"action":"work"`) || !strings.Contains(ans, "delegate_to_chat_session(") {
+		t.Errorf("the work step does not say how to ask another agent: %s", ans)
+	}
+	if got := lc1.names(); !slices.Contains(got, "delegate_to_chat_session") {
+		t.Errorf("at the work step w1's list is %v, without the delegate_to_chat_session it names", got)
+	}
+}
+
 // A chat session lists the core and what its answers name; never the task tools.
 func TestShortListOfAChatSession(t *testing.T) {
 	_, st := newTestServer(t)
