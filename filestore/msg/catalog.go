@@ -21,8 +21,11 @@ var texts = map[string]text{
 		"You are in a chat session: you talk, real work happens in task sessions. Call get_next_action and follow its instruction, again after every step. Call logout before you exit.",
 		"チャットセッションです。ここでは会話のみを行い、実際の作業はタスクセッションで行います。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。終了する前に logout を呼び出してください。"},
 	"auth.task_session": {
-		"You are in a task session for task %s. Call get_next_action and follow its instruction, again after every step. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
-		"タスク %s のタスクセッションです。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
+		"You are in a task session for task %s. Follow next_action below: it is what get_next_action answers now. After each step, follow the next_action its result carries; call get_next_action only when a result carries none or says to. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
+		"タスク %s のタスクセッションです。下記の next_action に従ってください（現在の get_next_action の応答です）。各ステップの後は、その結果に含まれる next_action に従ってください。get_next_action を呼び出すのは、結果に next_action がないときか、呼び出すよう指示されたときだけです。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
+	"auth.task_session.ask": {
+		"You are in a task session for task %s. Call get_next_action and follow its instruction; after each step, follow the next_action its result carries, and call get_next_action only when a result carries none or says to. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
+		"タスク %s のタスクセッションです。get_next_action を呼び出してその指示に従ってください。各ステップの後は、その結果に含まれる next_action に従い、get_next_action を呼び出すのは結果に next_action がないときか、呼び出すよう指示されたときだけにしてください。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
 	"auth.failed": {
 		"Authentication did not start a session. Terminate the process now.",
 		"認証でセッションは開始されませんでした。直ちにプロセスを終了してください。"},
@@ -52,8 +55,8 @@ var texts = map[string]text{
 
 	// get_next_action in a task session (tools/next_task.go).
 	"next.get_task": {
-		"Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone.",
-		"get_my_task を呼び出してタスクを読み、実行記録を開始してから、get_next_action を呼び出してください。説明文だけを頼りに作業を始めないでください。"},
+		"Call get_my_task to read your task and open its execution record; its result's next_action says what comes next. Do not start from the description alone.",
+		"get_my_task を呼び出してタスクを読み、実行記録を開始してください。その結果の next_action が次にすることを示します。説明文だけを頼りに作業を始めないでください。"},
 	"next.task_blocked": {
 		"Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.",
 		"あなたのタスク %[1]s は %[2]s によってブロックされました（%[3]s）。直ちに作業を中止してください。report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
@@ -119,8 +122,8 @@ var texts = map[string]text{
 		"Your next sub-tasks wait for work of others (a dependency in progress, or a request awaiting approval). Call get_next_action again right away: it waits until something changes. Do not sleep.",
 		"次のサブタスクは他者の作業（進行中の依存先、または承認待ちの依頼）を待っています。すぐに get_next_action をもう一度呼び出してください。何か変化があるまで待ちます。sleep はしないでください。"},
 	"next.manager.create_subtasks": {
-		"You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result — then call get_next_action.",
-		"あなたはこのタスクを管理し、作業は部下のワーカーが行います。create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) でサブタスクに分割してください（ワーカー1人が担当できる単位ごとに1つ、別のサブタスクの結果が必要なものは local_id で依存関係を指定）。その後 get_next_action を呼び出してください。"},
+		"You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result. Its result's next_action says what comes next.",
+		"あなたはこのタスクを管理し、作業は部下のワーカーが行います。create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) でサブタスクに分割してください（ワーカー1人が担当できる単位ごとに1つ、別のサブタスクの結果が必要なものは local_id で依存関係を指定）。その結果の next_action が次にすることを示します。"},
 	"next.manager.wait": {
 		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
 		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
@@ -179,9 +182,9 @@ var texts = map[string]text{
 	"next.manager.choose.then": {". Then call get_next_action.", "。その後 get_next_action を呼び出してください。"},
 	"next.manager.dispatch": {
 		"Dispatch: call %s (the call below). It gives each sub-task without an assignee to the least loaded worker; change an assignee_id where another worker's role fits better. " +
-			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are. Its result says how to go on.",
+			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are; with timeout_seconds it then waits until something needs you, as get_next_action would. Its result says how to go on.",
 		"ディスパッチしてください: %s を呼び出します（下記の call）。担当者のいないサブタスクは最も負荷の少ないワーカーに割り当ててあります。役割がより合うワーカーがいれば assignee_id を変更してください。" +
-			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。その結果が続け方を示します。"},
+			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。timeout_seconds を指定すると、その後 get_next_action と同じように、あなたの対応が必要になるまで待ちます。その結果が続け方を示します。"},
 	"next.manager.adjust": {
 		"Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
 			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action.",
