@@ -326,6 +326,31 @@ func (s *Store) checkRequestMessageLocked(agentID, requesterID, conversationID s
 // few events, whatever became of the task.
 const ChangeUnverifiedRequester = "unverified_requester"
 
+// unverifiedScan is how many of an agent's latest history events UnverifiedRequests reads:
+// an agent has few events of its own (its record, its passkey, these warnings).
+const unverifiedScan = 20
+
+// UnverifiedShown is how long `aipm status` and the web view list an unverified chat
+// request: the history keeps it for good; they show what needs a look now.
+const UnverifiedShown = 24 * time.Hour
+
+// UnverifiedRequests are the agent's unverified_requester events at or after since,
+// oldest first, among its latest unverifiedScan history events: what `aipm status` and the
+// web view show the human.
+func (s *Store) UnverifiedRequests(agentID string, since time.Time) ([]Event, error) {
+	evs, _, err := s.EventsTail(agentID, unverifiedScan)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, e := range evs {
+		if e.Entity == "agent" && e.Change == ChangeUnverifiedRequester && !e.At.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // warnUnverifiedLocked records, when ev carries a warning, that the actor did (started,
 // changed) task taskID on an unverified request. The caller holds the lock.
 func (s *Store) warnUnverifiedLocked(actor Actor, taskID, did string, ev Event) error {

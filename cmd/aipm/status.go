@@ -48,26 +48,6 @@ type statusView struct {
 	Unverified []filestore.Event `json:"unverified_requests"`
 }
 
-// unverifiedShown is how long `aipm status` shows an unverified chat request: the history
-// keeps it for good, status is about what needs a look now.
-const unverifiedShown = 24 * time.Hour
-
-// unverifiedOf are the agent's unverified_requester events of the last unverifiedShown,
-// among its latest history events (an agent has few: its own records and these).
-func unverifiedOf(s *filestore.Store, agentID string) ([]filestore.Event, error) {
-	evs, _, err := s.EventsTail(agentID, 20)
-	if err != nil {
-		return nil, err
-	}
-	var out []filestore.Event
-	for _, e := range evs {
-		if e.Entity == "agent" && e.Change == filestore.ChangeUnverifiedRequester && s.Now().Sub(e.At) < unverifiedShown {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
 // syncStatus is the state branch's sync as this clone last saw it.
 type syncStatus struct {
 	Remote string `json:"remote"`
@@ -392,7 +372,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			}
 		}
 		v.Agents = append(v.Agents, as)
-		warned, err := unverifiedOf(s, ag.ID)
+		warned, err := s.UnverifiedRequests(ag.ID, s.Now().Add(-filestore.UnverifiedShown))
 		if err != nil {
 			return err
 		}
