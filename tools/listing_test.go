@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -280,5 +281,36 @@ func TestAClientThatDoesNotRereadIsWaitedForOnce(t *testing.T) {
 	s.mu.Unlock()
 	if !late {
 		t.Error("a client that did not read the list within listWait is still waited for")
+	}
+}
+
+// A listed tool's brief description may name another tool only if that one is listed
+// wherever the first is: in the core of every session that may call both. Otherwise the
+// list would show an instruction whose tool it lacks.
+func TestBriefsNameListedTools(t *testing.T) {
+	s, _ := newTestServer(t)
+	kinds := []struct{ purpose, hier string }{
+		{filestore.PurposeTask, filestore.HierarchyWorker}, {filestore.PurposeTask, filestore.HierarchyManager},
+		{filestore.PurposeChat, filestore.HierarchyWorker}, {filestore.PurposeChat, filestore.HierarchyManager},
+	}
+	for name, tl := range s.tools {
+		b, err := json.Marshal(briefTool(tl.def))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for named := range s.namedTools(string(b)) {
+			if named == name {
+				continue
+			}
+			for _, k := range kinds {
+				se, a := &filestore.Session{Purpose: k.purpose}, &filestore.Agent{Hierarchy: k.hier}
+				if permits(tl.perm, se, a) != nil || permits(s.tools[named].perm, se, a) != nil {
+					continue
+				}
+				if !slices.Contains(coreTools[k.purpose], named) {
+					t.Errorf("%s's listed description names %s, which a %s %s session does not always list", name, named, k.hier, k.purpose)
+				}
+			}
+		}
 	}
 }
