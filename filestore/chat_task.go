@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -20,7 +21,14 @@ import (
 //  4. the caller may touch the task: start — it is the assignee; update — it is the
 //     assignee or the creator (unauthorized);
 //  5. the requester really asked: it sent the caller a message in the named conversation,
-//     or among the caller's last requesterWindow received messages (unverified_requester);
+//     or among the caller's last requesterWindow received messages. This one does not
+//     refuse: seed 000 checks the chat history to record a warning and "does not block"
+//     (ブロックはしない) — the ancestry check of step 3 is what keeps non-superiors out. A
+//     request without such a message goes ahead, and the history records the warning
+//     twice: on the task's event (warning), and as an unverified_requester event of the
+//     caller, which `aipm status` shows the human. Naming a conversation the caller is no
+//     part of is still refused (not_conversation_participant): that is a wrong argument,
+//     not a missing message;
 //  6. the task rules of SPEC §4.3, exactly as for every other writer.
 //
 // Nothing is written unless all pass. The task records the caller as status_changed_by;
@@ -52,7 +60,8 @@ func (s *Store) StartTaskFromChat(actor Actor, taskID, requesterID, conversation
 			return newErr(ErrUnauthorized, "unauthorized", "start only tasks assigned to you; ask "+requesterID+" to assign it to you first",
 				"task %s is assigned to %s, not to %s: only its assignee can start it", t.ID, orNobody(t.AssigneeID), actor.ID)
 		}
-		if err := s.checkRequestMessageLocked(actor.ID, requesterID, conversationID); err != nil {
+		warning, err := s.checkRequestMessageLocked(actor.ID, requesterID, conversationID)
+		if err != nil {
 			return err
 		}
 		all, err := s.taskSetLocked()
@@ -62,9 +71,11 @@ func (s *Store) StartTaskFromChat(actor Actor, taskID, requesterID, conversation
 		if err := s.checkStatus(all, t, StatusInProgress); err != nil {
 			return err
 		}
-		ev := Event{RequesterID: requesterID, ConversationID: conversationID, Fields: []string{"status"}}
-		ch, err = s.applyStatusEvent(actor, all, t, StatusInProgress, "", ev)
-		return err
+		ev := Event{RequesterID: requesterID, ConversationID: conversationID, Fields: []string{"status"}, Warning: warning}
+		if ch, err = s.applyStatusEvent(actor, all, t, StatusInProgress, "", ev); err != nil {
+			return err
+		}
+		return s.warnUnverifiedLocked(actor, t.ID, "started", ev)
 	})
 	return ch, err
 }
@@ -125,11 +136,14 @@ func (s *Store) UpdateTaskFromChat(actor Actor, r ChatTaskUpdate) (*ChatTaskResu
 			return newErr(ErrUnauthorized, "unauthorized", "change only tasks assigned to you or created by you; ask "+r.RequesterID+" to change it",
 				"agent %s may not change task %s: it is assigned to %s and was created by %s", actor.ID, t.ID, orNobody(t.AssigneeID), orNobody(t.CreatedBy))
 		}
-		if err := s.checkRequestMessageLocked(actor.ID, r.RequesterID, r.ConversationID); err != nil {
+		warning, err := s.checkRequestMessageLocked(actor.ID, r.RequesterID, r.ConversationID)
+		if err != nil {
 			return err
 		}
-		res, err = s.updateFromChatLocked(actor, t, r)
-		return err
+		if res, err = s.updateFromChatLocked(actor, t, r, warning); err != nil || len(res.UpdatedFields) == 0 {
+			return err
+		}
+		return s.warnUnverifiedLocked(actor, t.ID, "changed", Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Warning: warning})
 	})
 	return res, err
 }
@@ -153,7 +167,7 @@ func (r *ChatTaskUpdate) validate() error {
 }
 
 // updateFromChatLocked applies a checked request (step 6): the caller holds the lock.
-func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*ChatTaskResult, error) {
+func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate, warning string) (*ChatTaskResult, error) {
 	res := &ChatTaskResult{Task: t, PreviousStatus: t.Status, UpdatedFields: []string{}}
 	to := t.Status
 	if r.Status != nil {
@@ -199,7 +213,7 @@ func (s *Store) updateFromChatLocked(actor Actor, t *Task, r ChatTaskUpdate) (*C
 		t.Priority = *r.Priority
 	}
 	res.UpdatedFields = fields
-	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields, Changes: changes}
+	ev := Event{RequesterID: r.RequesterID, ConversationID: r.ConversationID, Fields: fields, Changes: changes, Warning: warning}
 	if to == t.Status {
 		if r.BlockedReason != nil {
 			t.BlockedReason = *r.BlockedReason
@@ -267,46 +281,85 @@ func (s *Store) checkRequesterLocked(actor Actor, requesterID string) error {
 
 // checkRequestMessageLocked is step 5: the requester sent the agent a message — in the
 // conversation, if one is named (the agent must be part of it); otherwise among the
-// agent's last requesterWindow received messages (the check RequestTask makes).
-func (s *Store) checkRequestMessageLocked(agentID, requesterID, conversationID string) error {
+// agent's last requesterWindow received messages (the check RequestTask makes). A
+// request with no such message is not refused: the warning says what is missing ("" when
+// the message is there).
+func (s *Store) checkRequestMessageLocked(agentID, requesterID, conversationID string) (warning string, err error) {
 	if conversationID == "" {
 		senders, err := s.recentSenders(agentID, requesterWindow)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if !slices.Contains(senders, requesterID) {
-			return newErr(ErrUnauthorized, "unverified_requester",
-				"act only on a request you received: name as requester_id the superior who messaged you (and the conversation_id, if it was in a conversation)",
-				"agent %s sent agent %s no message among its last %d received messages", requesterID, agentID, requesterWindow)
+			return fmt.Sprintf("requester %s sent %s no message among its last %d received messages", requesterID, agentID, requesterWindow), nil
 		}
-		return nil
+		return "", nil
 	}
 	c, err := s.readConversation(conversationID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if !c.Includes(agentID) {
-		return newErr(ErrUnauthorized, "not_conversation_participant", "name a conversation you are part of, or leave conversation_id out",
+		return "", newErr(ErrUnauthorized, "not_conversation_participant", "name a conversation you are part of, or leave conversation_id out",
 			"agent %s is not part of conversation %s (between %s and %s)", agentID, c.ID, c.InitiatorID, c.ParticipantID)
 	}
-	hint := "name the conversation in which the requester asked you, or leave conversation_id out if it asked outside a conversation"
 	if !c.Includes(requesterID) {
-		return newErr(ErrUnauthorized, "unverified_requester", hint,
-			"agent %s is not part of conversation %s (between %s and %s), so it asked nothing there", requesterID, c.ID, c.InitiatorID, c.ParticipantID)
+		return fmt.Sprintf("requester %s is not part of conversation %s (between %s and %s), so it asked nothing there", requesterID, c.ID, c.InitiatorID, c.ParticipantID), nil
 	}
 	page, err := s.lastMessages(agentID, requesterWindow, func(m *Message) (bool, bool) {
 		return m.ConversationID == c.ID, !m.CreatedAt.Before(c.CreatedAt.Add(-timeSlack))
 	})
 	if err != nil {
-		return err
+		return "", err
 	}
 	for _, m := range page.Messages {
 		if m.received(agentID) && m.SenderID == requesterID {
-			return nil
+			return "", nil
 		}
 	}
-	return newErr(ErrUnauthorized, "unverified_requester", hint,
-		"agent %s sent agent %s no message in conversation %s (last %d messages)", requesterID, agentID, c.ID, requesterWindow)
+	return fmt.Sprintf("requester %s sent %s no message in conversation %s (last %d messages)", requesterID, agentID, c.ID, requesterWindow), nil
+}
+
+// ChangeUnverifiedRequester is the change of the history event that records a chat
+// session acting on a request its chat history does not show (step 5). The event is the
+// caller's (entity agent, id the caller), so `aipm status` finds it among the caller's
+// few events, whatever became of the task.
+const ChangeUnverifiedRequester = "unverified_requester"
+
+// unverifiedScan is how many of an agent's latest history events UnverifiedRequests reads:
+// an agent has few events of its own (its record, its passkey, these warnings).
+const unverifiedScan = 20
+
+// UnverifiedShown is how long `aipm status` and the web view list an unverified chat
+// request: the history keeps it for good; they show what needs a look now.
+const UnverifiedShown = 24 * time.Hour
+
+// UnverifiedRequests are the agent's unverified_requester events at or after since,
+// oldest first, among its latest unverifiedScan history events: what `aipm status` and the
+// web view show the human.
+func (s *Store) UnverifiedRequests(agentID string, since time.Time) ([]Event, error) {
+	evs, _, err := s.EventsTail(agentID, unverifiedScan)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	for _, e := range evs {
+		if e.Entity == "agent" && e.Change == ChangeUnverifiedRequester && !e.At.Before(since) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// warnUnverifiedLocked records, when ev carries a warning, that the actor did (started,
+// changed) task taskID on an unverified request. The caller holds the lock.
+func (s *Store) warnUnverifiedLocked(actor Actor, taskID, did string, ev Event) error {
+	if ev.Warning == "" {
+		return nil
+	}
+	return s.appendEvent(Event{At: s.Now(), Actor: actor.ID, Via: actor.Via, Entity: "agent", ID: actor.ID, Change: ChangeUnverifiedRequester,
+		To: taskID, Reason: did + " task " + taskID + " at the request of " + ev.RequesterID, ConversationID: ev.ConversationID,
+		RequesterID: ev.RequesterID, Warning: ev.Warning})
 }
 
 // timeSlack allows for lines merged from another clone that are not in time order.

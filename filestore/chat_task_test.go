@@ -59,7 +59,9 @@ func TestStartTaskFromChatValidationOrder(t *testing.T) {
 		{"2 requester is a member", "gone", "w2", false, false, "agent_not_assigned_to_project", []string{"gone"}},
 		{"3 requester is an ancestor", "w2", "w2", false, false, "unauthorized", []string{"w2", "w1", "ancestor"}},
 		{"4 task assigned to the caller", "mgr", "w2", false, false, "unauthorized", []string{"assigned to w2"}},
-		{"5 requester really asked", "mgr", "w1", false, false, "unverified_requester", []string{"mgr", "w1"}},
+		// 5 only warns (seed 000: ブロックはしない): a requester that never asked gets as far
+		// as the transition rules
+		{"5 requester never asked", "mgr", "w1", false, false, "dependencies_not_done", nil},
 		{"6 transition rules", "mgr", "w1", true, false, "dependencies_not_done", nil},
 	}
 	for _, c := range cases {
@@ -131,7 +133,7 @@ func TestStartTaskFromChatKeepsEntryRules(t *testing.T) {
 		agent, requester, task, want string
 	}{
 		{"w1", "mgr", second.ID, "max_parallel_tasks_reached"},
-		{"w1", "owner", backlog.ID, "unverified_requester"}, // the owner never wrote to w1
+		{"w1", "owner", backlog.ID, "invalid_status_transition"}, // the owner never wrote to w1: a warning, not a refusal
 		{"w1", "mgr", backlog.ID, "invalid_status_transition"},
 		{"w3", "lead", pending.ID, "approval_required"},
 	} {
@@ -165,7 +167,6 @@ func TestStartTaskFromChatInConversation(t *testing.T) {
 	}{
 		{"cnv_missing", "conversation_not_found"},
 		{others.ID, "not_conversation_participant"},
-		{peers.ID, "unverified_requester"},
 		{"cnv_../../x", "invalid_id"},
 	} {
 		check := unchanged(t, s, tk.ID)
@@ -177,30 +178,87 @@ func TestStartTaskFromChatInConversation(t *testing.T) {
 	if _, err := s.StartTaskFromChat(as("w1"), tk.ID, "mgr", withW1.ID); err != nil {
 		t.Fatal(err)
 	}
-	if ev := lastEvent(t, s, tk.ID); ev.ConversationID != withW1.ID || ev.RequesterID != "mgr" {
+	if ev := lastEvent(t, s, tk.ID); ev.ConversationID != withW1.ID || ev.RequesterID != "mgr" || ev.Warning != "" {
+		t.Errorf("history %+v", ev)
+	}
+	// A conversation the requester is no part of shows no request: the change goes ahead,
+	// with a warning.
+	if _, err := s.UpdateTaskFromChat(as("w1"), ChatTaskUpdate{TaskID: tk.ID, RequesterID: "mgr", ConversationID: peers.ID, Priority: ptr("high")}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := lastEvent(t, s, tk.ID); !strings.Contains(ev.Warning, "not part of conversation "+peers.ID) {
 		t.Errorf("history %+v", ev)
 	}
 }
 
-// TestRequesterMustHaveAskedInTheConversation: the requester's message outside the named
-// conversation does not count for it; the requester's message must be recent.
-func TestRequesterMustHaveAskedInTheConversation(t *testing.T) {
+// TestUnverifiedRequestIsWarned: seed 000 checks the chat history only to record a
+// warning ("ブロックはしない"). A superior whose request the caller's messages do not show
+// — silent in the named conversation, or older than the last requesterWindow received
+// messages, or never sent — is obeyed, and the history says so: on the task's event, and
+// as an event of the caller that `aipm status` shows.
+func TestUnverifiedRequestIsWarned(t *testing.T) {
 	s := newTestStore(t)
 	c := mustStart(t, s, "w1", "mgr", ConversationRequest{InitialMessage: "may I start?"}) // only w1 spoke in it
 	say(t, s, "mgr", "w1", "start it")                                                     // outside the conversation
 	tk := mustTask(t, s, NewTask{Title: "x", Status: StatusTodo, AssigneeID: "w1"})
-	if _, err := s.StartTaskFromChat(as("w1"), tk.ID, "mgr", c.ID); code(err) != "unverified_requester" {
-		t.Errorf("requester silent in the conversation: got %q", code(err))
+	ch, err := s.StartTaskFromChat(as("w1"), tk.ID, "mgr", c.ID)
+	if err != nil {
+		t.Fatalf("requester silent in the conversation: %v", err)
 	}
+	if ch.Task.Status != StatusInProgress {
+		t.Errorf("status %s", ch.Task.Status)
+	}
+	ev := lastEvent(t, s, tk.ID)
+	if ev.Change != "status" || ev.RequesterID != "mgr" || !strings.Contains(ev.Warning, "no message in conversation "+c.ID) {
+		t.Errorf("task history %+v", ev)
+	}
+	warned := func(want int) []Event {
+		t.Helper()
+		var out []Event
+		evs, err := s.Events("w1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs {
+			if e.Change == ChangeUnverifiedRequester {
+				out = append(out, e)
+			}
+		}
+		if len(out) != want {
+			t.Fatalf("%d unverified_requester events of w1, want %d: %+v", len(out), want, out)
+		}
+		return out
+	}
+	if w := warned(1)[0]; w.Entity != "agent" || w.Actor != "w1" || w.RequesterID != "mgr" || w.To != tk.ID || w.ConversationID != c.ID || w.Warning != ev.Warning {
+		t.Errorf("agent event %+v", w)
+	}
+
 	for i := range requesterWindow {
 		say(t, s, "w2", "w1", fmt.Sprint("chatter ", i))
 	}
-	if _, err := s.StartTaskFromChat(as("w1"), tk.ID, "mgr", ""); code(err) != "unverified_requester" {
-		t.Errorf("request older than the last %d received messages: got %q", requesterWindow, code(err))
+	if _, err := s.UpdateTaskFromChat(as("w1"), ChatTaskUpdate{TaskID: tk.ID, RequesterID: "mgr", Priority: ptr("high")}); err != nil {
+		t.Fatalf("request older than the last %d received messages: %v", requesterWindow, err)
 	}
-	say(t, s, "mgr", "w1", "start it now")
-	if _, err := s.StartTaskFromChat(as("w1"), tk.ID, "mgr", ""); err != nil {
-		t.Errorf("fresh request: %v", err)
+	if ev := lastEvent(t, s, tk.ID); !strings.Contains(ev.Warning, fmt.Sprintf("no message among its last %d", requesterWindow)) {
+		t.Errorf("task history %+v", ev)
+	}
+	warned(2)
+	// A request that changes nothing writes nothing, warning included.
+	if _, err := s.UpdateTaskFromChat(as("w1"), ChatTaskUpdate{TaskID: tk.ID, RequesterID: "mgr", Priority: ptr("high")}); err != nil {
+		t.Fatal(err)
+	}
+	warned(2)
+	say(t, s, "mgr", "w1", "lower it")
+	if _, err := s.UpdateTaskFromChat(as("w1"), ChatTaskUpdate{TaskID: tk.ID, RequesterID: "mgr", Priority: ptr("low")}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := lastEvent(t, s, tk.ID); ev.Warning != "" {
+		t.Errorf("a fresh request warned: %+v", ev)
+	}
+	warned(2)
+	// Non-superiors are still refused.
+	if _, err := s.UpdateTaskFromChat(as("w1"), ChatTaskUpdate{TaskID: tk.ID, RequesterID: "w2", Priority: ptr("high")}); code(err) != "unauthorized" {
+		t.Errorf("a sibling's request: got %q (%v)", code(err), err)
 	}
 }
 

@@ -199,11 +199,15 @@
 //
 // A chat session may start or change a task at a superior's request (SPEC §5.2, seed
 // 000). The request is checked in a fixed order — requester exists, is a member, is an
-// ancestor of the caller, the caller may touch the task, the requester really messaged
-// the caller (in the named conversation, or among its last 20 received messages) — and
-// then the change obeys the task rules like any other. The task records the caller as
-// status_changed_by; the history event records requester_id, conversation_id and the
-// fields changed.
+// ancestor of the caller, the caller may touch the task — and then the change obeys the
+// task rules like any other. The task records the caller as status_changed_by; the
+// history event records requester_id, conversation_id and the fields changed. Whether the
+// requester really messaged the caller (in the named conversation, or among its last 20
+// received messages) is checked too, but as the seed says it only warns: a request it
+// does not find goes ahead, its event carries "warning", and a second event, the
+// caller's, records it for `aipm status`:
+//
+//	{"at":"…","actor":"w1","via":"tool","entity":"agent","id":"w1","change":"unverified_requester","to":"tsk_…","reason":"started task tsk_… at the request of mgr","requester_id":"mgr","warning":"requester mgr sent w1 no message among its last 20 received messages"}
 //
 // An edit of a task's own fields (title, description, priority, dependencies,
 // blocked_reason) writes one history event with "fields", the names changed, and

@@ -43,7 +43,10 @@ type Event struct {
 	Reason         string    `json:"reason,omitempty"`
 	ConversationID string    `json:"conversation_id,omitempty"`
 	RequesterID    string    `json:"requester_id,omitempty"`
-	Fields         []string  `json:"fields,omitempty"`
+	// Warning is what an audit check found amiss in a change it let through (a chat
+	// request the requester's messages do not show, see chat_task.go).
+	Warning string   `json:"warning,omitempty"`
+	Fields  []string `json:"fields,omitempty"`
 	// Changes holds the old and new value of each field an edit changed (dependencies as
 	// comma-separated ids); events written before it was kept have only Fields.
 	Changes []FieldChange `json:"changes,omitempty"`

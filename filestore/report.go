@@ -16,8 +16,11 @@ type Completion struct {
 	// Open lists unfinished sub-tasks when a success report was refused.
 	Open []*Task
 	// Released says the task was no longer the session's (cancelled, or assigned to someone
-	// else) when it reported: the session ended and the task was left as it was.
+	// else) when it reported, or that the project was paused: the session ended and the
+	// task was left as it was.
 	Released bool
+	// Paused says the release was the project's pause: the task goes on after the resume.
+	Paused bool
 }
 
 // InSubtree reports whether id is root or one of root's descendants.
@@ -46,8 +49,13 @@ func (s *Store) inSubtreeLocked(root, id string) bool {
 // agent (anchor defect 9.3.19); the blocked cascade of SetTaskStatus covers its sub-tree.
 // A task someone else already blocked (an interrupt) is acknowledged without a transition.
 // A task cancelled or assigned to another agent is no longer the session's: the report
-// ends the session and leaves the task untouched (Completion.Released). The execution
-// record closes and the session ends, all under one lock.
+// ends the session and leaves the task untouched (Completion.Released). So does a blocked
+// or failed report while the project is paused (Completion.Paused): seed 004's interrupt
+// flow has the agent report blocked after any interrupt, a pause's too, but a pause only
+// stops the work — the task stays in progress, and the coordinator starts a session for
+// it again on resume; blocking it would leave it stuck until a person lifted the block. A
+// success is work finished before the pause reached the agent and is recorded as usual.
+// The execution record closes and the session ends, all under one lock.
 func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion, error) {
 	if result != ResultSuccess && result != ResultFailed && result != ResultBlocked {
 		return nil, newErr(ErrInvalid, "invalid_argument", "use result success, failed or blocked", "invalid result %q", clip(result))
@@ -79,7 +87,14 @@ func (s *Store) ReportCompleted(sessionID, result, summary string) (*Completion,
 		// manager waiting for its sub-tasks) reads the summary with it.
 		t.CompletionResult, t.CompletionSummary = result, summary
 		out = &Completion{Task: t, Previous: t.Status}
-		if t.Status == StatusCancelled || t.AssigneeID != se.AgentID {
+		if result != ResultSuccess && !Finished(t.Status) {
+			p, err := s.Project()
+			if err != nil {
+				return err
+			}
+			out.Paused = p.Status == ProjectPaused
+		}
+		if t.Status == StatusCancelled || t.AssigneeID != se.AgentID || out.Paused {
 			// The end of seed 004's interrupt flow: the session stops, and a task that is no
 			// longer its to change stays as its new owner left it. The summary is kept in
 			// the session's execution record.

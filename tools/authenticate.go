@@ -18,6 +18,9 @@ type authenticateResult struct {
 	WorkingDirectory string    `json:"working_directory"`
 	SystemPrompt     string    `json:"system_prompt,omitempty"`
 	Instruction      string    `json:"instruction"`
+	// Next is what get_next_action answers now, for a task session: the first step needs
+	// no call to ask for it.
+	Next *nextAction `json:"next_action,omitempty"`
 }
 
 func authenticateTool(s *Server) *tool {
@@ -76,7 +79,7 @@ func (s *Server) authenticate(c *call) (any, error) {
 	s.mu.Unlock()
 	s.remember(se)
 	// The response to a now-authenticated agent carries the envelope's notification field.
-	c.session, c.agent = se, res.Agent
+	c.session, c.agent, c.tok = se, res.Agent, res.Token
 	if c.project, err = s.store.ProjectView(); err != nil {
 		return nil, err
 	}
@@ -87,10 +90,14 @@ func (s *Server) authenticate(c *call) (any, error) {
 	}
 
 	instr := c.text("auth.chat_session")
+	var next *nextAction
 	if se.Purpose == filestore.PurposeTask {
 		instr = c.text("auth.task_session", se.TaskID)
+		if next = c.followUp(); next == nil {
+			instr = c.text("auth.task_session.ask", se.TaskID)
+		}
 	}
 	return authenticateResult{Success: true, SessionToken: res.Token, SessionID: se.ID, Purpose: se.Purpose, TaskID: se.TaskID,
 		ExpiresIn: int(se.ExpiresAt.Sub(se.CreatedAt).Seconds()), Agent: viewAgent(res.Agent),
-		WorkingDirectory: s.store.Root(), SystemPrompt: res.Agent.SystemPrompt, Instruction: instr}, nil
+		WorkingDirectory: s.store.Root(), SystemPrompt: res.Agent.SystemPrompt, Instruction: instr, Next: next}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -43,6 +44,10 @@ func dispatchSubtasksTool() *tool {
 				},
 				"required": []string{"task_id"},
 			})),
+			// Not in the anchor: the wait that follows a dispatch happens in this call instead of
+			// a get_next_action that would only wait (one model turn fewer per dispatch).
+			mcp.WithInteger("timeout_seconds", mcp.Min(0), mcp.Max(maxWaitSeconds),
+				mcp.Description("Then wait up to this many seconds until something needs you, as get_next_action does (default 0: answer at once)")),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -56,6 +61,13 @@ func dispatchSubtasksTool() *tool {
 			}
 			if len(raw) > 50 {
 				return nil, badArg("assignments", "too many (%d, at most 50 in one call)", len(raw))
+			}
+			wait, err := c.optInt("timeout_seconds", 0)
+			if err != nil {
+				return nil, err
+			}
+			if wait < 0 {
+				return nil, badArg("timeout_seconds", "must be 0 or more (got %d)", wait)
 			}
 			st := c.srv.store
 			type job struct {
@@ -140,6 +152,16 @@ func dispatchSubtasksTool() *tool {
 				return nil, err
 			}
 			out.Next = c.followUp()
+			if wait > 0 && out.Next != nil && out.Next.Action == "wait" {
+				// What get_next_action would do next: wait for the workers, here.
+				v, err := c.taskNextAction(ctx, time.Duration(min(wait, maxWaitSeconds))*time.Second)
+				if err != nil {
+					return nil, err
+				}
+				if n, ok := v.(*nextAction); ok && n != nil {
+					out.Next = n
+				}
+			}
 			out.Instruction = c.text("next.follow")
 			if out.Next == nil {
 				out.Instruction = c.text("select_action.done")

@@ -13,7 +13,7 @@ func getNextActionTool() *tool {
 	return &tool{
 		perm: Authenticated,
 		def: mcp.NewTool("get_next_action", opts(writes(),
-			mcp.WithDescription("What to do next, with an instruction to follow. Call it after authenticate and after each step. When the only answer is to wait, it waits (up to timeout_seconds) for a relevant change instead of answering at once."),
+			mcp.WithDescription("What to do next, with an instruction to follow. Call it when a result carries no next_action, or says to. When the only answer is to wait, it waits (up to timeout_seconds) for a relevant change instead of answering at once."),
 			mcp.WithInteger("timeout_seconds", mcp.Min(0), mcp.Max(maxWaitSeconds), mcp.Description("Longest wait in seconds (default 30; 0 answers at once)")),
 			sessionParam(),
 		)...),

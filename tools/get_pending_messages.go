@@ -35,9 +35,10 @@ type pendingMessagesResult struct {
 	PendingMessages []filestore.Message `json:"pending_messages"`
 	Count           int                 `json:"count"`
 	// RecentContext is the conversation just before them (both directions).
-	RecentContext      []filestore.Message `json:"recent_context"`
-	PendingDelegations []delegationView    `json:"pending_delegations"`
-	Instruction        string              `json:"instruction"`
+	RecentContext []filestore.Message `json:"recent_context"`
+	// PendingDelegations are the delegations not taken up yet (status pending).
+	PendingDelegations []delegationView `json:"pending_delegations"`
+	Instruction        string           `json:"instruction"`
 }
 
 // contextMessages is how many earlier messages get_pending_messages shows for context.
@@ -47,7 +48,7 @@ func getPendingMessagesTool() *tool {
 	return &tool{
 		perm: ChatOnly,
 		def: mcp.NewTool("get_pending_messages", opts(writes(),
-			mcp.WithDescription("Your unread messages (oldest first; marks them read), the messages just before them for context, and the delegations your task session handed you."),
+			mcp.WithDescription("Your unread messages (oldest first; marks them read), the messages just before them for context, and the delegations your task session handed you that are not taken up yet."),
 			sessionParam(),
 		)...),
 		handle: func(ctx context.Context, c *call) (any, error) {
@@ -75,14 +76,14 @@ func getPendingMessagesTool() *tool {
 					out.RecentContext = append(out.RecentContext, m)
 				}
 			}
-			dels, err := st.Delegations(filestore.DelegationFilter{AgentID: me})
+			// Only those not taken up yet (seed 003): one being processed is this session's
+			// own work in hand, which get_next_action handed over (process_delegation).
+			dels, err := st.Delegations(filestore.DelegationFilter{AgentID: me, Status: filestore.DelegationPending})
 			if err != nil {
 				return nil, err
 			}
 			for _, d := range dels {
-				if !d.Finished() {
-					out.PendingDelegations = append(out.PendingDelegations, viewDelegation(d))
-				}
+				out.PendingDelegations = append(out.PendingDelegations, viewDelegation(d))
 			}
 			switch {
 			case len(msgs) > 0:

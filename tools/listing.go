@@ -25,7 +25,11 @@ import (
 //   - every tool the latest answer names: an answer that says "call split_task" or
 //     spells out {"tool":"assign_task",...} lists that tool for the next request;
 //   - every tool help described to the session (help with tool_name), for as long as
-//     the connection lasts: the way to any other tool.
+//     the connection lasts: the way to any other tool;
+//   - every tool the agent's standing instructions name (standingTools): its role and
+//     system prompt, and in a task session its task's title and description. A task that
+//     says "ask w2 with delegate_to_chat_session" is read once, with get_my_task, and
+//     acted on steps later, when that answer's names have made way for the next one's.
 //
 // Every tool stays callable whether listed or not; help lists and describes them all.
 //
@@ -82,6 +86,19 @@ func (s *Server) namedTools(text string) map[string]bool {
 		}
 	}
 	return out
+}
+
+// standingTools are the tools named by what the agent is told for the whole session,
+// rather than by one answer: its role and system prompt (the prompt aipm run starts it
+// with states its role), and its task's title and description.
+func (s *Server) standingTools(se *filestore.Session, a *filestore.Agent) map[string]bool {
+	text := a.Role + "\n" + a.SystemPrompt
+	if se.TaskID != "" {
+		if t, err := s.store.Task(se.TaskID); err == nil {
+			text += "\n" + t.Title + "\n" + t.Description
+		}
+	}
+	return s.namedTools(text)
 }
 
 // shortListed reports whether tool name is in the short list of a spawned process now, for

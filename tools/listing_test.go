@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -117,18 +118,18 @@ func TestShortListFollowsTheFlow(t *testing.T) {
 	if lc.notices() != 1 {
 		t.Fatalf("authenticate changed the list with %d list_changed notices before its answer, want 1", lc.notices())
 	}
-	if got := lc.names(); !slices.Equal(got, core) {
-		t.Errorf("after authenticate the list is %v, want %v", got, core)
+	// authenticate's answer carries the first next_action: its action is get_task, a tool
+	// not in the core, which is listed before the answer arrives
+	if got, want := lc.names(), append([]string{"get_task"}, core...); !hasAll(got, want...) || len(got) != len(want) {
+		t.Errorf("after authenticate the list is %v, want %v", got, want)
 	}
-
-	// the task has no sub-tasks: the answer's action is get_task, a tool not in the core,
-	// which is listed before the answer arrives
+	// get_next_action's answer names the same: the list stays, and nothing is told
 	ans := lc.call("get_next_action", nil)
 	if !strings.Contains(ans, `"get_task"`) {
 		t.Fatalf("get_next_action does not name get_task: %s", ans)
 	}
-	if lc.notices() != 2 {
-		t.Errorf("%d list_changed notices after an answer naming an unlisted tool, want 2", lc.notices())
+	if lc.notices() != 1 {
+		t.Errorf("%d list_changed notices after an answer naming the tools already listed, want 1", lc.notices())
 	}
 	got := lc.names()
 	if !hasAll(got, append([]string{"get_task"}, core...)...) {
@@ -175,6 +176,60 @@ func TestShortListFollowsTheFlow(t *testing.T) {
 	}
 	if got := lc.names(); slices.Contains(got, "authenticate") {
 		t.Errorf("after the session ended the list is %v: authenticate again", got)
+	}
+}
+
+// What the agent is told for the whole session — its task's title and description, its
+// role and system prompt — names tools that stay listed at every step, not only right
+// after the answer that showed them: a worker whose task says to ask a colleague through
+// delegate_to_chat_session finds it listed when it comes to that step.
+func TestShortListHasTheToolsTheTaskNames(t *testing.T) {
+	_, st := newTestServer(t)
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	if _, _, err := st.AddAgent(owner, filestore.NewAgent{ID: "w2", ParentID: "alice", Role: "reviewer; read old runs with get_my_execution_history"}); err != nil {
+		t.Fatal(err)
+	}
+	tk, err := st.CreateTask(owner, filestore.NewTask{Title: "Word", Status: filestore.StatusTodo, AssigneeID: "w2",
+		Description: "Ask w1 for a word (delegate_to_chat_session), then write it to word.txt."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetTaskStatus(owner, tk.ID, filestore.StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	// as aipm run starts it: the spawn names the task
+	_, ticket, err := st.CreateSpawn(filestore.NewSpawn{AgentID: "w2", Purpose: filestore.PurposeTask, TaskID: tk.ID, AIType: "gemini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := newListClient(t, New(st, Options{Logf: t.Logf, SpawnTicket: ticket}), true)
+	want := []string{"delegate_to_chat_session", "get_my_execution_history"}
+	if got := lc.names(); !hasAll(got, want...) {
+		t.Errorf("before authenticate the list is %v, want %v in it", got, want)
+	}
+	lc.call("authenticate", map[string]any{"agent_id": "w2"})
+	lc.call("get_my_task", nil)
+	lc.call("get_next_action", nil)
+	ans := lc.call("get_notifications", nil)
+	if strings.Contains(ans, "delegate_to_chat_session") || strings.Contains(ans, "get_my_execution_history") {
+		t.Fatalf("the answer names the tools itself: %s", ans)
+	}
+	if got := lc.names(); !hasAll(got, want...) {
+		t.Errorf("after an answer that names neither the list is %v, want %v in it", got, want)
+	}
+	// w1's task names none: its list keeps to the core until an answer names it — the
+	// work step's, which says how to ask another agent
+	lc1 := newListClient(t, spawned(t, st, "w1", filestore.PurposeTask), true)
+	if got := lc1.names(); slices.Contains(got, "delegate_to_chat_session") {
+		t.Errorf("w1's list has delegate_to_chat_session: %v", got)
+	}
+	lc1.call("authenticate", map[string]any{"agent_id": "w1"})
+	lc1.call("get_my_task", nil)
+	if ans := lc1.call("get_next_action", nil); !strings.Contains(ans, `"action":"work"`) || !strings.Contains(ans, "delegate_to_chat_session(") {
+		t.Errorf("the work step does not say how to ask another agent: %s", ans)
+	}
+	if got := lc1.names(); !slices.Contains(got, "delegate_to_chat_session") {
+		t.Errorf("at the work step w1's list is %v, without the delegate_to_chat_session it names", got)
 	}
 }
 
@@ -226,5 +281,36 @@ func TestAClientThatDoesNotRereadIsWaitedForOnce(t *testing.T) {
 	s.mu.Unlock()
 	if !late {
 		t.Error("a client that did not read the list within listWait is still waited for")
+	}
+}
+
+// A listed tool's brief description may name another tool only if that one is listed
+// wherever the first is: in the core of every session that may call both. Otherwise the
+// list would show an instruction whose tool it lacks.
+func TestBriefsNameListedTools(t *testing.T) {
+	s, _ := newTestServer(t)
+	kinds := []struct{ purpose, hier string }{
+		{filestore.PurposeTask, filestore.HierarchyWorker}, {filestore.PurposeTask, filestore.HierarchyManager},
+		{filestore.PurposeChat, filestore.HierarchyWorker}, {filestore.PurposeChat, filestore.HierarchyManager},
+	}
+	for name, tl := range s.tools {
+		b, err := json.Marshal(briefTool(tl.def))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for named := range s.namedTools(string(b)) {
+			if named == name {
+				continue
+			}
+			for _, k := range kinds {
+				se, a := &filestore.Session{Purpose: k.purpose}, &filestore.Agent{Hierarchy: k.hier}
+				if permits(tl.perm, se, a) != nil || permits(s.tools[named].perm, se, a) != nil {
+					continue
+				}
+				if !slices.Contains(coreTools[k.purpose], named) {
+					t.Errorf("%s's listed description names %s, which a %s %s session does not always list", name, named, k.hier, k.purpose)
+				}
+			}
+		}
 	}
 }

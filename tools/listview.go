@@ -86,7 +86,7 @@ var listBriefs = map[string]string{
 	"get_conversation_messages":   "Read a conversation of your chat session.",
 	"get_execution_log":           "The captured output of one of your runs.",
 	"get_my_execution_history":    "Your task-session runs, newest first.",
-	"get_next_action":             "What to do next; call it after each step.",
+	"get_next_action":             "What to do next, when a result does not say.",
 	"get_notifications":           "Your unread notifications; marks them read.",
 	"get_pending_messages":        "Your unread messages and the delegations handed to you.",
 	"get_task":                    "One task, a page of its sub-tasks, their counts and recent history.",

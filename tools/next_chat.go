@@ -225,8 +225,38 @@ func (c *call) expiredAction(cv *filestore.Conversation) *chatAction {
 	if cv.EndReason == filestore.EndDuplicate {
 		a.Reason = cv.EndReason
 		a.Instruction = c.text("chat.conversation_duplicate", cv.ID, cv.ParticipantID)
+		return a
+	}
+	// Name the delegation it served, so the session knows what to retry or report.
+	if d := c.delegationOf(cv); d != nil {
+		a.DelegationID = d.ID
+		if !d.Finished() {
+			a.Instruction = c.text("chat.conversation_expired.delegation", cv.ParticipantID, cv.ID, d.ID, cv.ParticipantID, d.ID, d.ID)
+		}
 	}
 	return a
+}
+
+// delegationOf is the delegation of the caller's that conversation cv served, or nil: the
+// one the conversation names, or one that names the conversation (a conversation written
+// before it named its delegation).
+func (c *call) delegationOf(cv *filestore.Conversation) *filestore.Delegation {
+	st := c.srv.store
+	if cv.DelegationID != "" {
+		if d, err := st.Delegation(cv.DelegationID); err == nil && d.AgentID == c.agent.ID {
+			return d
+		}
+	}
+	ds, err := st.Delegations(filestore.DelegationFilter{AgentID: c.agent.ID})
+	if err != nil {
+		return nil
+	}
+	for _, d := range ds {
+		if d.ConversationID == cv.ID {
+			return d
+		}
+	}
+	return nil
 }
 
 func (c *call) endedAction(cv *filestore.Conversation, me string) *chatAction {

@@ -962,7 +962,9 @@ func (s *situation) proposal(b *board) *nextCall {
 		}
 		items = append(items, map[string]any{"task_id": t.ID, "assignee_id": who})
 	}
-	return &nextCall{Tool: "dispatch_subtasks", Arguments: map[string]any{"assignments": items}}
+	// The wait that follows is made in the same call: the next answer is what needs the
+	// manager, not a "wait" to ask for once more.
+	return &nextCall{Tool: "dispatch_subtasks", Arguments: map[string]any{"assignments": items, "timeout_seconds": maxWaitSeconds}}
 }
 
 // callText spells a call out as the instructions do: tool(arg=<JSON>, ...).

@@ -1,10 +1,12 @@
 package tools
 
 import (
+	"encoding/json"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -273,7 +275,7 @@ func TestManagerNextAction(t *testing.T) {
 			action: "create_subtasks", nextPhase: filestore.WorkflowCreatingSubtasks},
 		{name: "dispatch is offered as one call when nothing runs, and never wait", agent: "mgr", phase: fetched,
 			tasks:  []*filestore.Task{main(), gen(td, ""), calc(td, "")},
-			action: "dispatch_task", contains: []string{`dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}])`},
+			action: "dispatch_task", contains: []string{`dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}], timeout_seconds=50)`},
 			check: func(t *testing.T, d decision) {
 				if !slices.Equal(d.next.Options, []string{selectDispatch, selectAdjust}) {
 					t.Errorf("options = %v", d.next.Options)
@@ -286,7 +288,7 @@ func TestManagerNextAction(t *testing.T) {
 				if c == nil || c.Tool != "dispatch_subtasks" {
 					t.Fatalf("call = %+v", c)
 				}
-				if got := callText(c); got != `dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}])` {
+				if got := callText(c); got != `dispatch_subtasks(assignments=[{"assignee_id":"w1","task_id":"tsk_c"},{"assignee_id":"w2","task_id":"tsk_g"}], timeout_seconds=50)` {
 					t.Errorf("call = %s", got)
 				}
 				// Rows carry real statuses and no sentinel in an id field.
@@ -476,4 +478,90 @@ func TestLoadCountsRunningWorkEverywhere(t *testing.T) {
 	if len(b.workers) != 1 || b.workers[0].ID != "w1" || b.workers[0].ActiveTasks != 2 {
 		t.Errorf("workers on the board: %+v, want w1 with 2 active tasks", b.workers)
 	}
+}
+
+// A manager that does what each answer says — the next_action a result carries, else
+// get_next_action — dispatches two sub-tasks in five calls (2.5 a sub-task): authenticate
+// (its answer carries the first step), get_my_task, create_tasks_batch, the
+// dispatch_subtasks the answer spells out (which waits for the workers), and
+// report_completed. No answer asks for a get_next_action the work does not need.
+func TestManagerFollowingTheAnswersReachesTheFloor(t *testing.T) {
+	_, st := newTestServer(t)
+	owner := filestore.Actor{ID: "alice", Via: filestore.ViaCLI}
+	for _, a := range []filestore.NewAgent{{ID: "m1", ParentID: "alice", Hierarchy: filestore.HierarchyManager}, {ID: "w2", ParentID: "m1"}, {ID: "w3", ParentID: "m1"}} {
+		if _, _, err := st.AddAgent(owner, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tk, err := st.CreateTask(owner, filestore.NewTask{Title: "Write hello twice", Status: filestore.StatusTodo, AssigneeID: "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.SetTaskStatus(owner, tk.ID, filestore.StatusInProgress, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, ticket, err := st.CreateSpawn(filestore.NewSpawn{AgentID: "m1", Purpose: filestore.PurposeTask, TaskID: tk.ID, AIType: "codex"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc := newListClient(t, New(st, Options{Logf: t.Logf, SpawnTicket: ticket}), true)
+	// the workers: each sub-task m1 starts is done a moment later
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			kids, _ := st.Tasks(filestore.TaskFilter{ParentID: tk.ID, Status: filestore.StatusInProgress})
+			for _, k := range kids {
+				// a failure leaves the sub-task running, and the test fails with no report
+				st.SetTaskStatus(filestore.Actor{ID: k.AssigneeID, Via: filestore.ViaTool}, k.ID, filestore.StatusDone, "")
+			}
+		}
+	}()
+	var calls []string
+	step := func(name string, args map[string]any) map[string]any {
+		calls = append(calls, name)
+		ans := lc.call(name, args)
+		var m map[string]any
+		if err := json.Unmarshal([]byte(ans), &m); err != nil || m["error"] != nil {
+			t.Fatalf("%s: %s", name, ans)
+		}
+		return m
+	}
+	ans := step("authenticate", map[string]any{"agent_id": "m1"})
+	for len(calls) < 10 {
+		next, _ := ans["next_action"].(map[string]any)
+		if next == nil {
+			if ans["action"] == nil {
+				ans = step("get_next_action", nil)
+				continue
+			}
+			next = ans
+		}
+		switch action, _ := next["action"].(string); action {
+		case "get_task":
+			ans = step("get_my_task", nil)
+		case "create_subtasks":
+			ans = step("create_tasks_batch", map[string]any{"parent_task_id": tk.ID, "tasks": []any{
+				map[string]any{"local_id": "a", "title": "first"}, map[string]any{"local_id": "b", "title": "second"}}})
+		case "dispatch_task":
+			call := next["call"].(map[string]any)
+			ans = step(call["tool"].(string), call["arguments"].(map[string]any))
+		case "wait":
+			ans = step("get_next_action", nil)
+		case "completion_check", "report_completion":
+			step("report_completed", map[string]any{"result": "success", "summary": "both written"})
+			if want := []string{"authenticate", "get_my_task", "create_tasks_batch", "dispatch_subtasks", "report_completed"}; !slices.Equal(calls, want) {
+				t.Errorf("calls %v, want %v", calls, want)
+			}
+			return
+		default:
+			t.Fatalf("unexpected action %q after %v", action, calls)
+		}
+	}
+	t.Fatalf("no report after %v", calls)
 }

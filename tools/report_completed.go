@@ -15,7 +15,7 @@ type reportResult struct {
 	NewStatus      string `json:"new_status"`
 	Result         string `json:"result"`
 	// TaskUnchanged says the report ended the session but left the task alone: it was
-	// cancelled or assigned to someone else meanwhile.
+	// cancelled or assigned to someone else meanwhile, or the project is paused.
 	TaskUnchanged bool   `json:"task_unchanged,omitempty"`
 	Action        string `json:"action"`
 	Instruction   string `json:"instruction"`
@@ -54,8 +54,11 @@ func reportCompletedTool(s *Server) *tool {
 			if done.Released {
 				t := done.Task
 				why := c.text("report_completed.released_cancelled", t.ID, t.StatusChangedBy)
-				if t.AssigneeID != c.session.AgentID {
+				switch {
+				case t.AssigneeID != c.session.AgentID:
 					why = c.text("report_completed.released_reassigned", t.ID, orAssignee(c.lang(), t.AssigneeID))
+				case done.Paused && t.Status != filestore.StatusCancelled:
+					why = c.text("report_completed.released_paused", t.ID, t.Status)
 				}
 				return reportResult{Success: true, TaskID: t.ID, PreviousStatus: done.Previous, NewStatus: t.Status,
 					Result: result, TaskUnchanged: true, Action: "exit", Instruction: why + c.text("report_completed.released")}, nil

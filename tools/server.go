@@ -232,8 +232,11 @@ func (s *Server) visibleTools(all []mcp.Tool) []mcp.Tool {
 	if s.ticket == "" {
 		return out
 	}
+	standing := s.standingTools(se, agent)
 	s.mu.Lock()
-	out = slices.DeleteFunc(out, func(t mcp.Tool) bool { return !s.shortListed(t.Name, se.Purpose, authenticated) })
+	out = slices.DeleteFunc(out, func(t mcp.Tool) bool {
+		return !standing[t.Name] && !s.shortListed(t.Name, se.Purpose, authenticated)
+	})
 	s.mu.Unlock()
 	for i, t := range out {
 		out[i] = briefTool(t)

@@ -22,7 +22,7 @@ func startTaskFromChatTool() *tool {
 		def: mcp.NewTool("start_task_from_chat", opts(writes(),
 			mcp.WithDescription("Start one of your tasks because a superior asked you to in chat: it goes to in_progress (under the usual rules) and your task session does the work."),
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("Your task to start")),
-			mcp.WithString("requester_id", mcp.Required(), mcp.Description("The superior who asked (must have messaged you)")),
+			mcp.WithString("requester_id", mcp.Required(), mcp.Description("The superior who asked you")),
 			mcp.WithString("conversation_id", mcp.Description("The conversation in which they asked")),
 			sessionParam(),
 		)...),

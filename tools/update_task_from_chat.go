@@ -24,7 +24,7 @@ func updateTaskFromChatTool() *tool {
 		def: mcp.NewTool("update_task_from_chat", opts(writes(),
 			mcp.WithDescription("Change a task you are assigned or created because a superior asked in chat: title, description, priority, status (under the transition rules) or blocked_reason."),
 			mcp.WithString("task_id", mcp.Required(), mcp.Description("The task")),
-			mcp.WithString("requester_id", mcp.Required(), mcp.Description("The superior who asked (must have messaged you)")),
+			mcp.WithString("requester_id", mcp.Required(), mcp.Description("The superior who asked you")),
 			mcp.WithString("conversation_id", mcp.Description("The conversation in which they asked")),
 			mcp.WithString("title", mcp.Description("New title")),
 			mcp.WithString("description", mcp.Description("New description")),

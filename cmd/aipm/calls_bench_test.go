@@ -12,11 +12,12 @@ import (
 )
 
 // The floor of the work (tool calls per finished task): a worker's simple task is
-// authenticate, get_next_action, get_my_task, the work, report_completed; a sub-task it
-// creates adds start and finish; a manager adds about 2 per sub-task it dispatches.
+// authenticate (whose answer carries the first step), get_my_task, the work,
+// report_completed; a sub-task it creates adds start and finish; a manager adds about 2
+// per sub-task it dispatches.
 const (
 	floorManagerPerSubtask = 2.5
-	floorWorkerDirect      = 5
+	floorWorkerDirect      = 4
 	floorWorkerPerSubtask  = 2
 )
 

@@ -48,6 +48,9 @@ type statusView struct {
 	Sync *syncStatus `json:"sync,omitempty"`
 	// Elsewhere are the agents another machine's `aipm run` holds (their leases).
 	Elsewhere []*filestore.Lease `json:"agents_elsewhere"`
+	// Unverified are the recent chat requests agents acted on although their messages do
+	// not show the request (seed 000's audit warning): the history events, newest last.
+	Unverified []filestore.Event `json:"unverified_requests"`
 }
 
 // syncStatus is the state branch's sync as this clone last saw it.
@@ -385,6 +388,15 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			}
 		}
 		v.Agents = append(v.Agents, as)
+		warned, err := s.UnverifiedRequests(ag.ID, s.Now().Add(-filestore.UnverifiedShown))
+		if err != nil {
+			return err
+		}
+		v.Unverified = append(v.Unverified, warned...)
+	}
+	slices.SortStableFunc(v.Unverified, func(a, b filestore.Event) int { return a.At.Compare(b.At) })
+	if v.Unverified == nil {
+		v.Unverified = []filestore.Event{}
 	}
 	if a.worktreeCopy != "" {
 		v.WorktreeCopy = filepath.Join(a.worktreeCopy, filestore.DirName)
@@ -447,6 +459,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 				with = fmt.Sprintf(" (and %d sub-task(s) blocked with it)", n.WithIt)
 			}
 			a.printf("  %s  %s  %s: %s%s\n", sh.id(n.ID), orDash(n.AssigneeID), n.Title, oneLine(n.Why), with)
+		}
+	}
+	if len(v.Unverified) > 0 {
+		a.printf("\nUnverified chat requests (an agent acted on a superior's request that its messages do not show; ask the superior whether it asked):\n")
+		for _, e := range v.Unverified {
+			a.printf("  %s  %s %s: %s\n", localTime(e.At), e.Actor, strings.ReplaceAll(e.Reason, e.To, sh.id(e.To)), e.Warning)
 		}
 	}
 	if len(v.Invalid) > 0 {

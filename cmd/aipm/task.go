@@ -297,6 +297,12 @@ func historyLine(e filestore.Event, sh shortener) string {
 	if e.Reason != "" {
 		line += " (" + e.Reason + ")"
 	}
+	if e.RequesterID != "" {
+		line += " at the request of " + e.RequesterID
+	}
+	if e.Warning != "" {
+		line += "; warning: " + e.Warning
+	}
 	return line
 }
 

@@ -21,8 +21,11 @@ var texts = map[string]text{
 		"You are in a chat session: you talk, real work happens in task sessions. Call get_next_action and follow its instruction, again after every step. Call logout before you exit.",
 		"チャットセッションです。ここでは会話のみを行い、実際の作業はタスクセッションで行います。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。終了する前に logout を呼び出してください。"},
 	"auth.task_session": {
-		"You are in a task session for task %s. Call get_next_action and follow its instruction, again after every step. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
-		"タスク %s のタスクセッションです。get_next_action を呼び出してその指示に従い、各ステップの後に再び呼び出してください。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
+		"You are in a task session for task %s. Follow next_action below: it is what get_next_action answers now. After each step, follow the next_action its result carries; call get_next_action only when a result carries none or says to. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
+		"タスク %s のタスクセッションです。下記の next_action に従ってください（現在の get_next_action の応答です）。各ステップの後は、その結果に含まれる next_action に従ってください。get_next_action を呼び出すのは、結果に next_action がないときか、呼び出すよう指示されたときだけです。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
+	"auth.task_session.ask": {
+		"You are in a task session for task %s. Call get_next_action and follow its instruction; after each step, follow the next_action its result carries, and call get_next_action only when a result carries none or says to. Work under the working directory using absolute paths and never edit .ai-pm/ by hand.",
+		"タスク %s のタスクセッションです。get_next_action を呼び出してその指示に従ってください。各ステップの後は、その結果に含まれる next_action に従い、get_next_action を呼び出すのは結果に next_action がないときか、呼び出すよう指示されたときだけにしてください。作業ディレクトリ配下で絶対パスを使って作業し、.ai-pm/ を直接編集しないでください。"},
 	"auth.failed": {
 		"Authentication did not start a session. Terminate the process now.",
 		"認証でセッションは開始されませんでした。直ちにプロセスを終了してください。"},
@@ -52,8 +55,8 @@ var texts = map[string]text{
 
 	// get_next_action in a task session (tools/next_task.go).
 	"next.get_task": {
-		"Call get_my_task to read your task and open its execution record, then call get_next_action. Do not start from the description alone.",
-		"get_my_task を呼び出してタスクを読み、実行記録を開始してから、get_next_action を呼び出してください。説明文だけを頼りに作業を始めないでください。"},
+		"Call get_my_task to read your task and open its execution record; its result's next_action says what comes next. Do not start from the description alone.",
+		"get_my_task を呼び出してタスクを読み、実行記録を開始してください。その結果の next_action が次にすることを示します。説明文だけを頼りに作業を始めないでください。"},
 	"next.task_blocked": {
 		"Your task %s was blocked by %s (%s). Stop working on it now. Call report_completed(result=\"blocked\", summary=\"<what you did so far>\"); your session then ends.",
 		"あなたのタスク %[1]s は %[2]s によってブロックされました（%[3]s）。直ちに作業を中止してください。report_completed(result=\"blocked\", summary=\"<これまでに行ったこと>\") を呼び出してください。それでセッションは終了します。"},
@@ -84,17 +87,17 @@ var texts = map[string]text{
 		"Judge the task's size. If it takes several distinct steps, split it into 2–5 sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — give dependencies by local_id where one step needs another — and follow the next_action of its result. If it is simple, do it yourself now, in the working directory, and call report_completed(result=\"success\", summary=\"<what you did>\") (or result=\"blocked\", summary=\"<why>\" if you cannot finish it).",
 		"タスクの規模を判断してください。いくつかの異なる段階が必要なら、create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) で 2〜5 個のサブタスクに分割し（ある段階が別の段階の結果を必要とする場合は local_id で依存関係を指定）、その結果の next_action に従ってください。単純なタスクなら今すぐ自分で作業ディレクトリ内で実行し、report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください（完了できない場合は result=\"blocked\", summary=\"<理由>\"）。"},
 	"next.worker.work": {
-		"Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\").",
-		"タスク %[1]s を今すぐ自分で、作業ディレクトリ内で実行してください。完了したら report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。完了できない場合は report_completed(result=\"blocked\", summary=\"<理由>\") を呼び出してください。"},
+		"Do task %s yourself now, in the working directory. When it is finished, call report_completed(result=\"success\", summary=\"<what you did>\"). If you cannot finish it, call report_completed(result=\"blocked\", summary=\"<why>\"). If it needs another agent's answer, ask through your chat session: delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) answers with the result.",
+		"タスク %[1]s を今すぐ自分で、作業ディレクトリ内で実行してください。完了したら report_completed(result=\"success\", summary=\"<行ったこと>\") を呼び出してください。完了できない場合は report_completed(result=\"blocked\", summary=\"<理由>\") を呼び出してください。他のエージェントの回答が必要なら、チャットセッションを通じて尋ねてください。delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) が結果を返します。"},
 	"next.worker.report_completion": {
 		"Every sub-task of %s is finished. Check the result, then call report_completed(result=\"success\", summary=\"<what was done>\").",
 		"%[1]s のサブタスクはすべて終了しました。結果を確認してから report_completed(result=\"success\", summary=\"<行われたこと>\") を呼び出してください。"},
 	"next.worker.execute_subtask": {
-		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"): its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
-		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出してください。その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\"): its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\"). If it needs another agent's answer, ask through your chat session: delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) answers with the result.",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\") を呼び出してください。その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。他のエージェントの回答が必要なら、チャットセッションを通じて尋ねてください。delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) が結果を返します。"},
 	"next.worker.execute_subtask.start_next": {
-		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\", start_next=true): that also starts your next sub-task once it is ready, and its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\").",
-		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\", start_next=true) を呼び出してください。準備のできた次のサブタスクも開始され、その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。"},
+		"Do sub-task %s (%q) now. When it is finished, call update_task_status(task_id=%q, status=\"done\", start_next=true): that also starts your next sub-task once it is ready, and its result says what comes next. If you cannot finish it, call update_task_status(task_id=%q, status=\"blocked\", reason=\"<why>\"). If it needs another agent's answer, ask through your chat session: delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) answers with the result.",
+		"サブタスク %[1]s（%[2]q）を今すぐ実行してください。完了したら update_task_status(task_id=%[3]q, status=\"done\", start_next=true) を呼び出してください。準備のできた次のサブタスクも開始され、その結果が次の段階を示します。完了できない場合は update_task_status(task_id=%[4]q, status=\"blocked\", reason=\"<理由>\") を呼び出してください。他のエージェントの回答が必要なら、チャットセッションを通じて尋ねてください。delegate_to_chat_session(target_agent_id=..., purpose=..., timeout_seconds=50) が結果を返します。"},
 	"next.worker.start_subtask": {
 		"Start sub-task %s (%q): call %s. Its result says how to go on.",
 		"サブタスク %[1]s（%[2]q）を開始してください。%[3]s を呼び出してください。その結果が続け方を示します。"},
@@ -119,8 +122,8 @@ var texts = map[string]text{
 		"Your next sub-tasks wait for work of others (a dependency in progress, or a request awaiting approval). Call get_next_action again right away: it waits until something changes. Do not sleep.",
 		"次のサブタスクは他者の作業（進行中の依存先、または承認待ちの依頼）を待っています。すぐに get_next_action をもう一度呼び出してください。何か変化があるまで待ちます。sleep はしないでください。"},
 	"next.manager.create_subtasks": {
-		"You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result — then call get_next_action.",
-		"あなたはこのタスクを管理し、作業は部下のワーカーが行います。create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) でサブタスクに分割してください（ワーカー1人が担当できる単位ごとに1つ、別のサブタスクの結果が必要なものは local_id で依存関係を指定）。その後 get_next_action を呼び出してください。"},
+		"You manage this task; your workers do the work. Split it into sub-tasks with create_tasks_batch(parent_task_id=%q, tasks=[...]) — one per piece a worker can own, with dependencies by local_id where one needs another's result. Its result's next_action says what comes next.",
+		"あなたはこのタスクを管理し、作業は部下のワーカーが行います。create_tasks_batch(parent_task_id=%[1]q, tasks=[...]) でサブタスクに分割してください（ワーカー1人が担当できる単位ごとに1つ、別のサブタスクの結果が必要なものは local_id で依存関係を指定）。その結果の next_action が次にすることを示します。"},
 	"next.manager.wait": {
 		"Your workers are on it and nothing has changed yet. Call get_next_action again right away: it waits until a sub-task changes and then tells you what happened. Do not sleep or exit.",
 		"ワーカーが作業中で、まだ変化はありません。すぐに get_next_action をもう一度呼び出してください。サブタスクに変化があるまで待ち、何が起きたかを伝えます。sleep や終了はしないでください。"},
@@ -179,9 +182,9 @@ var texts = map[string]text{
 	"next.manager.choose.then": {". Then call get_next_action.", "。その後 get_next_action を呼び出してください。"},
 	"next.manager.dispatch": {
 		"Dispatch: call %s (the call below). It gives each sub-task without an assignee to the least loaded worker; change an assignee_id where another worker's role fits better. " +
-			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are. Its result says how to go on.",
+			"It assigns them, starts those whose dependencies are done, and starts the others when theirs are; with timeout_seconds it then waits until something needs you, as get_next_action would. Its result says how to go on.",
 		"ディスパッチしてください: %s を呼び出します（下記の call）。担当者のいないサブタスクは最も負荷の少ないワーカーに割り当ててあります。役割がより合うワーカーがいれば assignee_id を変更してください。" +
-			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。その結果が続け方を示します。"},
+			"割り当てたうえで、依存先が完了しているものを開始し、残りは依存先が完了したときに開始します。timeout_seconds を指定すると、その後 get_next_action と同じように、あなたの対応が必要になるまで待ちます。その結果が続け方を示します。"},
 	"next.manager.adjust": {
 		"Change the plan with: assign_task (reassign a sub-task that is not running), update_task_status (e.g. cancel what is no longer needed), " +
 			"create_tasks_batch (new sub-tasks), split_task (replace a todo or backlog sub-task by smaller ones). Inspect with list_tasks, get_task, list_subordinates, get_subordinate_profile. Then call get_next_action.",
@@ -201,6 +204,9 @@ var texts = map[string]text{
 	"chat.conversation_expired": {
 		"%s did not accept your conversation %s in time; it expired. If it served a delegation, report it with report_delegation_completed(status=\"failed\") or try again later. Then call get_next_action.",
 		"%[1]s が会話 %[2]s を期限内に承諾しなかったため、会話は期限切れになりました。委譲のための会話だった場合は report_delegation_completed(status=\"failed\") で報告するか、後でもう一度試してください。その後 get_next_action を呼び出してください。"},
+	"chat.conversation_expired.delegation": {
+		"%s did not accept your conversation %s in time; it expired. It served delegation %s, which is still yours: try once more with start_conversation(target_agent_id=%q, delegation_id=%q, initial_message=...), or give it up with report_delegation_completed(delegation_id=%q, status=\"failed\", result=\"<why>\"). Then call get_next_action.",
+		"%[1]s が会話 %[2]s を期限内に承諾しなかったため、会話は期限切れになりました。この会話は委譲 %[3]s のためのもので、委譲はまだあなたが担当しています。start_conversation(target_agent_id=%[4]q, delegation_id=%[5]q, initial_message=...) でもう一度試すか、report_delegation_completed(delegation_id=%[6]q, status=\"failed\", result=\"<理由>\") で断念を報告してください。その後 get_next_action を呼び出してください。"},
 	"chat.conversation_duplicate": {
 		"Your conversation %s with %s was ended as a duplicate: a sync of two machines' states found another live conversation between you two, and that one is kept. Nothing said in it is lost. Start yours again (start_conversation) once the other one has ended; a delegation it served stays yours to carry out. Then call get_next_action.",
 		"会話 %[1]s（相手: %[2]s）は重複として終了しました。2 台のマシンの状態を同期したところ、同じ二者の間に進行中の別の会話があり、そちらが残されました。発言は失われていません。もう一方の会話が終わったら、改めて start_conversation で始めてください。その会話が担っていた委譲は引き続きあなたが行います。その後 get_next_action を呼び出してください。"},
@@ -333,6 +339,9 @@ var texts = map[string]text{
 		"報告しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},
 	"report_completed.released_cancelled":  {"Task %s was cancelled by %s, so your report did not change it. ", "タスク %[1]s は %[2]s によってキャンセルされたため、報告でタスクは変更していません。"},
 	"report_completed.released_reassigned": {"Task %s is now assigned to %s, so your report did not change it. ", "タスク %[1]s は現在 %[2]s に割り当てられているため、報告でタスクは変更していません。"},
+	"report_completed.released_paused": {
+		"The project is paused, so your report did not change task %s: it stays %s, and work on it goes on when the project is resumed. ",
+		"プロジェクトが一時停止中のため、報告でタスク %[1]s は変更していません。タスクは %[2]s のままで、プロジェクトの再開後に作業が続けられます。"},
 	"report_completed.released": {
 		"Your summary is kept in your execution record. Your task session has ended: exit now, without calling get_next_action or logout.",
 		"サマリーは実行記録に残しました。タスクセッションは終了しました。get_next_action も logout も呼び出さずに、今すぐ終了してください。"},

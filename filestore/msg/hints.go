@@ -127,8 +127,6 @@ var hints = []translation{
 	{"unverified_requester", "name as requester someone whose message to you is the request itself (the task's title alone, or after please, task: or could you; request_message_id may name that message), or omit requester_id to request it yourself (it then waits for approval)", "依頼そのものであるメッセージを送ってきた相手を requester に指定するか（メッセージ全体がタスクのタイトルだけ、または please・task:・could you に続くタイトルであること。request_message_id でそのメッセージを指定できます）、requester_id を省略して自分で依頼してください（その場合は承認待ちになります）"},
 	{"invalid_session", "omit session_token to use this process's session, or call authenticate here", "このプロセスのセッションを使うには session_token を省略するか、ここで authenticate を呼んでください"},
 	{"invalid_argument", "make the human a manager; the project's one owner is owner_id in project.json", "その人間は manager にしてください。プロジェクトのオーナーは project.json の owner_id の一人だけです"},
-	{"unverified_requester", "act only on a request you received: name as requester_id the superior who messaged you (and the conversation_id, if it was in a conversation)", "受け取った依頼にだけ対応してください。メッセージを送ってきた上位者を requester_id に指定してください（会話の中での依頼なら conversation_id も）"},
-	{"unverified_requester", "name the conversation in which the requester asked you, or leave conversation_id out if it asked outside a conversation", "依頼者が依頼してきた会話を指定するか、会話の外での依頼なら conversation_id を省略してください"},
 	{"unauthorized", "start only tasks assigned to you; ask %s to assign it to you first", "開始できるのは自分に割り当てられたタスクだけです。先に %s に自分への割り当てを依頼してください"},
 	{"unauthorized", "change only tasks assigned to you or created by you; ask %s to change it", "変更できるのは自分に割り当てられたか自分が作成したタスクだけです。%s に変更を依頼してください"},
 	{"unauthorized", "only a superior of yours (your manager, or theirs) can ask you to start or change a task from chat; name the superior who asked you", "チャットからタスクの開始や変更を依頼できるのは、あなたの上位者（マネージャーやさらにその上位者）だけです。依頼してきた上位者を指定してください"},
@@ -195,11 +193,19 @@ var hints = []translation{
 }
 
 // messages are the Japanese of the error messages the seeds give in Japanese (seed 000's
-// refusal of a requester who is no superior, seed 002's AI-to-AI message without a
-// conversation), word for word; what follows in them is what this implementation adds.
+// refusal of a requester who is no superior and its validateTaskPermission refusals, seed
+// 002's AI-to-AI message without a conversation), word for word; what follows in them is
+// what this implementation adds. A test checks that each English here is one the code
+// makes, so none is left to reach an agent in English only.
 var messages = []translation{
+	// seed 000's validateTaskPermission: the start and update refusals
+	{"unauthorized", "task %s is assigned to %s, not to %s: only its assignee can start it",
+		"自分に割り当てられたタスクのみ開始できます。タスク担当者: %[2]s"},
+	{"unauthorized", "agent %s may not change task %s: it is assigned to %s and was created by %s",
+		"このタスクの修正権限がありません"},
+	{"unauthorized", "nobody", "未割当"}, // the seed's word for a task with no assignee, within the above
 	{"unauthorized", "this operation needs a request from a superior: requester %s is not an ancestor of %s",
-		"この操作には上位者からの依頼が必要です。依頼者: %[1]s は上位者ではありません。"},
+		"この操作には上位者からの依頼が必要です。依頼者 '%[1]s' は '%[2]s' の上位者ではありません。"},
 	{"conversation_required_for_ai_to_ai", "AI agents %s and %s need an active conversation to exchange messages: there is no active conversation between them",
 		"AIエージェント間のメッセージ送信にはアクティブな会話が必要です。%[1]s と %[2]s の間にアクティブな会話はありません。"},
 	{"conversation_required_for_ai_to_ai", "AI agents %s and %s need an active conversation to exchange messages: conversation %s from %s is still pending",

@@ -128,7 +128,11 @@ func TestSeedTexts(t *testing.T) {
 		{Text("ja", "get_my_execution_history.done"), "ログ内容を確認するには get_execution_log(execution_id) を呼び出してください。", true},
 		{Text("ja", "get_execution_log.truncated"), "ログが切り詰められています。offset を指定して続きを取得できます。", true},
 		{Message("ja", "unauthorized", "this operation needs a request from a superior: requester worker-qa-01 is not an ancestor of w1"),
-			"この操作には上位者からの依頼が必要です。依頼者: worker-qa-01 は上位者ではありません。", true},
+			"この操作には上位者からの依頼が必要です。依頼者 'worker-qa-01' は 'w1' の上位者ではありません。", true},
+		{Message("ja", "unauthorized", "task tsk_1 is assigned to nobody, not to w1: only its assignee can start it"),
+			"自分に割り当てられたタスクのみ開始できます。タスク担当者: 未割当", true},
+		{Message("ja", "unauthorized", "agent w1 may not change task tsk_1: it is assigned to w2 and was created by alice"),
+			"このタスクの修正権限がありません", true},
 		// seed 003
 		{Text("ja", "delegate_to_chat_session.message"), "依頼をチャットセッションに登録しました。次回チャットセッション起動時に処理されます。", true},
 	} {
@@ -327,5 +331,106 @@ func TestKeysAreUsed(t *testing.T) {
 	slices.Sort(unused)
 	if len(unused) > 0 {
 		t.Errorf("keys nobody uses: %v", unused)
+	}
+}
+
+// japanese matches the characters only Japanese text has: kana and kanji.
+var japanese = regexp.MustCompile(`[\p{Hiragana}\p{Katakana}\p{Han}]`)
+
+// words reports whether a text says something beyond its values and punctuation.
+func words(format string) bool {
+	return regexp.MustCompile(`[A-Za-z]{2,}|[\p{Hiragana}\p{Katakana}\p{Han}]`).MatchString(verbRE.ReplaceAllString(format, ""))
+}
+
+// TestCatalogIsBilingual walks the whole catalog — texts, hints, messages — as an agent
+// would get each entry: under "ja" it reads Japanese, under "en" English, so no text
+// reaches an agent in one language only. The hints and messages are looked up through
+// Hint and Message with sample values, as the server does, which also catches an entry
+// another one shadows.
+func TestCatalogIsBilingual(t *testing.T) {
+	sample := func(format string) string {
+		n := 0
+		return regexp.MustCompile(`%s`).ReplaceAllStringFunc(format, func(string) string {
+			n++
+			return "v" + strconv.Itoa(n)
+		})
+	}
+	for key, tx := range texts {
+		if !words(tx.en) {
+			continue // values and punctuation only (": %s")
+		}
+		var args []any
+		ev, _ := verbs(t, tx.en)
+		for i := 1; i <= len(ev); i++ {
+			if ev[i] == 'd' {
+				args = append(args, 3)
+			} else {
+				args = append(args, "v")
+			}
+		}
+		if en := Text("en", key, args...); japanese.MatchString(en) {
+			t.Errorf("text %s: the English has Japanese in it: %q", key, en)
+		}
+		if ja := Text("ja", key, args...); !japanese.MatchString(ja) {
+			t.Errorf("text %s: no Japanese under \"ja\": %q", key, ja)
+		}
+	}
+	for _, tab := range []struct {
+		name    string
+		entries []translation
+		lookup  func(lang, code, english string) string
+	}{{"hint", hints, Hint}, {"message", messages, Message}} {
+		for _, e := range tab.entries {
+			english := sample(e.en)
+			if got := tab.lookup("en", e.code, english); got != english {
+				t.Errorf("%s %q: under \"en\" it reads %q", tab.name, e.en, got)
+			}
+			if !words(e.en) {
+				continue
+			}
+			if got := tab.lookup("ja", e.code, english); got == english || !japanese.MatchString(got) {
+				t.Errorf("%s %q: under \"ja\" it reads %q", tab.name, e.en, got)
+			}
+		}
+	}
+}
+
+// Every message translation is of a message the code makes: the format of a newErr in
+// filestore, or of a toolError's Message in tools. An entry whose English the code no
+// longer writes would leave that refusal in English under "ja".
+func TestEveryMessageTranslationIsMade(t *testing.T) {
+	made := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, path := range sourceFiles(t, sourceDirs) {
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.CallExpr:
+				if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "newErr" && len(x.Args) >= 4 {
+					made[template(x.Args[3])] = true
+				}
+			case *ast.KeyValueExpr:
+				if id, ok := x.Key.(*ast.Ident); ok && id.Name == "Message" {
+					made[template(x.Value)] = true
+				}
+			}
+			return true
+		})
+	}
+	// A message made of parts ("...: %s", the %s another format) matches its template.
+	var parts []*regexp.Regexp
+	for m := range made {
+		if strings.Contains(m, "%s") && len(strings.ReplaceAll(m, "%s", "")) >= 20 {
+			parts = append(parts, regexp.MustCompile("^"+strings.ReplaceAll(regexp.QuoteMeta(m), "%s", ".+")+"$"))
+		}
+	}
+	for _, e := range messages {
+		if made[e.en] || !words(e.en) || e.en == "nobody" || slices.ContainsFunc(parts, func(re *regexp.Regexp) bool { return re.MatchString(e.en) }) {
+			continue
+		}
+		t.Errorf("message %q is made nowhere in the code", e.en)
 	}
 }

@@ -273,6 +273,34 @@ func TestInvalidTaskReported(t *testing.T) {
 	}
 }
 
+// "Needs you" lists a chat request an agent acted on that its messages do not show (seed
+// 000's audit warning: the request went ahead, and the human may ask the superior).
+func TestNeedsYouUnverifiedRequest(t *testing.T) {
+	ts, st, _, task := newTestServer(t)
+	w1 := filestore.Actor{ID: "w1", Via: filestore.ViaTool}
+	if _, err := st.StartTaskFromChat(w1, task, "alice", ""); err != nil { // alice never wrote to w1
+		t.Fatal(err)
+	}
+	code, body := do(t, ts, "GET", "/api/state", "", testToken, "")
+	if code != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %s", code, body)
+	}
+	var got state
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	var warned []attention
+	for _, a := range got.Attention {
+		if a.Kind == "unverified_request" {
+			warned = append(warned, a)
+		}
+	}
+	if len(warned) != 1 || warned[0].AgentID != "w1" || warned[0].TaskID != task ||
+		!strings.Contains(warned[0].Text, "w1 started task "+task+" at the request of alice, who may not have asked: requester alice sent w1 no message") {
+		t.Errorf("unverified requests %+v, want w1's start", warned)
+	}
+}
+
 // "Needs you" lists what keeps agents from starting: a start that really failed, with its
 // log, and a command this machine has not approved — not a stop by Ctrl-C or shutdown.
 func TestNeedsYouStarts(t *testing.T) {

@@ -110,7 +110,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid
+	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid, unverified_request
 	TaskID  string    `json:"task_id,omitempty"`
 	AgentID string    `json:"agent_id,omitempty"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -232,7 +232,13 @@ func (s *Server) readMeta() (*meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	var warned []filestore.Event
 	for _, ag := range agents {
+		evs, err := fs.UnverifiedRequests(ag.ID, fs.Now().Add(-filestore.UnverifiedShown))
+		if err != nil {
+			return nil, err
+		}
+		warned = append(warned, evs...)
 		row := agentRow{ID: ag.ID, Name: ag.Name, Type: ag.Type, Hierarchy: ag.Hierarchy, Role: ag.Role,
 			ParentID: ag.ParentID, Status: ag.Status, Sessions: []sessionRow{}}
 		for _, se := range live {
@@ -268,7 +274,7 @@ func (s *Server) readMeta() (*meta, error) {
 		return nil, err
 	}
 	s.board.mu.Lock()
-	all := needsYou(s.board.rows, unread, runs, spawns, un, p.UpdatedAt)
+	all := needsYou(s.board.rows, unread, runs, spawns, un, warned, p.UpdatedAt)
 	s.board.mu.Unlock()
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
@@ -285,7 +291,7 @@ func (s *Server) readMeta() (*meta, error) {
 // needsYou is the "Needs you" list, newest first: each source below adds its items.
 // projectAt dates the items about the project's settings (unapproved commands).
 func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution,
-	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, projectAt time.Time) []attention {
+	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, warned []filestore.Event, projectAt time.Time) []attention {
 	out := []attention{}
 	// Tasks: a broken file, a request waiting for approval, a block.
 	for _, t := range rows {
@@ -360,6 +366,12 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 			Text: "settings.agent_commands." + u.Name + " (used by " + strings.Join(u.Agents, ", ") +
 				") is not approved on this machine: aipm run starts nothing with it; review and approve it with `aipm trust`",
 			At: projectAt})
+	}
+	// Chat requests an agent acted on that its messages do not show (seed 000's warning):
+	// the human asks the superior named whether it asked.
+	for _, e := range warned {
+		out = append(out, attention{Kind: "unverified_request", AgentID: e.Actor, TaskID: e.To,
+			Text: e.Actor + " " + e.Reason + ", who may not have asked: " + e.Warning, At: e.At})
 	}
 	slices.SortStableFunc(out, func(a, b attention) int {
 		if c := b.At.Compare(a.At); c != 0 {
