@@ -40,6 +40,61 @@ func checkRel(rel string) error {
 	return nil
 }
 
+// StatePath says whether rel (slash-separated, relative to .ai-pm) is a file another
+// clone may bring: one the on-disk format (doc.go) shares, by its place and name. A path
+// from a remote is untrusted input, compared as Git compares paths on a case-insensitive
+// system: any component that is .git or starts with it (a nested repository, a .gitignore
+// that would make this clone publish its runtime area or stop sharing its tasks), a case
+// variant of a reserved name, a control character, or any other place is refused, each
+// with the reason. aipm's own .gitignore and .gitattributes are never taken from a remote.
+func StatePath(rel string) error {
+	for _, r := range rel {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("a control character in the path")
+		}
+	}
+	if err := checkRel(rel); err != nil {
+		return err
+	}
+	parts := strings.Split(rel, "/")
+	for _, c := range parts {
+		if strings.HasPrefix(strings.ToLower(c), ".git") {
+			if len(parts) == 1 && (c == ".gitignore" || c == ".gitattributes") {
+				return fmt.Errorf("aipm writes its own %s: never taken from a remote", c)
+			}
+			return fmt.Errorf("%q is Git's name: refused at any depth and in any case", c)
+		}
+	}
+	if first := strings.ToLower(parts[0]); first == "runtime" || first == "journal" {
+		return fmt.Errorf("%s/%s is machine-local: another clone cannot write it", DirName, rel)
+	}
+	switch {
+	case rel == "project.json" || rel == "events.jsonl":
+		return nil
+	case len(parts) == 2 && strings.HasSuffix(parts[1], ".json") && validStateID(strings.TrimSuffix(parts[1], ".json")) &&
+		(parts[0] == "tasks" || parts[0] == "conversations" || parts[0] == "delegations" || parts[0] == "executions" || parts[0] == "leases"):
+		return nil
+	case len(parts) == 3 && parts[0] == "agents" && ValidateAgentID(parts[1]) == nil &&
+		(parts[2] == "agent.json" || parts[2] == "chat.jsonl" || parts[2] == "notifications.jsonl"):
+		return nil
+	}
+	return fmt.Errorf("not a file of aipm's on-disk format (filestore/doc.go)")
+}
+
+// validStateID is an entity id or agent id as a file name: no case games, no dots but
+// inner ones.
+func validStateID(id string) bool {
+	if id == "" || len(id) > 80 || strings.HasPrefix(id, ".") {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
 // Read returns the current content of the file at rel (slash-separated, relative to
 // .ai-pm); ok is false when there is none.
 func (f *Files) Read(rel string) (data []byte, ok bool, err error) {

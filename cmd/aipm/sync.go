@@ -159,6 +159,9 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if r.Rejected > 0 {
 		parts = append(parts, fmt.Sprintf("push refused %d time(s), fetched and merged again", r.Rejected))
 	}
+	if n := len(r.Refused); n > 0 {
+		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

@@ -50,8 +50,8 @@ var texts = map[string]text{
 		"aipm MCP サーバーの authenticate を agent_id %[1]q で、passkey なしで呼び出してください（このプロセスは %[2]s セッション用に起動されました%[3]s）。"},
 	"prompt.on_task": {" on task %s", "。対象タスク: %s"},
 	"prompt.loop": {
-		" Then call get_next_action, do exactly what its instruction says, and call get_next_action again after every step, until it tells you to exit. Work in %s using absolute paths; never edit .ai-pm/ by hand.",
-		"その後 get_next_action を呼び出し、その指示どおりに作業し、各ステップの後に再び get_next_action を呼び出してください。exit を指示されたら終了してください。作業は %s で絶対パスを使って行い、.ai-pm/ を直接編集しないでください。"},
+		" Then follow the answers: do exactly what each instruction says, and call get_next_action only when an answer gives no next step, until you are told to exit. Work in %s using absolute paths; never edit .ai-pm/ by hand.",
+		"その後は各応答に従ってください。指示どおりに作業し、応答に次のステップがないときだけ get_next_action を呼び出してください。exit を指示されたら終了してください。作業は %s で絶対パスを使って行い、.ai-pm/ を直接編集しないでください。"},
 
 	// get_next_action in a task session (tools/next_task.go).
 	"next.get_task": {

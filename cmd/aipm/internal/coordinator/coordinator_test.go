@@ -124,7 +124,7 @@ func TestChildEnvDropsAnotherAgentsIdentity(t *testing.T) {
 func TestAgentPromptLanguages(t *testing.T) {
 	a := &filestore.Agent{ID: "w1", Name: "Worker One", Role: "writes docs"}
 	en := agentPrompt("en", a, "task", "tsk_1", "/repo")
-	want := `You are agent w1 (Worker One) of the aipm project at /repo. Your role: writes docs. Call the aipm MCP server's authenticate tool with agent_id "w1" and no passkey (this process was started for a task session on task tsk_1). Then call get_next_action, do exactly what its instruction says, and call get_next_action again after every step, until it tells you to exit. Work in /repo using absolute paths; never edit .ai-pm/ by hand.`
+	want := `You are agent w1 (Worker One) of the aipm project at /repo. Your role: writes docs. Call the aipm MCP server's authenticate tool with agent_id "w1" and no passkey (this process was started for a task session on task tsk_1). Then follow the answers: do exactly what each instruction says, and call get_next_action only when an answer gives no next step, until you are told to exit. Work in /repo using absolute paths; never edit .ai-pm/ by hand.`
 	if en != want {
 		t.Errorf("en prompt:\n%s\nwant\n%s", en, want)
 	}

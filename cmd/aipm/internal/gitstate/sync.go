@@ -41,6 +41,9 @@ type Round struct {
 	Conflicts []string `json:"conflicts"` // entity files left with conflict markers
 	Pushed    bool     `json:"pushed"`    // the remote's branch moved to ours
 	Rejected  int      `json:"rejected"`  // pushes refused because the remote moved meanwhile
+	// Refused are the paths another clone pushed that are not the store's to take
+	// (filestore.StatePath), each "<path>: <why> (commit <id>)"; the rest of the round went on.
+	Refused []string `json:"refused,omitempty"`
 }
 
 // maxAttempts bounds the fetch–merge–push loop of one round when other clones keep
@@ -242,14 +245,16 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 			return nil // nothing new there
 		}
 		base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
-		merged, conflicts, err = mergeInto(f, g, base, head, theirs)
+		var refused []string
+		merged, conflicts, refused, err = mergeInto(f, g, base, head, theirs)
 		if err != nil {
 			return err
 		}
+		r.Refused = appendNew(r.Refused, refused...)
 		if _, err := g.run("add", "-A", "."); err != nil {
 			return err
 		}
-		if base == head {
+		if base == head && len(refused) == 0 {
 			// Nothing of ours since the base: the files are now theirs, and so is the
 			// branch.
 			_, err := g.run("reset", "-q", "--soft", theirs)
@@ -316,7 +321,12 @@ func push(root, remote string) (rejected bool, err error) {
 
 // mergeInto writes into the store, through f, the three-way merge of every path that
 // differs between base and theirs, reading the three versions from Git's objects.
-func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged, conflicts []string, err error) {
+//
+// A path that is not the store's to take (filestore.StatePath: Git's names at any depth
+// and in any case, the machine-local area, control characters, anything outside the
+// on-disk format), or one that cannot be written here, is refused, named in refused with
+// the commit it came from, and the rest goes on: this clone's own changes still go out.
+func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged, conflicts, refused []string, err error) {
 	var out string
 	if base == "" {
 		out, err = g.run("ls-tree", "-r", "-z", "--name-only", theirs)
@@ -324,12 +334,22 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		out, err = g.run("diff", "--name-only", "--no-renames", "-z", base, theirs)
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
+	}
+	short, err := g.run("rev-parse", "--short=10", theirs)
+	if err != nil {
+		return nil, nil, nil, err
 	}
 	var paths []string
 	for _, p := range strings.Split(out, "\x00") {
-		if p == "" || strings.HasPrefix(p, "runtime/") {
-			continue // machine-local: never taken from another clone
+		if p == "" {
+			continue
+		}
+		if err := filestore.StatePath(p); err != nil {
+			if p != ".gitignore" && p != ".gitattributes" { // aipm's own: left as they are, quietly
+				refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", p, err, short))
+			}
+			continue
 		}
 		paths = append(paths, p)
 	}
@@ -343,7 +363,7 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 	}
 	objs, err := g.catBatch(specs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, refused, err
 	}
 	for i, p := range paths {
 		b, o, t := objs[3*i], objs[3*i+1], objs[3*i+2]
@@ -352,7 +372,7 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		}
 		data, write, remove, conflict, err := merge3(g, p, b, o, t)
 		if err != nil {
-			return merged, conflicts, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
+			return merged, conflicts, refused, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
 		}
 		switch {
 		case remove:
@@ -363,14 +383,16 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 			continue
 		}
 		if err != nil {
-			return merged, conflicts, err
+			// A file where this clone has a directory, say: that path only is not taken.
+			refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", p, err, short))
+			continue
 		}
 		merged = append(merged, p)
 		if conflict {
 			conflicts = append(conflicts, p)
 		}
 	}
-	return merged, conflicts, nil
+	return merged, conflicts, refused, nil
 }
 
 // merge3 decides one path: what to write (write), or to remove it (remove), or nothing.
