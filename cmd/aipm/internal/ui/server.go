@@ -40,6 +40,9 @@ type Options struct {
 	// Aipm is the aipm executable ({aipm} in agent commands), to check the approval of
 	// agent commands as `aipm trust` does; empty means this process's executable.
 	Aipm string
+	// Queue is the merge queue of the clone around the store; nil outside a Git
+	// repository (the page then shows no diffs and offers no landing actions).
+	Queue Queue
 }
 
 // Server serves the page, its read API, its event stream and its actions.
@@ -69,12 +72,15 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /events", s.token(s.events))
 	s.mux.HandleFunc("GET /api/state", s.token(s.getState))
 	s.mux.HandleFunc("GET /api/tasks/{id}", s.token(s.getTask))
+	s.mux.HandleFunc("GET /api/tasks/{id}/diff", s.token(s.getDiff))
 	s.mux.HandleFunc("GET /api/runs/{id}/log", s.token(s.getLog))
 	s.mux.HandleFunc("GET /api/chat/{agent}", s.token(s.getChat))
 	s.mux.HandleFunc("POST /api/tasks/{id}/status", s.token(s.postStatus))
 	s.mux.HandleFunc("POST /api/tasks/{id}/assign", s.token(s.postAssign))
 	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.token(s.postApprove))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.token(s.postReject))
+	s.mux.HandleFunc("POST /api/tasks/{id}/land/retry", s.token(s.postRetry))
+	s.mux.HandleFunc("POST /api/tasks/{id}/land/abandon", s.token(s.postAbandon))
 	s.mux.HandleFunc("POST /api/chat/{agent}/send", s.token(s.postSend))
 	s.mux.HandleFunc("POST /api/chat/{agent}/read", s.token(s.postRead))
 	s.mux.HandleFunc("POST /api/inbox/read", s.token(s.postInboxRead))

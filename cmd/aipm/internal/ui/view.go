@@ -32,7 +32,7 @@ type meta struct {
 	Attention []attention `json:"attention"` // the newest attentionMax
 	// AttentionTotal counts them all; the page's Needs me filter shows every task among
 	// them: those it can tell from the task rows (blocked, awaiting approval, broken) and
-	// AttentionTasks, the tasks of the other items (messages, failed runs).
+	// AttentionTasks, the tasks of the other items (messages, failed runs, landings).
 	AttentionTotal int      `json:"attention_total"`
 	AttentionTasks []string `json:"attention_tasks"`
 }
@@ -65,17 +65,26 @@ type taskRow struct {
 	// a hand edit or a merge), in the words of `aipm doctor`; the page gives such tasks a
 	// column of their own.
 	Problem string `json:"problem,omitempty"`
+	// Landing is where the task's code is, for a task on a branch of its own.
+	Landing *landingRow `json:"landing,omitempty"`
 
 	// For the attention list, not sent.
-	updatedAt   time.Time
-	cascadeFrom string
-	requesterID string
+	updatedAt    time.Time
+	cascadeFrom  string
+	requesterID  string
+	reworkOf     string
+	landReworkID string
+	landAttempts int
+	landDetail   string
 }
 
 func rowOf(id string, t *filestore.Task) taskRow {
 	r := taskRow{ID: id, Title: t.Title, Status: t.Status, Priority: t.Priority, AssigneeID: t.AssigneeID,
 		ParentID: t.ParentID, Dependencies: t.Dependencies, BlockedReason: t.BlockedReason, Problem: t.Problem(),
-		updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID}
+		Landing: landingOf(t.Landing), updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID, reworkOf: t.ReworkOf}
+	if l := t.Landing; l != nil {
+		r.landReworkID, r.landAttempts, r.landDetail = l.ReworkTaskID, l.Attempts, l.Detail
+	}
 	if t.Approval != filestore.ApprovalApproved {
 		r.Approval = t.Approval
 	}
@@ -110,7 +119,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid
+	Kind    string    `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid
 	TaskID  string    `json:"task_id,omitempty"`
 	AgentID string    `json:"agent_id,omitempty"`
 	RunID   string    `json:"run_id,omitempty"`
@@ -273,7 +282,7 @@ func (s *Server) readMeta() (*meta, error) {
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
 	for _, a := range all {
-		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run") {
+		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run" || a.Kind == "landing") {
 			seen[a.TaskID] = true
 			m.AttentionTasks = append(m.AttentionTasks, a.TaskID)
 		}
@@ -307,6 +316,10 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 				text += " — " + t.BlockedReason
 			}
 			out = append(out, attention{Kind: "blocked", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
+		}
+		// Code that did not land, past the attempts allowed: retry or abandon.
+		if a, ok := landingNeedsYou(rows, t); ok {
+			out = append(out, a)
 		}
 	}
 	// Messages the human has not read.
