@@ -48,7 +48,7 @@ func chromiumPath() string {
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
 // refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
 // the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
-// ui-phone-board.png, ui-phone-details.png).
+// ui-phone-board.png, ui-phone-details.png, ui-landing.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -536,7 +536,19 @@ func TestUIBrowser(t *testing.T) {
 		}
 	}
 
-	testUILanding(t, repo, aipm, git, click, eval, waitFor)
+	landingShot := func() {
+		if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+			eval(`document.getElementById('toast').hidden = true; ""`)
+			b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatalf("screenshot ui-landing.png: %v", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "ui-landing.png"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	testUILanding(t, repo, aipm, git, click, eval, waitFor, landingShot)
 
 	if got := eval(`String(window.aipmMark)`); got != "not reloaded" {
 		t.Errorf("the page was reloaded (mark %q)", got)
@@ -708,7 +720,8 @@ func startUIProc(ctx context.Context, t testing.TB, repo string, env []string, a
 // that waits for the human is in Needs you, and Retry and Abandon there are the queue's
 // own calls (the worktree goes with Abandon), and the item goes.
 func testUILanding(t *testing.T, repo string, aipm func(...string) string, git func(string, ...string) string,
-	click func(what, sel string), eval func(string) string, waitFor func(what, cond string, limit time.Duration) time.Duration) {
+	click func(what, sel string), eval func(string) string, waitFor func(what, cond string, limit time.Duration) time.Duration,
+	shot func()) {
 	t.Helper()
 	st, err := filestore.Open(repo, filestore.Options{})
 	if err != nil {
@@ -809,6 +822,7 @@ func testUILanding(t *testing.T, repo string, aipm func(...string) string, git f
 	if got := eval(`String(document.querySelectorAll('#details pre.diff img').length) + ' ' + String(window.pwned)`); got != "0 undefined" {
 		t.Errorf("the diff's markup was parsed as HTML: images and pwned %q", got)
 	}
+	shot() // the README's ui-landing.png
 	// The unfolded diff stays unfolded when the landing changes underneath (and is read
 	// again).
 	if _, err := st.UpdateLanding(queue, filter, func(_ *filestore.Task, l *filestore.Landing) error {
