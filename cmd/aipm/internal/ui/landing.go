@@ -44,7 +44,7 @@ func landingOf(l *filestore.Landing) *landingRow {
 // for a person, or false. A failed attempt past the limit marks both the task that failed
 // and the original it reworks; the original, which handed its code on to a rework, is
 // left out: the rework's item is the one to act on (its worktree holds the code).
-func landingNeedsYou(rows map[string]taskRow, t taskRow) (attention, bool) {
+func landingNeedsYou(rows map[string]taskRow, t taskRow, machine string) (attention, bool) {
 	if t.Landing == nil || !t.Landing.NeedsYou || t.landReworkID != "" {
 		return attention{}, false
 	}
@@ -59,7 +59,12 @@ func landingNeedsYou(rows map[string]taskRow, t taskRow) (attention, bool) {
 	if first, _, _ := strings.Cut(strings.TrimSpace(t.landDetail), "\n"); first != "" {
 		text += ": " + clip(strings.TrimSuffix(first, "; the end of its output:"), 160)
 	}
-	return attention{Kind: "landing", TaskID: t.ID, AgentID: t.AssigneeID, Text: text + "; retry or abandon it", At: t.updatedAt}, true
+	a := attention{Kind: "landing", TaskID: t.ID, AgentID: t.AssigneeID, Text: text + "; retry or abandon it", At: t.updatedAt}
+	if machine != "" && t.landMachine != "" && t.landMachine != machine {
+		a.Machine = t.landMachine
+		a.Text = text + "; its worktree is on machine " + t.landMachine + ": retry it there (aipm land retry), or abandon it"
+	}
+	return a, true
 }
 
 func plural(n int, what string) string {

@@ -264,3 +264,26 @@ func TestDiff(t *testing.T) {
 		t.Errorf("retry outside Git: %d %s, want 404 no_git", code, body)
 	}
 }
+
+// TestLandingElsewhere: a landing whose worktree is in another machine's clone waits for
+// the human too, but says that only that machine can retry it.
+func TestLandingElsewhere(t *testing.T) {
+	ts, st, _, task := newTestServerWith(t, func(st *filestore.Store) Queue { return &fakeQueue{s: st} })
+	failLanding(t, st, task, 3, "conflict in notes.txt")
+	if _, err := st.UpdateLanding(queueActor, task, func(_ *filestore.Task, l *filestore.Landing) error {
+		l.Machine = "other-box"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := readState(t, func() (int, string) { return do(t, ts, "GET", "/api/state", "", testToken, "") })
+	var items []attention
+	for _, a := range got.Attention {
+		if a.Kind == "landing" {
+			items = append(items, a)
+		}
+	}
+	if len(items) != 1 || items[0].Machine != "other-box" || !strings.Contains(items[0].Text, "its worktree is on machine other-box: retry it there") {
+		t.Errorf("landing items %+v, want one naming machine other-box", items)
+	}
+}

@@ -50,6 +50,9 @@ type Server struct {
 	o     Options
 	mux   *http.ServeMux
 	board board
+	// machine is this machine's id, to tell a landing whose worktree is in another
+	// machine's clone (that machine's queue retries it); "" outside Git.
+	machine string
 }
 
 // New returns the server for o.
@@ -61,6 +64,9 @@ func New(o Options) *Server {
 		o.Aipm, _ = os.Executable()
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
+	if o.Queue != nil {
+		s.machine, _ = o.Store.MachineID() // "": every landing counts as this machine's
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time

@@ -76,6 +76,7 @@ type taskRow struct {
 	landReworkID string
 	landAttempts int
 	landDetail   string
+	landMachine  string
 }
 
 func rowOf(id string, t *filestore.Task) taskRow {
@@ -83,7 +84,7 @@ func rowOf(id string, t *filestore.Task) taskRow {
 		ParentID: t.ParentID, Dependencies: t.Dependencies, BlockedReason: t.BlockedReason, Problem: t.Problem(),
 		Landing: landingOf(t.Landing), updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID, reworkOf: t.ReworkOf}
 	if l := t.Landing; l != nil {
-		r.landReworkID, r.landAttempts, r.landDetail = l.ReworkTaskID, l.Attempts, l.Detail
+		r.landReworkID, r.landAttempts, r.landDetail, r.landMachine = l.ReworkTaskID, l.Attempts, l.Detail, l.Machine
 	}
 	if t.Approval != filestore.ApprovalApproved {
 		r.Approval = t.Approval
@@ -119,10 +120,13 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid
-	TaskID  string    `json:"task_id,omitempty"`
-	AgentID string    `json:"agent_id,omitempty"`
-	RunID   string    `json:"run_id,omitempty"`
+	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid
+	TaskID  string `json:"task_id,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
+	// Machine is, for a landing, the machine whose clone holds its worktree when it is
+	// not this one: only there can it be retried.
+	Machine string    `json:"machine,omitempty"`
 	Text    string    `json:"text"`
 	At      time.Time `json:"at"`
 }
@@ -277,7 +281,7 @@ func (s *Server) readMeta() (*meta, error) {
 		return nil, err
 	}
 	s.board.mu.Lock()
-	all := needsYou(s.board.rows, unread, runs, spawns, un, p.UpdatedAt)
+	all := needsYou(s.board.rows, s.machine, unread, runs, spawns, un, p.UpdatedAt)
 	s.board.mu.Unlock()
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
@@ -292,8 +296,9 @@ func (s *Server) readMeta() (*meta, error) {
 }
 
 // needsYou is the "Needs you" list, newest first: each source below adds its items.
-// projectAt dates the items about the project's settings (unapproved commands).
-func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution,
+// projectAt dates the items about the project's settings (unapproved commands); machine
+// is this machine's id.
+func needsYou(rows map[string]taskRow, machine string, unread []filestore.Message, runs []*filestore.Execution,
 	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, projectAt time.Time) []attention {
 	out := []attention{}
 	// Tasks: a broken file, a request waiting for approval, a block.
@@ -318,7 +323,7 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 			out = append(out, attention{Kind: "blocked", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
 		}
 		// Code that did not land, past the attempts allowed: retry or abandon.
-		if a, ok := landingNeedsYou(rows, t); ok {
+		if a, ok := landingNeedsYou(rows, t, machine); ok {
 			out = append(out, a)
 		}
 	}

@@ -537,7 +537,7 @@ function renderAttention() {
     a.kind === 'approval' && h('div', { class: 'acts' },
       h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
       h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')),
-    a.kind === 'landing' && landActs(a.task_id));
+    a.kind === 'landing' && landActs(a.task_id, a.machine));
   });
   if (S.attention_total > S.attention.length) {
     items.push(h('li', { class: 'more', style: 'background:none' }, '… and ' + (S.attention_total - S.attention.length) +
@@ -552,10 +552,11 @@ function renderAttention() {
 }
 
 // landActs are the two ways out of a landing that waits for a person, as `aipm land
-// retry|abandon`: the item goes once the queue's write reaches the page.
-function landActs(id) {
+// retry|abandon`: the item goes once the queue's write reaches the page. A landing whose
+// worktree is in another machine's clone (elsewhere) can be retried only there.
+function landActs(id, elsewhere) {
   return h('div', { class: 'acts' },
-    h('button', { class: 'primary retry', title: 'one more attempt, from its branch as it is (aipm land retry)',
+    !elsewhere && h('button', { class: 'primary retry', title: 'one more attempt, from its branch as it is (aipm land retry)',
       onclick: e => { e.stopPropagation(); act('queued again', '/api/tasks/' + encodeURIComponent(id) + '/land/retry'); } }, 'Retry'),
     h('button', { class: 'danger abandon', title: 'its code never lands; its branch stays (aipm land abandon)',
       onclick: e => { e.stopPropagation(); abandon(id); } }, 'Abandon'));
@@ -742,7 +743,8 @@ function codeSection(d, ref) {
       l.attempts > 0 && [h('dt', {}, 'failed attempts'), h('dd', {}, String(l.attempts))],
       l.rework_task_id && [h('dt', {}, 'rework'), h('dd', {}, ref(l.rework_task_id))]),
     l.detail && h('pre', { class: 'log land-detail' }, l.detail),
-    l.needs_human && h('div', { class: 'actions needs-you' }, h('span', {}, 'Its code did not land: '), landActs(d.id)),
+    l.needs_human && h('div', { class: 'actions needs-you' }, h('span', {}, 'Its code did not land: '),
+      landActs(d.id, ((S.attention || []).find(a => a.kind === 'landing' && a.task_id === d.id) || {}).machine)),
     box];
 }
 
