@@ -13,7 +13,7 @@ const deps = new Map();       // id → Set of the ids that depend on it
 let shortIDs = new Map();     // id → shortest unique prefix (at least 4 characters after tsk_)
 let selTask = null;           // the task in the details pane
 let chatAgent = null;         // the agent in the chat pane
-let diffCache = null;         // { key, answer } of the diff in the details pane
+let diffCache = null;         // { key, reading, answer } of the diff in the details pane
 const openDiffs = new Set();  // tasks whose diff is unfolded
 const openLogs = new Set();   // runs whose log is shown
 const folded = new Set(['done', 'cancelled']); // columns shown as their count only
@@ -727,13 +727,15 @@ function codeSection(d, ref) {
   const show = answer => {
     box.replaceChildren(...changesView(d.id, answer, () => { diffCache = null; renderDetails(true); }));
   };
-  if (diffCache && diffCache.key === key) show(diffCache.answer);
-  else {
-    api('/api/tasks/' + encodeURIComponent(d.id) + '/diff').then(a => {
-      diffCache = { key, answer: a };
-      show(a);
-    }).catch(e => show({ error: e.message || e.error || String(e) }));
+  // One read per landing, however often the pane redraws meanwhile; once read, drawn at
+  // once, so that the pane keeps its height and its scroll across redraws.
+  if (!diffCache || diffCache.key !== key) {
+    const c = diffCache = { key, answer: null,
+      reading: api('/api/tasks/' + encodeURIComponent(d.id) + '/diff').catch(e => ({ error: e.message || e.error || String(e) })) };
+    c.reading.then(a => { c.answer = a; });
   }
+  if (diffCache.answer) show(diffCache.answer);
+  else diffCache.reading.then(show);
   return [
     h('h2', {}, 'Code'),
     h('dl', { class: 'facts code' },
