@@ -548,7 +548,17 @@ func TestUIBrowser(t *testing.T) {
 			}
 		}
 	}
-	testUILanding(t, repo, aipm, git, click, eval, waitFor, landingShot)
+	phone := func(what string) {
+		t.Helper()
+		do("a phone's screen", chromedp.EmulateViewport(390, 844))
+		waitFor("the phone layout", `innerWidth === 390`, 5*time.Second)
+		if bad := eval(narrow); bad != "" {
+			t.Errorf("at 390×844 with %s, boxes narrower than 300 px hold text: %s", what, bad)
+		}
+		do("back to a desktop screen", chromedp.EmulateViewport(1440, 900))
+		waitFor("the desktop layout", `innerWidth === 1440`, 5*time.Second)
+	}
+	testUILanding(t, repo, aipm, git, click, eval, waitFor, landingShot, phone)
 
 	if got := eval(`String(window.aipmMark)`); got != "not reloaded" {
 		t.Errorf("the page was reloaded (mark %q)", got)
@@ -721,7 +731,7 @@ func startUIProc(ctx context.Context, t testing.TB, repo string, env []string, a
 // own calls (the worktree goes with Abandon), and the item goes.
 func testUILanding(t *testing.T, repo string, aipm func(...string) string, git func(string, ...string) string,
 	click func(what, sel string), eval func(string) string, waitFor func(what, cond string, limit time.Duration) time.Duration,
-	shot func()) {
+	shot func(), phone func(what string)) {
 	t.Helper()
 	st, err := filestore.Open(repo, filestore.Options{})
 	if err != nil {
@@ -823,6 +833,7 @@ func testUILanding(t *testing.T, repo string, aipm func(...string) string, git f
 		t.Errorf("the diff's markup was parsed as HTML: images and pwned %q", got)
 	}
 	shot() // the README's ui-landing.png
+	phone("a task's code and diff open")
 	// The unfolded diff stays unfolded when the landing changes underneath (and is read
 	// again).
 	if _, err := st.UpdateLanding(queue, filter, func(_ *filestore.Task, l *filestore.Landing) error {
