@@ -301,7 +301,8 @@ func (s *Server) readMeta() (*meta, error) {
 func needsYou(rows map[string]taskRow, machine string, unread []filestore.Message, runs []*filestore.Execution,
 	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, projectAt time.Time) []attention {
 	out := []attention{}
-	// Tasks: a broken file, a request waiting for approval, a block.
+	// Tasks: a broken file, a request waiting for approval, a block; and code that did
+	// not land.
 	for _, t := range rows {
 		switch {
 		case t.Problem != "":
