@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/cmd/aipm/internal/coordinator"
+	"github.com/aipm/aipm/cmd/aipm/internal/land"
 	"github.com/aipm/aipm/cmd/aipm/internal/ui"
 	"github.com/aipm/aipm/tools"
 	"github.com/aipm/aipm/watch"
@@ -75,7 +76,13 @@ func (a *app) cmdUI(args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := ui.HTTPServer(ctx, ui.New(ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts, Aipm: exe}), 0)
+	o := ui.Options{Store: s, Hub: hub, Human: actor.ID, Token: token, Hosts: hosts, Aipm: exe}
+	// The page shows each task's diff and hands landings back to this clone's queue, as
+	// `aipm task show` and `aipm land retry|abandon` do.
+	if q, ok := land.New(s, nil); ok {
+		o.Queue = q
+	}
+	srv := ui.HTTPServer(ctx, ui.New(o), 0)
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)

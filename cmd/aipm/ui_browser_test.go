@@ -48,7 +48,7 @@ func chromiumPath() string {
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
 // refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
 // the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
-// ui-phone-board.png, ui-phone-details.png).
+// ui-phone-board.png, ui-phone-details.png, ui-landing.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -536,6 +536,30 @@ func TestUIBrowser(t *testing.T) {
 		}
 	}
 
+	landingShot := func() {
+		if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+			eval(`document.getElementById('toast').hidden = true; ""`)
+			b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+			if err != nil {
+				t.Fatalf("screenshot ui-landing.png: %v", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "ui-landing.png"), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	phone := func(what string) {
+		t.Helper()
+		do("a phone's screen", chromedp.EmulateViewport(390, 844))
+		waitFor("the phone layout", `innerWidth === 390`, 5*time.Second)
+		if bad := eval(narrow); bad != "" {
+			t.Errorf("at 390×844 with %s, boxes narrower than 300 px hold text: %s", what, bad)
+		}
+		do("back to a desktop screen", chromedp.EmulateViewport(1440, 900))
+		waitFor("the desktop layout", `innerWidth === 1440`, 5*time.Second)
+	}
+	testUILanding(t, repo, aipm, git, click, eval, waitFor, landingShot, phone)
+
 	if got := eval(`String(window.aipmMark)`); got != "not reloaded" {
 		t.Errorf("the page was reloaded (mark %q)", got)
 	}
@@ -696,4 +720,163 @@ func startUIProc(ctx context.Context, t testing.TB, repo string, env []string, a
 		t.Fatalf("aipm ui's first line %q, want http://127.0.0.1:PORT/?token=…", url)
 	}
 	return url, stop
+}
+
+// testUILanding is TestUIBrowser's part about code: tasks on branches of their own, in
+// real worktrees beside the repository where `aipm run` makes them, with landing records
+// as the merge queue writes them (the store's calls the queue makes; running the queue
+// would need agents that write code). Each card shows its landing; a task's details show
+// its branch, what went wrong and its diff, as text (the patch holds markup); a landing
+// that waits for the human is in Needs you, and Retry and Abandon there are the queue's
+// own calls (the worktree goes with Abandon), and the item goes.
+func testUILanding(t *testing.T, repo string, aipm func(...string) string, git func(string, ...string) string,
+	click func(what, sel string), eval func(string) string, waitFor func(what, cond string, limit time.Duration) time.Duration,
+	shot func(), phone func(what string)) {
+	t.Helper()
+	st, err := filestore.Open(repo, filestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	machine, err := st.MachineID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	queue := filestore.Actor{ID: "aipm-land", Via: filestore.ViaCoordinator}
+	base := git(repo, "rev-parse", "main")
+	worktree := func(id string) string { return filepath.Join(filepath.Dir(repo), filepath.Base(repo)+".worktrees", id) }
+	// task starts a task on its branch, commits files there, and finishes it: done
+	// queues its landing, which change then sets as the queue would.
+	task := func(title string, files map[string]string, change func(l *filestore.Landing)) (id, commit string) {
+		t.Helper()
+		id = aipm("task", "add", title, "--assign", "fe1", "--status", "todo")
+		aipm("task", "status", id, "in_progress")
+		wt := worktree(id)
+		git(repo, "worktree", "add", "-q", "-b", "aipm/"+id, wt, base)
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(wt, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		git(wt, "add", "-A")
+		git(wt, "commit", "-q", "-m", title)
+		commit = git(wt, "rev-parse", "HEAD")
+		if _, err := st.BeginLanding(queue, id, filestore.Landing{Target: "main", Branch: "aipm/" + id, Base: base, Machine: machine}); err != nil {
+			t.Fatal(err)
+		}
+		aipm("task", "status", id, "done")
+		if _, err := st.UpdateLanding(queue, id, func(_ *filestore.Task, l *filestore.Landing) error { change(l); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id, commit
+	}
+	const markup = `<img src=x onerror="window.pwned=1">`
+	filter, _ := task("Add the price filter", map[string]string{"filter.js": "// price filter\nconst tag = '" + markup + "';\n"}, func(l *filestore.Landing) {
+		l.State, l.Attempts, l.NeedsHuman = filestore.LandCheckFailed, 3, true
+		l.Detail = "the check `sh check.sh` failed (exit status 1); the end of its output:\n<b>found BROKEN</b> in filter.js"
+	})
+	footer, _ := task("Tidy the footer", map[string]string{"footer.html": "<footer>shop</footer>\n"}, func(l *filestore.Landing) {
+		l.State, l.Attempts, l.NeedsHuman, l.Detail = filestore.LandConflict, 3, true, "the rebase onto main conflicts in footer.html"
+	})
+	banner, landed := task("Add a banner", map[string]string{"banner.txt": "sale\n"}, func(l *filestore.Landing) {})
+	if _, err := st.UpdateLanding(queue, banner, func(_ *filestore.Task, l *filestore.Landing) error {
+		l.State, l.LandedCommit = filestore.LandLanded, landed
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The cards say where each task's code is. (The details and chat opened before cover
+	// the done column: Escape closes them.)
+	escape := func() { eval(`document.dispatchEvent(new KeyboardEvent('keydown', {key: 'Escape'})); ""`) }
+	escape()
+	waitFor("the drawer closed", `document.getElementById('drawer').hidden`, 5*time.Second)
+	if eval(`document.getElementById('col-done').classList.contains('folded') ? 'folded' : ''`) != "" {
+		click("unfolding done", `#col-done button.fold`)
+	}
+	badge := func(id string) string { return `document.querySelector('#col-done [data-task-id="` + id + `"] .land')` }
+	waitFor("the landing badges", badge(filter)+` && `+badge(filter)+`.textContent === 'check failed · needs you' && `+
+		badge(footer)+` && `+badge(footer)+`.textContent === 'conflict · needs you' && `+
+		badge(banner)+` && `+badge(banner)+`.textContent === 'landed `+landed[:10]+`'`, 5*time.Second)
+
+	// Needs you: each landing that waits for the human, with its attempts and what went wrong.
+	item := func(id string) string { return `#attention [data-kind="landing"][data-task-id="` + id + `"]` }
+	waitFor("the landings in Needs you", `!!document.querySelector('`+item(filter)+`') && !!document.querySelector('`+item(footer)+`')`, 5*time.Second)
+	if got := eval(`document.querySelector('` + item(filter) + `').innerText`); !strings.Contains(got, "Add the price filter — check failed after 3 attempts: the check `sh check.sh` failed") ||
+		!strings.Contains(got, "Retry") || !strings.Contains(got, "Abandon") {
+		t.Errorf("the landing in Needs you reads %q, want its attempts, what went wrong, Retry and Abandon", got)
+	}
+
+	// Its details: the branch, the landing, the check's output and the diff, as text.
+	click("opening the details of a landing that failed", `#col-done [data-task-id="`+filter+`"]`)
+	waitFor("the code in the details", `!!document.querySelector('#details dl.code') && !!document.querySelector('#details pre.stat')`, 5*time.Second)
+	code := eval(`document.querySelector('#details dl.code').innerText`)
+	for _, want := range []string{"aipm/" + filter + " from main at " + base[:10], "failed attempts\n3", "check failed · needs you"} {
+		if !strings.Contains(code, want) {
+			t.Errorf("the details' code facts lack %q:\n%s", want, code)
+		}
+	}
+	if got := eval(`document.querySelector('#details dl.facts').innerText`); !strings.Contains(got, "check failed · needs you") {
+		t.Errorf("the details' status lacks the landing:\n%s", got)
+	}
+	if got := eval(`document.querySelector('#details pre.land-detail').textContent + '|' + document.querySelectorAll('#details pre.land-detail b').length`); got != "the check `sh check.sh` failed (exit status 1); the end of its output:\n<b>found BROKEN</b> in filter.js|0" {
+		t.Errorf("the landing's detail shows %q, want the check's output as text", got)
+	}
+	if got := eval(`document.querySelector('#details pre.stat').textContent`); !strings.Contains(got, "filter.js") || !strings.Contains(got, "1 file changed") {
+		t.Errorf("the changed files read %q, want git's summary naming filter.js", got)
+	}
+	click("unfolding the diff", `#details details.diff summary`)
+	waitFor("the diff", `!!document.querySelector('#details pre.diff') && document.querySelector('#details pre.diff').textContent.includes('+const tag')`, 5*time.Second)
+	if got := eval(`document.querySelector('#details pre.diff').textContent`); !strings.Contains(got, "+const tag = '"+markup+"';") || !strings.Contains(got, "diff --git a/filter.js b/filter.js") {
+		t.Errorf("the diff reads %q, want the patch of filter.js as text", got)
+	}
+	if got := eval(`String(document.querySelectorAll('#details pre.diff img').length) + ' ' + String(window.pwned)`); got != "0 undefined" {
+		t.Errorf("the diff's markup was parsed as HTML: images and pwned %q", got)
+	}
+	shot() // the README's ui-landing.png
+	phone("a task's code and diff open")
+	// The unfolded diff stays unfolded when the landing changes underneath (and is read
+	// again).
+	if _, err := st.UpdateLanding(queue, filter, func(_ *filestore.Task, l *filestore.Landing) error {
+		l.Detail += "\nthe queue looked again"
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the details after a change of the landing", `document.querySelector('#details pre.land-detail').textContent.includes('looked again')`, 5*time.Second)
+	waitFor("the diff still unfolded", `!!document.querySelector('#details details.diff[open] pre.diff span')`, 5*time.Second)
+
+	// Retry in Needs you: the queue's Retry, by alice via ui; the item goes.
+	click("Retry", item(filter)+` button.retry`)
+	waitFor("the retried landing leaving Needs you", `!document.querySelector('`+item(filter)+`')`, 5*time.Second)
+	var shown struct {
+		Landing filestore.Landing `json:"landing"`
+		History []struct{ Actor, Via, Change, To string }
+	}
+	if err := json.Unmarshal([]byte(aipm("task", "show", filter, "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.Landing.State != filestore.LandQueued || shown.Landing.NeedsHuman || shown.Landing.Detail != "retried by alice" {
+		t.Errorf("landing after Retry: %+v, want queued again, retried by alice", shown.Landing)
+	}
+	if last := shown.History[len(shown.History)-1]; last.Actor != "alice" || last.Via != "ui" || last.To != filestore.LandQueued {
+		t.Errorf("last history event after Retry: %+v, want alice via ui → queued", last)
+	}
+	waitFor("the details following the retry", `document.querySelector('#details dl.code').innerText.includes('queued') && !document.querySelector('#details .needs-you')`, 5*time.Second)
+
+	// Abandon: the code is given up, its worktree removed; the item goes.
+	eval(`window.confirm = () => true; ""`)
+	click("Abandon", item(footer)+` button.abandon`)
+	waitFor("the abandoned landing leaving Needs you", `!document.querySelector('`+item(footer)+`') && !document.querySelector('#attention [data-kind="landing"]')`, 5*time.Second)
+	if err := json.Unmarshal([]byte(aipm("task", "show", footer, "--json")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if shown.Landing.State != filestore.LandAbandoned || shown.Landing.NeedsHuman {
+		t.Errorf("landing after Abandon: %+v, want abandoned", shown.Landing)
+	}
+	if _, err := os.Stat(worktree(footer)); !os.IsNotExist(err) {
+		t.Errorf("the abandoned task's worktree %s: %v, want it removed", worktree(footer), err)
+	}
+	waitFor("the abandoned badge", badge(footer)+` && `+badge(footer)+`.textContent === 'abandoned'`, 5*time.Second)
+	escape()
+	waitFor("the details closed", `document.getElementById('drawer').hidden`, 5*time.Second)
 }

@@ -13,8 +13,10 @@
 // keeps only that copy of the task rows, rebuilt at every state read; every answer is read
 // from the store, and every button is a store call (SetTaskStatus, AssignTask, ApproveTask,
 // RejectTask, SendMessage, OpenChat, CloseChat, SetProjectStatus) by the acting human,
-// recorded via "ui" — the same rules the CLI goes through. Any number of `aipm ui`
-// processes and agents may run at once.
+// recorded via "ui" — the same rules the CLI goes through. A task's diff, and the retry
+// and abandon of a landing that waits for a person, go through the clone's merge queue
+// (Options.Queue, land.Queue wired by cmd/aipm), as `aipm task show` and `aipm land
+// retry|abandon` do. Any number of `aipm ui` processes and agents may run at once.
 //
 // It answers only requests whose Host names the address it serves (a page of another site
 // whose name was rebound to 127.0.0.1 is refused), and only requests carrying the

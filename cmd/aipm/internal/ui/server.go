@@ -40,6 +40,9 @@ type Options struct {
 	// Aipm is the aipm executable ({aipm} in agent commands), to check the approval of
 	// agent commands as `aipm trust` does; empty means this process's executable.
 	Aipm string
+	// Queue is the merge queue of the clone around the store; nil outside a Git
+	// repository (the page then shows no diffs and offers no landing actions).
+	Queue Queue
 }
 
 // Server serves the page, its read API, its event stream and its actions.
@@ -47,6 +50,9 @@ type Server struct {
 	o     Options
 	mux   *http.ServeMux
 	board board
+	// machine is this machine's id, to tell a landing whose worktree is in another
+	// machine's clone (that machine's queue retries it); "" outside Git.
+	machine string
 }
 
 // New returns the server for o.
@@ -58,6 +64,9 @@ func New(o Options) *Server {
 		o.Aipm, _ = os.Executable()
 	}
 	s := &Server{o: o, mux: http.NewServeMux()}
+	if o.Queue != nil {
+		s.machine, _ = o.Store.MachineID() // "": every landing counts as this machine's
+	}
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		panic(err) // the embedded tree is fixed at build time
@@ -69,12 +78,15 @@ func New(o Options) *Server {
 	s.mux.HandleFunc("GET /events", s.token(s.events))
 	s.mux.HandleFunc("GET /api/state", s.token(s.getState))
 	s.mux.HandleFunc("GET /api/tasks/{id}", s.token(s.getTask))
+	s.mux.HandleFunc("GET /api/tasks/{id}/diff", s.token(s.getDiff))
 	s.mux.HandleFunc("GET /api/runs/{id}/log", s.token(s.getLog))
 	s.mux.HandleFunc("GET /api/chat/{agent}", s.token(s.getChat))
 	s.mux.HandleFunc("POST /api/tasks/{id}/status", s.token(s.postStatus))
 	s.mux.HandleFunc("POST /api/tasks/{id}/assign", s.token(s.postAssign))
 	s.mux.HandleFunc("POST /api/tasks/{id}/approve", s.token(s.postApprove))
 	s.mux.HandleFunc("POST /api/tasks/{id}/reject", s.token(s.postReject))
+	s.mux.HandleFunc("POST /api/tasks/{id}/land/retry", s.token(s.postRetry))
+	s.mux.HandleFunc("POST /api/tasks/{id}/land/abandon", s.token(s.postAbandon))
 	s.mux.HandleFunc("POST /api/chat/{agent}/send", s.token(s.postSend))
 	s.mux.HandleFunc("POST /api/chat/{agent}/read", s.token(s.postRead))
 	s.mux.HandleFunc("POST /api/inbox/read", s.token(s.postInboxRead))

@@ -22,6 +22,12 @@ const testToken = "0123456789abcdef"
 // the way `aipm ui` does, on httptest's address.
 func newTestServer(t *testing.T) (*httptest.Server, *filestore.Store, *watch.Hub, string) {
 	t.Helper()
+	return newTestServerWith(t, func(*filestore.Store) Queue { return nil })
+}
+
+// newTestServerWith is newTestServer with the merge queue queue returns for the store.
+func newTestServerWith(t *testing.T, queue func(*filestore.Store) Queue) (*httptest.Server, *filestore.Store, *watch.Hub, string) {
+	t.Helper()
 	st, err := filestore.Init(t.TempDir(), filestore.InitOptions{Name: "shop", OwnerID: "alice"}, filestore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +43,7 @@ func newTestServer(t *testing.T) (*httptest.Server, *filestore.Store, *watch.Hub
 	hub := &watch.Hub{}
 	ts := httptest.NewUnstartedServer(nil)
 	host := ts.Listener.Addr().String()
-	ts.Config.Handler = New(Options{Store: st, Hub: hub, Human: "alice", Token: testToken, Hosts: []string{host}, Heartbeat: time.Hour})
+	ts.Config.Handler = New(Options{Store: st, Hub: hub, Human: "alice", Token: testToken, Hosts: []string{host}, Heartbeat: time.Hour, Queue: queue(st)})
 	ts.Start()
 	t.Cleanup(ts.Close)
 	return ts, st, hub, task.ID

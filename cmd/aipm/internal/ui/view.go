@@ -32,7 +32,7 @@ type meta struct {
 	Attention []attention `json:"attention"` // the newest attentionMax
 	// AttentionTotal counts them all; the page's Needs me filter shows every task among
 	// them: those it can tell from the task rows (blocked, awaiting approval, broken) and
-	// AttentionTasks, the tasks of the other items (messages, failed runs).
+	// AttentionTasks, the tasks of the other items (messages, failed runs, landings).
 	AttentionTotal int      `json:"attention_total"`
 	AttentionTasks []string `json:"attention_tasks"`
 }
@@ -65,17 +65,27 @@ type taskRow struct {
 	// a hand edit or a merge), in the words of `aipm doctor`; the page gives such tasks a
 	// column of their own.
 	Problem string `json:"problem,omitempty"`
+	// Landing is where the task's code is, for a task on a branch of its own.
+	Landing *landingRow `json:"landing,omitempty"`
 
 	// For the attention list, not sent.
-	updatedAt   time.Time
-	cascadeFrom string
-	requesterID string
+	updatedAt    time.Time
+	cascadeFrom  string
+	requesterID  string
+	reworkOf     string
+	landReworkID string
+	landAttempts int
+	landDetail   string
+	landMachine  string
 }
 
 func rowOf(id string, t *filestore.Task) taskRow {
 	r := taskRow{ID: id, Title: t.Title, Status: t.Status, Priority: t.Priority, AssigneeID: t.AssigneeID,
 		ParentID: t.ParentID, Dependencies: t.Dependencies, BlockedReason: t.BlockedReason, Problem: t.Problem(),
-		updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID}
+		Landing: landingOf(t.Landing), updatedAt: t.UpdatedAt, cascadeFrom: t.CascadeFrom, requesterID: t.RequesterID, reworkOf: t.ReworkOf}
+	if l := t.Landing; l != nil {
+		r.landReworkID, r.landAttempts, r.landDetail, r.landMachine = l.ReworkTaskID, l.Attempts, l.Detail, l.Machine
+	}
 	if t.Approval != filestore.ApprovalApproved {
 		r.Approval = t.Approval
 	}
@@ -110,10 +120,13 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string    `json:"kind"` // approval, message, blocked, failed_run, failing_start, unapproved_command, invalid, unverified_request
-	TaskID  string    `json:"task_id,omitempty"`
-	AgentID string    `json:"agent_id,omitempty"`
-	RunID   string    `json:"run_id,omitempty"`
+	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid, unverified_request
+	TaskID  string `json:"task_id,omitempty"`
+	AgentID string `json:"agent_id,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
+	// Machine is, for a landing, the machine whose clone holds its worktree when it is
+	// not this one: only there can it be retried.
+	Machine string    `json:"machine,omitempty"`
 	Text    string    `json:"text"`
 	At      time.Time `json:"at"`
 }
@@ -274,12 +287,12 @@ func (s *Server) readMeta() (*meta, error) {
 		return nil, err
 	}
 	s.board.mu.Lock()
-	all := needsYou(s.board.rows, unread, runs, spawns, un, warned, p.UpdatedAt)
+	all := needsYou(s.board.rows, s.machine, unread, runs, spawns, un, warned, p.UpdatedAt)
 	s.board.mu.Unlock()
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
 	for _, a := range all {
-		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run") {
+		if a.TaskID != "" && !seen[a.TaskID] && (a.Kind == "message" || a.Kind == "failed_run" || a.Kind == "landing") {
 			seen[a.TaskID] = true
 			m.AttentionTasks = append(m.AttentionTasks, a.TaskID)
 		}
@@ -289,11 +302,13 @@ func (s *Server) readMeta() (*meta, error) {
 }
 
 // needsYou is the "Needs you" list, newest first: each source below adds its items.
-// projectAt dates the items about the project's settings (unapproved commands).
-func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*filestore.Execution,
+// projectAt dates the items about the project's settings (unapproved commands); machine
+// is this machine's id.
+func needsYou(rows map[string]taskRow, machine string, unread []filestore.Message, runs []*filestore.Execution,
 	spawns []*filestore.Spawn, unapproved []filestore.Unapproved, warned []filestore.Event, projectAt time.Time) []attention {
 	out := []attention{}
-	// Tasks: a broken file, a request waiting for approval, a block.
+	// Tasks: a broken file, a request waiting for approval, a block; and code that did
+	// not land.
 	for _, t := range rows {
 		switch {
 		case t.Problem != "":
@@ -313,6 +328,10 @@ func needsYou(rows map[string]taskRow, unread []filestore.Message, runs []*files
 				text += " — " + t.BlockedReason
 			}
 			out = append(out, attention{Kind: "blocked", TaskID: t.ID, AgentID: t.AssigneeID, Text: text, At: t.updatedAt})
+		}
+		// Code that did not land, past the attempts allowed: retry or abandon.
+		if a, ok := landingNeedsYou(rows, t, machine); ok {
+			out = append(out, a)
 		}
 	}
 	// Messages the human has not read.

@@ -13,6 +13,8 @@ const deps = new Map();       // id → Set of the ids that depend on it
 let shortIDs = new Map();     // id → shortest unique prefix (at least 4 characters after tsk_)
 let selTask = null;           // the task in the details pane
 let chatAgent = null;         // the agent in the chat pane
+let diffCache = null;         // { key, reading, answer } of the diff in the details pane
+const openDiffs = new Set();  // tasks whose diff is unfolded
 const openLogs = new Set();   // runs whose log is shown
 const folded = new Set(['done', 'cancelled']); // columns shown as their count only
 const shown = new Map();      // column → how many cards it shows (more on request)
@@ -86,6 +88,28 @@ async function act(what, path, body) {
 // ---- the model -------------------------------------------------------------------------
 
 function column(t) { return t.problem ? 'invalid' : t.status; }
+
+// landText is a task's landing in a few words, as `aipm task list` gives it: "queued",
+// "landed 1a2b3c4d5e", "check failed · needs you"; "" for a task without a branch.
+function landText(l) {
+  if (!l) return '';
+  let s = l.state.replace('_', ' ');
+  if (l.state === 'landed') s += l.commit ? ' ' + l.commit : ' (no changes)';
+  if (l.needs_you) s += ' · needs you';
+  return s;
+}
+function landBadge(l) {
+  return l && h('span', { class: 'land land-' + l.state + (l.needs_you ? ' needs-you' : ''), title: 'where its code is' }, landText(l));
+}
+// landRow is a task file's landing as the board's rows carry it.
+function landRow(l) {
+  return l && { state: l.state, commit: (l.landed_commit || '').slice(0, 10), needs_you: !!l.needs_human };
+}
+// depMet: a dependency lets its dependents start once done and its code, if any, landed.
+function depMet(d) { return d.status === 'done' && (!d.landing || d.landing.state === 'landed'); }
+function depState(d) {
+  return d.status.replace('_', ' ') + (d.status === 'done' && d.landing && d.landing.state !== 'landed' ? ', landing ' + d.landing.state.replace('_', ' ') : '');
+}
 
 function setIn(m, k, v) { if (!m.has(k)) m.set(k, new Set()); m.get(k).add(v); }
 function delIn(m, k, v) { const s = m.get(k); if (s) { s.delete(v); if (!s.size) m.delete(k); } }
@@ -396,7 +420,7 @@ function cardFor(t) {
   const parent = t.parent_id && tasks.get(t.parent_id);
   const dl = (t.dependencies || []).map(id => tasks.get(id) || { id, title: id, status: '?' });
   const key = JSON.stringify([t, short(t.id), depth(t), t.id === selTask, parent && [parent.title, parent.status],
-    dl.map(d => [d.title, d.status])]);
+    dl.map(d => [d.title, d.status, d.landing && d.landing.state])]);
   const c = cardCache.get(t.id);
   if (c && c.key === key) return c.el;
   const el = card(t, parent, dl);
@@ -406,12 +430,12 @@ function cardFor(t) {
 }
 
 function card(t, parent, dl) {
-  const open = dl.filter(d => d.status !== 'done');
+  const open = dl.filter(d => !depMet(d));
   return h('div', {
     class: 'card st-' + t.status + (t.id === selTask ? ' selected' : ''),
     style: '--depth:' + Math.min(depth(t), 6),
     dataset: { taskId: t.id }, tabindex: '0', role: 'listitem',
-    'aria-label': short(t.id) + ' ' + t.title + ', ' + t.status.replace('_', ' '),
+    'aria-label': short(t.id) + ' ' + t.title + ', ' + t.status.replace('_', ' ') + (t.landing ? ', code ' + landText(t.landing) : ''),
     onclick: () => selectTask(t.id),
     onkeydown: e => cardKey(e, t.id),
   },
@@ -420,10 +444,11 @@ function card(t, parent, dl) {
   h('div', { class: 'title' }, t.title),
   h('div', { class: 'meta' },
     h('span', {}, t.assignee_id ? '@' + t.assignee_id : 'unassigned'),
-    t.approval === 'pending_approval' && h('span', { class: 'pending' }, 'awaits approval')),
+    t.approval === 'pending_approval' && h('span', { class: 'pending' }, 'awaits approval'),
+    landBadge(t.landing)),
   parent && parent.status !== t.status && h('div', { class: 'hint' }, '↳ part of: ' + parent.title),
   dl.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
-    (open.length ? 'waits for: ' : 'after: ') + dl.map(d => d.title + ' (' + d.status.replace('_', ' ') + ')').join(', ')),
+    (open.length ? 'waits for: ' : 'after: ') + dl.map(d => d.title + ' (' + depState(d) + ')').join(', ')),
   t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason),
   t.problem && h('div', { class: 'hint problem' }, t.problem));
 }
@@ -511,7 +536,8 @@ function renderAttention() {
     h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.task_id && tasks.has(a.task_id) ? h('span', { class: 'tid' }, short(a.task_id) + ' ') : '', a.text,
     a.kind === 'approval' && h('div', { class: 'acts' },
       h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
-      h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')));
+      h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')),
+    a.kind === 'landing' && landActs(a.task_id, a.machine));
   });
   if (S.attention_total > S.attention.length) {
     items.push(h('li', { class: 'more', style: 'background:none' }, '… and ' + (S.attention_total - S.attention.length) +
@@ -523,6 +549,22 @@ function renderAttention() {
       h('button', { class: 'read-all', onclick: () => act('messages marked read', '/api/inbox/read') }, 'Mark ' + messages + ' message' + (messages > 1 ? 's' : '') + ' read')));
   }
   ul.replaceChildren(...items);
+}
+
+// landActs are the two ways out of a landing that waits for a person, as `aipm land
+// retry|abandon`: the item goes once the queue's write reaches the page. A landing whose
+// worktree is in another machine's clone (elsewhere) can be retried only there.
+function landActs(id, elsewhere) {
+  return h('div', { class: 'acts' },
+    !elsewhere && h('button', { class: 'primary retry', title: 'one more attempt, from its branch as it is (aipm land retry)',
+      onclick: e => { e.stopPropagation(); act('queued again', '/api/tasks/' + encodeURIComponent(id) + '/land/retry'); } }, 'Retry'),
+    h('button', { class: 'danger abandon', title: 'its code never lands; its branch stays (aipm land abandon)',
+      onclick: e => { e.stopPropagation(); abandon(id); } }, 'Abandon'));
+}
+
+function abandon(id) {
+  if (!confirm('Give up the code of ' + short(id) + ' ' + taskTitle(id) + '? It never lands; its worktree is removed, its branch stays.')) return;
+  act('abandoned', '/api/tasks/' + encodeURIComponent(id) + '/land/abandon');
 }
 
 function reject(id) {
@@ -629,18 +671,20 @@ async function renderDetails(force) {
   });
   const dependents = [...(deps.get(d.id) || [])].sort();
   const scroll = pane.scrollTop;
-  pane.replaceChildren(
+  // Through h's rules: a part that is absent (false, null, "") is left out, not shown.
+  pane.replaceChildren(...h('div', {},
     paneHead('Task ' + short(d.id), closeDetails),
     h('h3', {}, d.title),
     h('dl', { class: 'facts' },
       h('dt', {}, 'id'), h('dd', { class: 'mono' }, d.id),
       h('dt', {}, 'status'), h('dd', {}, h('span', { class: 'pill st-' + d.status }, d.status),
-        d.approval !== 'approved' ? ' ' + d.approval.replace('_', ' ') : ''),
+        d.approval !== 'approved' ? ' ' + d.approval.replace('_', ' ') : '', d.landing && ' ', landBadge(landRow(d.landing))),
       h('dt', {}, 'priority'), h('dd', {}, d.priority),
       h('dt', {}, 'assignee'), h('dd', {}, d.assignee_id || '—'),
       d.parent_id && [h('dt', {}, 'part of'), h('dd', {}, ref(d.parent_id))],
-      d.dependencies && d.dependencies.length > 0 && [h('dt', {}, 'after'), h('dd', {}, d.dependencies.map((id, i) => [i ? ', ' : '', ref(id), ' (' + ((tasks.get(id) || {}).status || '?') + ')']))],
-      dependents.length > 0 && [h('dt', {}, 'needed by'), h('dd', {}, dependents.map((id, i) => [i ? ', ' : '', ref(id), ' (' + tasks.get(id).status + ')']))],
+      d.dependencies && d.dependencies.length > 0 && [h('dt', {}, 'after'), h('dd', {}, d.dependencies.map((id, i) => [i ? ', ' : '', ref(id), ' (' + (tasks.has(id) ? depState(tasks.get(id)) : '?') + ')']))],
+      dependents.length > 0 && [h('dt', {}, 'needed by'), h('dd', {}, dependents.map((id, i) => [i ? ', ' : '', ref(id), ' (' + depState(tasks.get(id)) + ')']))],
+      d.rework_of && [h('dt', {}, 'rework of'), h('dd', {}, ref(d.rework_of))],
       d.blocked_reason && [h('dt', {}, 'blocked'), h('dd', {}, d.blocked_reason)],
       d.requester_id && [h('dt', {}, 'requested by'), h('dd', {}, d.requester_id)],
       d.completion_summary && [h('dt', {}, 'result'), h('dd', {}, d.completion_result + ': ' + d.completion_summary)]),
@@ -656,6 +700,7 @@ async function renderDetails(force) {
       d.approval === 'pending_approval' && [
         h('button', { class: 'primary approve', onclick: () => act('approved', '/api/tasks/' + d.id + '/approve') }, 'Approve'),
         h('button', { class: 'danger reject', onclick: () => reject(d.id) }, 'Reject')]),
+    d.landing && codeSection(d, ref),
     h('h2', {}, 'Runs'),
     d.failed_starts.length > 0 && h('ul', { class: 'runs failed-starts' }, d.failed_starts.map(sp => h('li', {},
       'start of ' + sp.agent_id + ' failed: ' + sp.outcome + (sp.exit_code !== null ? ' (exit code ' + sp.exit_code + ')' : '') + '; log ' + sp.log_path))),
@@ -663,13 +708,70 @@ async function renderDetails(force) {
     h('h2', {}, 'History'),
     h('ul', { class: 'history' }, d.history.slice().reverse().map(e => h('li', {},
       h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change, historyText(e),
-      e.reason ? ' (' + e.reason + ')' : ''))));
+      e.reason ? ' (' + e.reason + ')' : '')))).childNodes);
   pane.scrollTop = scroll;
   if (hadFocus) reason.focus();
   const wasHidden = pane.hidden;
   pane.hidden = false;
   showDrawer();
   if (force && wasHidden) pane.querySelector('button.close').focus();
+}
+
+// codeSection is where a task's code is: its branch, its landing, what went wrong, the way
+// out when it waits for a person, and what it changes (git's summary, and the patch on
+// request). The diff is read again only when the landing changed, or on Refresh.
+function codeSection(d, ref) {
+  const l = d.landing;
+  const box = h('div', { class: 'changes' }, h('p', { class: 'empty' }, 'reading what it changes…'));
+  const key = JSON.stringify([d.id, l]);
+  const show = answer => {
+    box.replaceChildren(...changesView(d.id, answer, () => { diffCache = null; renderDetails(true); }));
+  };
+  // One read per landing, however often the pane redraws meanwhile; once read, drawn at
+  // once, so that the pane keeps its height and its scroll across redraws.
+  if (!diffCache || diffCache.key !== key) {
+    const c = diffCache = { key, answer: null,
+      reading: api('/api/tasks/' + encodeURIComponent(d.id) + '/diff').catch(e => ({ error: e.message || e.error || String(e) })) };
+    c.reading.then(a => { c.answer = a; });
+  }
+  if (diffCache.answer) show(diffCache.answer);
+  else diffCache.reading.then(show);
+  return [
+    h('h2', {}, 'Code'),
+    h('dl', { class: 'facts code' },
+      h('dt', {}, 'landing'), h('dd', {}, landBadge(landRow(l))),
+      h('dt', {}, 'branch'), h('dd', { class: 'mono' }, l.branch + ' from ' + l.target + ' at ' + (l.base || '').slice(0, 10)),
+      l.landed_commit && [h('dt', {}, 'landed'), h('dd', { class: 'mono' }, l.landed_commit + ' on ' + l.target + (l.landed_at ? ' at ' + fmtTime(l.landed_at) : ''))],
+      l.attempts > 0 && [h('dt', {}, 'failed attempts'), h('dd', {}, String(l.attempts))],
+      l.rework_task_id && [h('dt', {}, 'rework'), h('dd', {}, ref(l.rework_task_id))]),
+    l.detail && h('pre', { class: 'log land-detail' }, l.detail),
+    l.needs_human && h('div', { class: 'actions needs-you' }, h('span', {}, 'Its code did not land: '),
+      landActs(d.id, ((S.attention || []).find(a => a.kind === 'landing' && a.task_id === d.id) || {}).machine)),
+    box];
+}
+
+function changesView(id, a, refresh) {
+  const again = h('a', { class: 'ref refresh', href: '#', onclick: e => { e.preventDefault(); refresh(); } }, 'refresh');
+  if (a.error) return [h('p', { class: 'empty' }, 'What it changes: ' + a.error + ' '), again];
+  if (!a.stat && !a.diff) return [h('p', { class: 'empty' }, 'No changes. ', again)];
+  const pre = h('pre', { class: 'diff' });
+  const fill = () => {
+    if (pre.childNodes.length) return;
+    // Each line is text in a span of its kind; nothing of the patch is parsed as HTML.
+    pre.append(...a.diff.split('\n').map(line => h('span', { class: line.startsWith('+') && !line.startsWith('+++') ? 'add'
+      : line.startsWith('-') && !line.startsWith('---') ? 'del' : line.startsWith('@@') ? 'hunk' : line.startsWith('diff ') ? 'file' : '' }, line + '\n')));
+  };
+  const open = openDiffs.has(id);
+  if (open) fill();
+  const kb = n => (n / 1024).toFixed(1) + ' KB';
+  return [
+    h('p', { class: 'changed' }, 'Changed files ', again),
+    h('pre', { class: 'stat' }, a.stat),
+    a.diff && h('details', { class: 'diff', open: open, ontoggle: e => {
+      if (e.currentTarget.open) { openDiffs.add(id); fill(); } else openDiffs.delete(id);
+    } }, h('summary', {}, 'Diff (' + kb(a.bytes) + ')'),
+    a.truncated && h('p', { class: 'cut' }, 'The diff is ' + kb(a.bytes) + '; this shows its first ' + kb(a.diff.length) + '. Git shows it all (aipm task show gives the branch).'),
+    pre)];
 }
 
 async function renderChat(force) {
