@@ -329,18 +329,29 @@ func (x *TaskIDSet) Short(id string) string {
 	if i := sort.SearchStrings(x.hot, id+"\x00"); i < len(x.hot) {
 		n = max(n, commonPrefixLen(id, x.hot[i])+1)
 	}
+	// The nearest record of the index file on each side that is still an id: live, or
+	// shadowed by an entry held in memory (a finished task read since, which hot has).
+	// Only the records of removed tasks are passed over. Stopping at live records alone
+	// made a listing quadratic: once it had read every finished task, each record was
+	// shadowed, and each id scanned to the end of the file.
 	i, _ := x.cold.find(id)
 	for j := i - 1; j >= 0; j-- {
-		if x.coldLive(j) {
-			n = max(n, commonPrefixLen(id, x.cold.id(j))+1)
+		if cid := x.cold.id(j); x.coldLive(j) || x.hotHas(cid) {
+			n = max(n, commonPrefixLen(id, cid)+1)
 			break
 		}
 	}
 	for j := i; j < x.coldN(); j++ {
-		if cid := x.cold.id(j); cid != id && x.coldLive(j) {
+		if cid := x.cold.id(j); cid != id && (x.coldLive(j) || x.hotHas(cid)) {
 			n = max(n, commonPrefixLen(id, cid)+1)
 			break
 		}
 	}
 	return id[:min(n, len(id))]
+}
+
+// hotHas tells whether id is held in memory.
+func (x *TaskIDSet) hotHas(id string) bool {
+	i, ok := slices.BinarySearch(x.hot, id)
+	return ok && i < len(x.hot)
 }

@@ -245,3 +245,39 @@ func TestOneShotCommandComparesOnce(t *testing.T) {
 		t.Errorf("minted %s after %s", c.ID, b.ID)
 	}
 }
+
+// Once a listing has read every finished task into memory, each record of the index file
+// is shadowed by a held entry: Short still finds each id's neighbours among all the ids,
+// a removed task's record passed over, without scanning the file for a live record (which
+// made `aipm task list` quadratic in the finished tasks).
+func TestShortAfterEveryFinishedTaskIsRead(t *testing.T) {
+	s := newTestStore(t)
+	var ids []string
+	for i := range 40 {
+		tk := mustTask(t, s, NewTask{Title: fmt.Sprint("t", i), AssigneeID: "w1"})
+		finish(t, s, tk.ID)
+		ids = append(ids, tk.ID)
+	}
+	titles(t, s, TaskFilter{}) // leaves the index file, the finished tasks in its cold part
+	gone := ids[20]
+	if err := os.Remove(s.taskPath(gone)); err != nil {
+		t.Fatal(err)
+	}
+	ids = slices.Delete(ids, 20, 21)
+	cli := reopen(t, s)
+	cli.OneShot()
+	titles(t, cli, TaskFilter{}) // reads, and holds, every finished task
+	set, err := cli.TaskIDSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ShortTaskIDs(ids)
+	for _, id := range ids {
+		if got := set.Short(id); got != want[id] {
+			t.Errorf("Short(%s) = %s, want %s", id, got, want[id])
+		}
+	}
+	if set.Has(gone) {
+		t.Errorf("the removed task %s is still in the set", gone)
+	}
+}
