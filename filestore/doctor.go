@@ -7,9 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Problem is one finding of Check, printed as "path:line: problem".
@@ -30,7 +32,13 @@ func (s *Store) Check() ([]Problem, error) {
 	c.links()
 	c.project()
 	c.agentsDir()
-	c.mailboxPairs()
+	mailboxes := c.startLines() // the mailboxes' lines need no other entity
+	pairs := make(chan []Problem, 1)
+	go func() {
+		sub := &checker{s: s}
+		sub.mailboxPairs()
+		pairs <- sub.out
+	}()
 	c.tasksDir()
 	c.taskRules()
 	c.jsonl(s.path("events.jsonl"), func(data []byte) string {
@@ -51,6 +59,9 @@ func (s *Store) Check() ([]Problem, error) {
 	c.entityDir("runtime/notifications", PrefixSession, func() any { return &notificationReads{} })
 	c.readLogs()
 	c.chatStates()
+	c.startLines()() // the rest, which look up the entities read above
+	mailboxes()
+	c.out = append(c.out, <-pairs...)
 	sort.SliceStable(c.out, func(i, j int) bool {
 		if c.out[i].Path != c.out[j].Path {
 			return c.out[i].Path < c.out[j].Path
@@ -68,6 +79,8 @@ type checker struct {
 	agents   map[string]*Agent
 	convs    map[string]*Conversation
 	convData map[string][]byte
+	// lineJobs are the JSONL files to check, each with its check of a line (jsonl).
+	lineJobs []lineJob
 }
 
 func (c *checker) add(path string, line int, format string, args ...any) {
@@ -286,7 +299,71 @@ func (c *checker) taskRules() {
 
 // jsonl checks every complete line of a JSONL file with fn (which returns a problem or "")
 // and reports a torn last line.
+// jsonl checks each line of the JSONL file path with fn (a problem, or ""). The check is
+// queued: the files are checked at the end of Check, several at once (checkLines), when
+// every entity fn may look up is known; fn must only read the checker's maps.
 func (c *checker) jsonl(path string, fn func([]byte) string) {
+	c.lineJobs = append(c.lineJobs, lineJob{path, fn})
+}
+
+type lineJob struct {
+	path string
+	fn   func([]byte) string
+}
+
+// startLines starts the line checks queued so far, on every core, and returns the wait
+// for them, which adds their problems: mailboxes and the history are most of a store's
+// bytes, and decoding their lines most of doctor's time, so they are checked while the
+// rest of the store is. The largest files go first; each file's problems keep their order.
+func (c *checker) startLines() (wait func()) {
+	done := make(chan []Problem, 1)
+	jobs := c.lineJobs
+	c.lineJobs = nil
+	go func() { done <- checkLines(c.s, jobs) }()
+	return func() { c.out = append(c.out, <-done...) }
+}
+
+// checkLines checks the lines of each file of jobs, on every core.
+func checkLines(s *Store, jobs []lineJob) []Problem {
+	size := make([]int64, len(jobs))
+	for i, j := range jobs {
+		if fi, err := os.Lstat(j.path); err == nil {
+			size[i] = fi.Size()
+		}
+	}
+	order := make([]int, len(jobs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return size[order[a]] > size[order[b]] })
+	found := make([][]Problem, len(jobs))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				sub := &checker{s: s}
+				sub.lines(jobs[i].path, jobs[i].fn)
+				found[i] = sub.out
+			}
+		}()
+	}
+	for _, i := range order {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	var out []Problem
+	for _, p := range found {
+		out = append(out, p...)
+	}
+	return out
+}
+
+// lines checks one JSONL file (see jsonl).
+func (c *checker) lines(path string, fn func([]byte) string) {
 	// Streamed: a mailbox or history of hundreds of megabytes is checked line by line,
 	// never held in memory; past a hundred problems in one file the rest are counted.
 	const maxReported = 100
