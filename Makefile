@@ -48,6 +48,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzValidateIDs -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzQuickMessage -fuzztime=20s ./filestore/
 
 # Rewrite golden sections of testscript scenarios (e.g. the tools/list snapshot).
 update:
