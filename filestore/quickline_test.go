@@ -28,15 +28,25 @@ var quickMessageSeeds = []string{
 	`null`,
 	`[]`,
 	`{"id":"msg_1","senderId":"w1"`,
+	`{"at":"2026-11-28T10:00:46.328278Z","actor":"owner","via":"cli","entity":"project","id":"prj_1","change":"created","to":"scalebench"}`,
+	`{"at":"2026-11-28T10:00:46Z","actor":"owner","via":"cli","entity":"task","id":"tsk_1","change":"updated","fields":["title"]}`,
+	`{"at":5,"actor":"owner"}`,
 }
 
 // quickMessage never vouches for a line json.Unmarshal refuses, and says what it would
-// find of the id and the sender; it vouches for the lines aipm writes.
+// find of the id and the sender; it vouches for the lines aipm writes. The same for a
+// history line (quickObject with eventKeys).
 func FuzzQuickMessage(f *testing.F) {
 	for _, s := range quickMessageSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		if _, _, ok := quickObject(line, eventKeys, "", ""); ok {
+			var e Event
+			if err := json.Unmarshal(line, &e); err != nil {
+				t.Fatalf("quickObject vouched for the event %q, which json.Unmarshal refuses: %v", line, err)
+			}
+		}
 		id, sender, ok := quickMessage(line)
 		if !ok {
 			return

@@ -160,31 +160,9 @@ func (s *Store) ReadTasks(ids []string, fn func(*Task) error) error {
 
 // readTaskIn is readTask through dir, the store's tasks/ opened as an os.Root.
 func (s *Store) readTaskIn(dir *os.Root, id string) (*Task, error) {
-	f, err := dir.OpenFile(id+".json", os.O_RDONLY|openNoFollow, 0)
-	if err != nil {
+	data, ok := readIn(dir, id+".json")
+	if !ok {
 		return s.readTask(id) // for readTask's own error (a link, a missing file)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxEntityFile {
-		return s.readTask(id)
-	}
-	data := make([]byte, 0, fi.Size()+1)
-	for {
-		n, err := f.Read(data[len(data):cap(data)])
-		data = data[:len(data)+n]
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(data) == cap(data) {
-			if len(data) > maxEntityFile {
-				return s.readTask(id)
-			}
-			data = append(data, 0)[:len(data)] // it grew meanwhile
-		}
 	}
 	var t Task
 	if err := s.decodeJSON(s.taskPath(id), data, &t); err != nil {
@@ -193,4 +171,37 @@ func (s *Store) readTaskIn(dir *os.Root, id string) (*Task, error) {
 	t.normalize()
 	t.ID = id // the file name is the task's identity (readTask)
 	return &t, nil
+}
+
+// readIn reads the regular file name in dir (an os.Root of a store directory, checked
+// when opened: openStoreDir) without following a link: an open, a stat and a read, as
+// `cat` pays. ok is false for anything readFileSafe would refuse or fail on, which the
+// caller then asks for its error.
+func readIn(dir *os.Root, name string) (data []byte, ok bool) {
+	f, err := dir.OpenFile(name, os.O_RDONLY|openNoFollow, 0)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxEntityFile {
+		return nil, false
+	}
+	data = make([]byte, 0, fi.Size()+1)
+	for {
+		n, err := f.Read(data[len(data):cap(data)])
+		data = data[:len(data)+n]
+		if err == io.EOF {
+			return data, true
+		}
+		if err != nil {
+			return nil, false
+		}
+		if len(data) == cap(data) {
+			if len(data) > maxEntityFile {
+				return nil, false
+			}
+			data = append(data, 0)[:len(data)] // it grew meanwhile
+		}
+	}
 }
