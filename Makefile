@@ -35,7 +35,9 @@ demo:
 # of SPEC §10: watch.BenchmarkWakeLatency in one process, and BenchmarkWakeAcrossProcesses
 # (cmd/aipm) between two real `aipm mcp` servers, which logs its p50/p99 over 200 messages;
 # and BenchmarkUI (cmd/aipm): `aipm ui` in Chromium at 2,000 and 10,000 tasks, its first load
-# and what a change costs.
+# and what a change costs; and BenchmarkOneShot (cmd/aipm): the commands that read the whole
+# project (task list, task tree, doctor) and task add at 200, 10,000 and 100,000 tasks, each
+# beside its floor in the same run (cat of the same files; task add at 200 tasks).
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -timeout 90m ./...
 
@@ -46,6 +48,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzValidateIDs -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzQuickMessage -fuzztime=20s ./filestore/
 
 # Rewrite golden sections of testscript scenarios (e.g. the tools/list snapshot).
 update:

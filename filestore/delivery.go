@@ -232,6 +232,13 @@ type unpaired struct {
 	Msg  Message // the receiver's copy
 }
 
+// pairFields are the fields of a mailbox line the pairing of sent copies reads.
+type pairFields struct {
+	ID         string    `json:"id"`
+	ReceiverID string    `json:"receiverId"`
+	CreatedAt  time.Time `json:"createdAt"`
+}
+
 // unpairedMessages compares the sent copies among the last pairWindow lines of every
 // mailbox with their receivers' mailboxes, read back to a day before the oldest of them:
 // memory and time stay bounded by the recent past, not by the history.
@@ -279,8 +286,16 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 		}
 		since := oldest.Add(-pairSlack)
 		err := scanBack(s.mailboxPath(to), func(line []byte) bool {
-			var m Message
-			if json.Unmarshal(line, &m) != nil {
+			// Of a line of aipm's own shape (quickMessage), only what the pairing needs is
+			// decoded: a line it does not vouch for decodes whole, as before.
+			var m pairFields
+			if _, _, ok := quickMessage(line); !ok {
+				var full Message
+				if json.Unmarshal(line, &full) != nil {
+					return true
+				}
+				m = pairFields{full.ID, full.ReceiverID, full.CreatedAt}
+			} else if json.Unmarshal(line, &m) != nil {
 				return true
 			}
 			if m.ReceiverID == "" {

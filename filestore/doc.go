@@ -43,6 +43,8 @@
 //	                                  delegations/ a process starts from (# Caches);
 //	                                  <dir>.lock is held by the process writing it
 //	    index/events.idx              events.jsonl's lines by entity id (# Caches)
+//	    index/tasks.seq               the highest task sequence number, as of a journal
+//	                                  position, for the next task id (# Caches)
 //	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
@@ -325,6 +327,15 @@
 // entities it held. One process writes it at a time: it holds runtime/index/<dir>.lock
 // (flock, tried without waiting), and a process that finds it held leaves the save to the
 // holder.
+//
+// runtime/index/tasks.seq is one line "seq1 <highest sequence number in tasks/> <inode of
+// tasks/> <its modification time> <inode of the journal> <offset in it>", tab-separated,
+// rewritten under the store lock by every mint of a task id. A process's first mint reads
+// it and the journal lines after that offset (each write to tasks/ through aipm moves the
+// directory's time from the one accounted for) instead of loading the tasks' index or
+// listing tasks/, so that `aipm task add` costs the same at any project size. Another
+// journal, more than a mebibyte of lines since, a directory time the lines do not account
+// for (a file made beside aipm), or a line that does not parse, and it is not used.
 //
 // runtime/index/events.idx finds an entity's lines in events.jsonl: a header line
 // "aipm-events-index <format> <inode of events.jsonl> <bytes covered> <entries> <crc32 of

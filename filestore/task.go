@@ -602,8 +602,9 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 	// files, so a command creating a task does not load the project's every task. A
 	// one-shot command that names tasks by their short ids loads them all the same (from
 	// the index file), and then the new id's sequence comes from them, not from a listing
-	// of tasks/ under the lock: it loads them first.
-	if s.oneShot.Load() {
+	// of tasks/ under the lock: it loads them first, unless the last mint left the
+	// sequence where the next one reads it (seqFile).
+	if s.oneShot.Load() && !s.hasSeqFile() {
 		s.warmTasks()
 	}
 	var t *Task

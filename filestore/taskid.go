@@ -113,18 +113,27 @@ func (q *seqState) forget() {
 // nextTaskSeq is one more than the highest sequence number in tasks/ (at least seqMin).
 // The caller holds the store lock.
 func (s *Store) nextTaskSeq() (int, error) {
-	s.pullJournal() // counts the writes of other processes (journaled)
+	pos := s.pullJournal() // counts the writes of other processes (journaled)
 	fi, statErr := os.Lstat(s.path("tasks"))
 	q := &s.seq
 	q.mu.Lock()
+	known := q.ok
+	q.mu.Unlock()
+	if !known && statErr == nil && !s.tasks.isLoaded() {
+		s.seqFromFile(pos) // a process's first mint, from what the last one left
+	}
+	q.mu.Lock()
 	if statErr == nil && q.ok {
 		if now := dirStamp(fi); now.mtime == q.at.mtime && now.ino == q.at.ino {
+			hi := q.hi
 			q.mu.Unlock()
-			return max(seqMin, q.hi+1), nil
+			s.saveSeq(pos)
+			return max(seqMin, hi+1), nil
 		}
 	}
 	q.ok = false
 	q.mu.Unlock()
+	defer s.saveSeq(pos)
 	// The cache of tasks/ holds every name in it while the directory has the identity the
 	// cache accounts for (its last comparison, and every write the journal named since):
 	// a server's first mint then reads its cache, not a listing of the directory.
@@ -185,7 +194,18 @@ func (c *dirCache[T]) maxSeq() (hi int, at stamp, ok bool) {
 		for id := range c.ents {
 			hi = max(hi, taskSeq(id))
 		}
-		c.eachColdLocked(func(id string) { hi = max(hi, taskSeq(id)) })
+		// Ids sort by their sequence number: the index file's highest is its last live
+		// one that has a number (time-based ids sort first, spent-sequence ones last).
+		for j := c.cold.coldLen() - 1; j >= 0; j-- {
+			id := c.cold.id(j)
+			if _, gone := c.shadow[id]; gone {
+				continue
+			}
+			if n := taskSeq(id); n > 0 {
+				hi = max(hi, n)
+				break
+			}
+		}
 	})
 	return hi, at, ok && err == nil
 }
@@ -329,18 +349,44 @@ func (x *TaskIDSet) Short(id string) string {
 	if i := sort.SearchStrings(x.hot, id+"\x00"); i < len(x.hot) {
 		n = max(n, commonPrefixLen(id, x.hot[i])+1)
 	}
+	// The nearest record of the index file on each side that is still an id: live, or
+	// shadowed by an entry held in memory (a finished task read since, which hot has).
+	// Only the records of removed tasks are passed over. Stopping at live records alone
+	// made a listing quadratic: once it had read every finished task, each record was
+	// shadowed, and each id scanned to the end of the file.
 	i, _ := x.cold.find(id)
 	for j := i - 1; j >= 0; j-- {
-		if x.coldLive(j) {
-			n = max(n, commonPrefixLen(id, x.cold.id(j))+1)
+		if cid := x.cold.id(j); x.coldLive(j) || x.hotHas(cid) {
+			n = max(n, commonPrefixLen(id, cid)+1)
 			break
 		}
 	}
 	for j := i; j < x.coldN(); j++ {
-		if cid := x.cold.id(j); cid != id && x.coldLive(j) {
+		if cid := x.cold.id(j); cid != id && (x.coldLive(j) || x.hotHas(cid)) {
 			n = max(n, commonPrefixLen(id, cid)+1)
 			break
 		}
 	}
 	return id[:min(n, len(id))]
+}
+
+// hotHas tells whether id is held in memory.
+func (x *TaskIDSet) hotHas(id string) bool {
+	i, ok := slices.BinarySearch(x.hot, id)
+	return ok && i < len(x.hot)
+}
+
+// isLoaded tells whether the cache has been filled.
+func (c *dirCache[T]) isLoaded() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.loaded
+}
+
+// coldLen is how many records the index file's cold part holds (0 for none).
+func (x *coldIndex) coldLen() int {
+	if x == nil {
+		return 0
+	}
+	return x.n
 }

@@ -138,6 +138,10 @@ func TestFirstMintFromTheIndexFile(t *testing.T) {
 		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
 	}
 	titles(t, s, TaskFilter{}) // leaves the index file
+	// Without the file the last mint leaves (TestOneShotAddFromSeqFile).
+	if err := os.Remove(s.path(seqFile)); err != nil {
+		t.Fatal(err)
+	}
 	cli := reopen(t, s)
 	last := mustTask(t, cli, NewTask{Title: "from the command line"})
 	if cli.seq.listings != 1 {
@@ -243,5 +247,90 @@ func TestOneShotCommandComparesOnce(t *testing.T) {
 	}
 	if taskSeq(c.ID) != taskSeq(b.ID)+1 {
 		t.Errorf("minted %s after %s", c.ID, b.ID)
+	}
+}
+
+// Once a listing has read every finished task into memory, each record of the index file
+// is shadowed by a held entry: Short still finds each id's neighbours among all the ids,
+// a removed task's record passed over, without scanning the file for a live record (which
+// made `aipm task list` quadratic in the finished tasks).
+func TestShortAfterEveryFinishedTaskIsRead(t *testing.T) {
+	s := newTestStore(t)
+	var ids []string
+	for i := range 40 {
+		tk := mustTask(t, s, NewTask{Title: fmt.Sprint("t", i), AssigneeID: "w1"})
+		finish(t, s, tk.ID)
+		ids = append(ids, tk.ID)
+	}
+	titles(t, s, TaskFilter{}) // leaves the index file, the finished tasks in its cold part
+	gone := ids[20]
+	if err := os.Remove(s.taskPath(gone)); err != nil {
+		t.Fatal(err)
+	}
+	ids = slices.Delete(ids, 20, 21)
+	cli := reopen(t, s)
+	cli.OneShot()
+	titles(t, cli, TaskFilter{}) // reads, and holds, every finished task
+	set, err := cli.TaskIDSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ShortTaskIDs(ids)
+	for _, id := range ids {
+		if got := set.Short(id); got != want[id] {
+			t.Errorf("Short(%s) = %s, want %s", id, got, want[id])
+		}
+	}
+	if set.Has(gone) {
+		t.Errorf("the removed task %s is still in the set", gone)
+	}
+}
+
+// A one-shot command creating a task takes the next sequence number from what the last
+// mint left (seqFile) and the journal lines since: it neither loads the tasks' index nor
+// lists tasks/. Another process's writes through aipm in between are counted; a file made
+// beside aipm, or a file that does not parse, sends it back to a listing.
+func TestOneShotAddFromSeqFile(t *testing.T) {
+	s := newTestStore(t)
+	for i := range 5 {
+		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i), AssigneeID: "w1"})
+	}
+	add := func(title string) (*Store, *Task) {
+		t.Helper()
+		cli := reopen(t, s)
+		cli.OneShot()
+		return cli, mustTask(t, cli, NewTask{Title: title})
+	}
+	_, a := add("a")
+	cli, b := add("b")
+	if taskSeq(b.ID) != taskSeq(a.ID)+1 {
+		t.Errorf("minted %s after %s", b.ID, a.ID)
+	}
+	if cli.seq.listings != 0 || cli.tasks.isLoaded() {
+		t.Errorf("a one-shot add listed tasks/ %d times, loaded the index: %v", cli.seq.listings, cli.tasks.isLoaded())
+	}
+	// Writes of other processes in between: a status change, a new task.
+	other := reopen(t, s)
+	if _, err := other.SetTaskStatus(human, a.ID, StatusTodo, ""); err != nil {
+		t.Fatal(err)
+	}
+	c := mustTask(t, other, NewTask{Title: "c"})
+	cli, d := add("d")
+	if taskSeq(d.ID) != taskSeq(c.ID)+1 || cli.seq.listings != 0 || cli.tasks.isLoaded() {
+		t.Errorf("minted %s after %s, %d listings, index loaded %v", d.ID, c.ID, cli.seq.listings, cli.tasks.isLoaded())
+	}
+	// A file made beside aipm: the directory's time is not one the journal accounts for.
+	pulled := pullTaskBesideAipm(t, s)
+	if _, e := add("e"); e.ID <= pulled {
+		t.Errorf("created %s, not after the file made beside aipm %s", e.ID, pulled)
+	}
+	// A file that does not parse is not used.
+	if err := os.WriteFile(s.path(seqFile), []byte("seq1\t99999999"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, f := add("f")
+	cli, g := add("g")
+	if taskSeq(g.ID) != taskSeq(f.ID)+1 || cli.seq.listings != 0 {
+		t.Errorf("minted %s after %s with %d listings", g.ID, f.ID, cli.seq.listings)
 	}
 }

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -60,6 +64,10 @@ func (a *app) taskAdd(args []string) error {
 	return nil
 }
 
+// listPage is how many tasks `aipm task list` shows on a terminal when not asked for a
+// number: a screenful of the most recently changed, as `gh issue list` shows.
+const listPage = 30
+
 func (a *app) taskList(args []string) error {
 	fs := newFlags(a, "task list")
 	var f filestore.TaskFilter
@@ -68,9 +76,10 @@ func (a *app) taskList(args []string) error {
 	fs.StringVar(&f.AssigneeID, "assignee", "", "only tasks assigned to this agent `ID`")
 	fs.StringVar(&f.ParentID, "parent", "", "only the sub-tasks of this `TASK`")
 	search := fs.String("search", "", "only tasks whose title, description or id contains `TEXT` (any case)")
-	limit := fs.Int("limit", 0, "show at most `N` tasks (the first, in creation order)")
+	limit := fs.Int("limit", 0, fmt.Sprintf("show at most `N` tasks: on a terminal the N most recently changed (%d unless --all), piped the first N in creation order", listPage))
+	all := fs.Bool("all", false, "on a terminal, show every task (piped or with --json every task is shown)")
 	full := fs.Bool("no-abbrev", false, "show whole task ids")
-	if _, err := fs.parse(args, 0, 0, "[--status S[,S]...] [--assignee A] [--parent T] [--search TEXT] [--limit N]"); err != nil {
+	if _, err := fs.parse(args, 0, 0, "[--status S[,S]...] [--assignee A] [--parent T] [--search TEXT] [--limit N | --all]"); err != nil {
 		return err
 	}
 	if *limit < 0 {
@@ -96,34 +105,55 @@ func (a *app) taskList(args []string) error {
 	if err != nil {
 		return err
 	}
+	s.OneShot()
 	if f.ParentID, err = taskID(s, f.ParentID); err != nil {
 		return err
 	}
 	if f.AssigneeID, err = agentID(s, f.AssigneeID); err != nil {
 		return err
 	}
-	tasks, err := s.Tasks(f)
+	// What to show is chosen from the index; only the files of what is shown are read,
+	// each once, and printed as they are read.
+	entries, err := s.TaskEntries(f)
 	if err != nil {
 		return err
 	}
-	needle := strings.ToLower(strings.TrimSpace(*search))
-	tasks = slices.DeleteFunc(tasks, func(t *filestore.Task) bool {
-		if len(want) > 1 && !want[t.Status] {
-			return true
-		}
-		return needle != "" && !strings.Contains(strings.ToLower(t.Title), needle) &&
-			!strings.Contains(strings.ToLower(t.Description), needle) && !strings.Contains(t.ID, strings.TrimPrefix(needle, "tsk_"))
-	})
-	more := 0
-	if *limit > 0 && len(tasks) > *limit {
-		more = len(tasks) - *limit
-		tasks = tasks[:*limit]
+	if len(want) > 1 {
+		entries = slices.DeleteFunc(entries, func(e filestore.TaskEntry) bool { return !want[e.Status] })
 	}
-	if fs.json {
-		if tasks == nil {
-			tasks = []*filestore.Task{}
+	// On a terminal a person reads a page: the most recently changed tasks first, as many
+	// as fit a screen, and how to see the rest. Piped or as JSON, every task, oldest first.
+	paged := isTerminal(a.term) && !fs.json
+	asked := *limit
+	if paged {
+		slices.SortStableFunc(entries, func(x, y filestore.TaskEntry) int {
+			if c := y.Changed.Compare(x.Changed); c != 0 {
+				return c
+			}
+			return strings.Compare(y.ID, x.ID)
+		})
+		if asked == 0 && !*all {
+			*limit = listPage
 		}
-		return a.printJSON(tasks)
+	}
+	needle := strings.ToLower(strings.TrimSpace(*search))
+	matches := func(t *filestore.Task) bool {
+		return needle == "" || strings.Contains(strings.ToLower(t.Title), needle) ||
+			strings.Contains(strings.ToLower(t.Description), needle) || strings.Contains(t.ID, strings.TrimPrefix(needle, "tsk_"))
+	}
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		ids[i] = e.ID
+	}
+	if needle == "" && *limit > 0 && len(ids) > *limit {
+		ids = ids[:*limit] // without a search, the rest need not be read to be counted
+	}
+	out := bufio.NewWriterSize(a.stdout, 64<<10)
+	if fs.json {
+		if err := a.streamJSON(out, s, ids, matches, *limit); err != nil {
+			return err
+		}
+		return out.Flush()
 	}
 	sh := shortener{}
 	if !*full {
@@ -131,25 +161,120 @@ func (a *app) taskList(args []string) error {
 			return err
 		}
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tPRIORITY\tASSIGNEE\tPARENT\tTITLE")
-	for _, t := range tasks {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", sh.id(t.ID), statusLabel(t), t.Priority, orDash(t.AssigneeID),
-			orDash(sh.id(t.ParentID)), t.Title)
-	}
-	if err := tw.Flush(); err != nil {
+	cols := newListColumns(entries, ids, sh)
+	cols.row(out, "ID", "STATUS", "PRIORITY", "ASSIGNEE", "PARENT", "TITLE")
+	shown := 0
+	var broken []*filestore.Task
+	err = s.ReadTasks(ids, func(t *filestore.Task) error {
+		if !matches(t) {
+			return nil
+		}
+		if shown++; *limit > 0 && shown > *limit {
+			return nil // counted, not shown
+		}
+		cols.row(out, sh.id(t.ID), statusLabel(t), t.Priority, orDash(t.AssigneeID), orDash(sh.id(t.ParentID)), t.Title)
+		if t.Problem() != "" {
+			broken = append(broken, t)
+		}
+		return nil
+	})
+	if err != nil {
 		return err
 	}
-	if more > 0 {
-		a.printf("… and %d more (--limit %d)\n", more, *limit)
+	if needle == "" {
+		shown = len(entries)
 	}
-	// A task broken by hand is named with the doctor's words wherever it is listed.
-	for _, t := range tasks {
-		if p := t.Problem(); p != "" {
-			a.printf("%s: %s: %s (repair the file by hand; `aipm doctor` checks every file)\n", sh.id(t.ID), s.Rel(s.TaskFile(t.ID)), p)
+	if more := shown - *limit; *limit > 0 && more > 0 {
+		switch {
+		case paged && asked == 0:
+			fmt.Fprintf(out, "… and %d more, older: --limit N shows N, --all every task\n", more)
+		case paged:
+			fmt.Fprintf(out, "… and %d more, older (--limit %d; --all shows every task)\n", more, *limit)
+		default:
+			fmt.Fprintf(out, "… and %d more (--limit %d)\n", more, *limit)
 		}
 	}
-	return nil
+	// A task broken by hand is named with the doctor's words wherever it is listed.
+	for _, t := range broken {
+		fmt.Fprintf(out, "%s: %s: %s (repair the file by hand; `aipm doctor` checks every file)\n", sh.id(t.ID), s.Rel(s.TaskFile(t.ID)), t.Problem())
+	}
+	return out.Flush()
+}
+
+// streamJSON prints the tasks of ids that match as one JSON array, as printJSON prints a
+// list, each task as it is read: at most limit of them (0: all).
+func (a *app) streamJSON(w io.Writer, s *filestore.Store, ids []string, matches func(*filestore.Task) bool, limit int) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("  ", "  ")
+	n := 0
+	err := s.ReadTasks(ids, func(t *filestore.Task) error {
+		if !matches(t) || limit > 0 && n >= limit {
+			return nil
+		}
+		buf.Reset()
+		if err := enc.Encode(t); err != nil {
+			return err
+		}
+		sep := ",\n  "
+		if n == 0 {
+			sep = "[\n  "
+		}
+		n++
+		io.WriteString(w, sep)
+		_, err := w.Write(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		_, err = io.WriteString(w, "[]\n")
+	} else {
+		_, err = io.WriteString(w, "\n]\n")
+	}
+	return err
+}
+
+// listColumns lays out the table of `aipm task list` before a file is read, so that each
+// row is printed as its task is read: every column's width but the title's comes from
+// the index (a priority wider than its heading, written by hand, shifts its own row).
+type listColumns struct{ w [5]int }
+
+func newListColumns(entries []filestore.TaskEntry, ids []string, sh shortener) *listColumns {
+	c := &listColumns{w: [5]int{len("ID"), len("STATUS"), len("PRIORITY"), len("ASSIGNEE"), len("PARENT")}}
+	in := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		in[id] = true
+	}
+	for _, e := range entries {
+		if !in[e.ID] {
+			continue
+		}
+		status := e.Status
+		if !slices.Contains(filestore.Statuses, status) {
+			status = "INVALID(" + status + ")"
+		}
+		for i, v := range []string{sh.id(e.ID), status, "", orDash(e.AssigneeID), orDash(sh.id(e.ParentID))} {
+			c.w[i] = max(c.w[i], utf8.RuneCountInString(v))
+		}
+	}
+	return c
+}
+
+// row prints one line of the table, each column but the last padded to its width and two
+// spaces, as text/tabwriter lays it out.
+func (c *listColumns) row(w io.Writer, cells ...string) {
+	var b strings.Builder
+	for i, v := range cells {
+		b.WriteString(v)
+		if i < len(c.w) {
+			b.WriteString(strings.Repeat(" ", max(c.w[i]-utf8.RuneCountInString(v), 0)+2))
+		}
+	}
+	b.WriteByte('\n')
+	io.WriteString(w, b.String())
 }
 
 func (a *app) taskShow(args []string) error {

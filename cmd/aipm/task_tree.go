@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -10,11 +12,14 @@ import (
 )
 
 // taskTree is `aipm task tree [ID]`: the hierarchy of every top-level task, or of one task,
-// drawn with each sub-task under its own parent, in creation order.
+// drawn with each sub-task under its own parent, in creation order. Without an ID it draws
+// the open work: a sub-tree where every task is finished is folded into a count (--all
+// draws it), and only the files of the tasks drawn are read.
 func (a *app) taskTree(args []string) error {
 	fs := newFlags(a, "task tree")
 	full := fs.Bool("no-abbrev", false, "show whole task ids")
-	pos, err := fs.parse(args, 0, 1, "[ID]")
+	all := fs.Bool("all", false, "draw finished sub-trees too, instead of a count of their tasks")
+	pos, err := fs.parse(args, 0, 1, "[ID] [--all]")
 	if err != nil {
 		return err
 	}
@@ -22,31 +27,23 @@ func (a *app) taskTree(args []string) error {
 	if err != nil {
 		return err
 	}
-	var roots, tasks []*filestore.Task
-	if len(pos) == 1 {
-		id, err := taskID(s, pos[0])
-		if err != nil {
-			return err
-		}
-		t, err := s.Task(id)
-		if err != nil {
-			return err
-		}
-		sub, err := s.Subtree(id)
-		if err != nil {
-			return err
-		}
-		roots, tasks = []*filestore.Task{t}, append([]*filestore.Task{t}, sub...)
-	} else {
-		if tasks, err = s.Tasks(filestore.TaskFilter{}); err != nil {
-			return err
-		}
-		for _, t := range tasks {
-			if t.ParentID == "" {
-				roots = append(roots, t)
-			}
-		}
+	s.OneShot()
+	if len(pos) == 0 {
+		return a.projectTree(s, fs.json, *all, *full)
 	}
+	id, err := taskID(s, pos[0])
+	if err != nil {
+		return err
+	}
+	t, err := s.Task(id)
+	if err != nil {
+		return err
+	}
+	sub, err := s.Subtree(id)
+	if err != nil {
+		return err
+	}
+	roots, tasks := []*filestore.Task{t}, append([]*filestore.Task{t}, sub...)
 	if fs.json {
 		return a.printJSON(treeJSON(roots, tasks))
 	}
@@ -56,21 +53,151 @@ func (a *app) taskTree(args []string) error {
 			return err
 		}
 	}
-	sort.Slice(roots, func(i, j int) bool { return roots[i].ID < roots[j].ID })
 	status := statusOf(s, tasks)
-	for _, r := range roots {
-		a.printf("%s\n", treeLine(r, sh, status))
-		drawTree(a.stdout, r.ID, tasks, sh, status, "")
+	a.printf("%s\n", treeLine(t, sh, status))
+	drawTree(a.stdout, t.ID, tasks, sh, status, "")
+	return a.printLinks(s, t, sh, "")
+}
+
+// projectTree draws every top-level task's tree (taskTree without an ID). What to draw is
+// chosen from the index; a finished task is drawn only with open work below it, unless
+// all; the rest is counted.
+func (a *app) projectTree(s *filestore.Store, asJSON, all, full bool) error {
+	entries, err := s.TaskEntries(filestore.TaskFilter{})
+	if err != nil {
+		return err
 	}
-	if len(pos) == 1 {
-		if err := a.printLinks(s, roots[0], sh, ""); err != nil {
+	kids := map[string][]string{}
+	status := make(map[string]string, len(entries))
+	for _, e := range entries { // by id: each parent's children in creation order
+		kids[e.ParentID] = append(kids[e.ParentID], e.ID)
+		status[e.ID] = e.Status
+	}
+	// open: the sub-tree of id holds unfinished work; size: how many tasks it holds.
+	open, size := map[string]bool{}, map[string]int{}
+	var walk func(id string)
+	walk = func(id string) {
+		n, o := 1, !filestore.Finished(status[id])
+		for _, c := range kids[id] {
+			walk(c)
+			n += size[c]
+			o = o || open[c]
+		}
+		open[id], size[id] = o, n
+	}
+	roots := kids[""]
+	for _, r := range roots {
+		walk(r)
+	}
+	// JSON is every task, as before: a program folds what it wants.
+	every := all || asJSON
+	var drawn []string
+	var mark func(id string)
+	mark = func(id string) {
+		drawn = append(drawn, id)
+		for _, c := range kids[id] {
+			if every || open[c] {
+				mark(c)
+			}
+		}
+	}
+	for _, r := range roots {
+		if every || open[r] {
+			mark(r)
+		}
+	}
+	slices.Sort(drawn)
+	byID := make(map[string]*filestore.Task, len(drawn))
+	var read []*filestore.Task
+	if err := s.ReadTasks(drawn, func(t *filestore.Task) error {
+		byID[t.ID] = t
+		read = append(read, t)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if asJSON {
+		var top []*filestore.Task
+		for _, t := range read {
+			if t.ParentID == "" {
+				top = append(top, t)
+			}
+		}
+		return a.printJSON(treeJSON(top, read))
+	}
+	sh := shortener{}
+	if !full {
+		if sh, err = newShortener(s); err != nil {
 			return err
 		}
 	}
-	if len(roots) == 0 {
-		a.printf("no tasks yet: add one with `aipm task add \"TITLE\"`\n")
+	w := bufio.NewWriterSize(a.stdout, 64<<10)
+	folded := false
+	var draw func(id, prefix string)
+	draw = func(id, prefix string) {
+		var shown []string
+		hidden, hiddenTasks := 0, 0
+		for _, c := range kids[id] {
+			if byID[c] != nil {
+				shown = append(shown, c)
+			} else if all || open[c] {
+				continue // unreadable: doctor names it
+			} else {
+				hidden++
+				hiddenTasks += size[c]
+			}
+		}
+		for i, c := range shown {
+			branch, next := "├── ", "│   "
+			if i == len(shown)-1 && hidden == 0 {
+				branch, next = "└── ", "    "
+			}
+			fmt.Fprintf(w, "%s%s%s\n", prefix, branch, treeLine(byID[c], sh, status))
+			draw(c, prefix+next)
+		}
+		if hidden > 0 {
+			folded = true
+			fmt.Fprintf(w, "%s└── + %s\n", prefix, finishedCount(hidden, hiddenTasks, "sub-task"))
+		}
 	}
-	return nil
+	hidden, hiddenTasks := 0, 0
+	for _, r := range roots {
+		if t := byID[r]; t != nil {
+			fmt.Fprintf(w, "%s\n", treeLine(t, sh, status))
+			draw(r, "")
+		} else if !all && !open[r] {
+			hidden++
+			hiddenTasks += size[r]
+		}
+	}
+	if hidden > 0 {
+		folded = true
+		fmt.Fprintf(w, "+ %s\n", finishedCount(hidden, hiddenTasks, "top-level task"))
+	}
+	switch {
+	case len(roots) == 0:
+		fmt.Fprintf(w, "no tasks yet: add one with `aipm task add \"TITLE\"`\n")
+	case folded:
+		fmt.Fprintf(w, "(finished work is folded: `aipm task tree --all` draws every task)\n")
+	}
+	return w.Flush()
+}
+
+// finishedCount says how many finished sub-trees of what were folded, and how many tasks
+// they hold: "3 finished sub-tasks" or "3 finished sub-tasks (12 tasks in all)".
+func finishedCount(trees, tasks int, what string) string {
+	out := fmt.Sprintf("%d finished %s", trees, plural(trees, what))
+	if tasks > trees {
+		out += fmt.Sprintf(" (%d tasks in all)", tasks)
+	}
+	return out
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return what
+	}
+	return what + "s"
 }
 
 // drawTree draws the descendants of id found in tasks, each line prefixed by indent and
