@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,7 +137,10 @@ type Coordinator struct {
 	// unapproved maps each agent with work that an unapproved command keeps from starting
 	// to that command's name, as of the last evaluation.
 	unapproved map[string]string
-	tl         *timeline
+	// noCommand holds each agent with work whose ai_type has no command, as of the last
+	// evaluation.
+	noCommand map[string]bool
+	tl        *timeline
 	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
 	// the agents whose lease this machine held at the last look.
 	machine  string
@@ -275,6 +279,16 @@ func (c *Coordinator) Run(ctx context.Context) error {
 					c.Say("not landed, waiting for you: %s", strings.Join(held, "; "))
 				}
 			}
+			var stuck []string
+			if c.opt.Lander != nil {
+				if _, held := c.opt.Lander.Waiting(); len(held) > 0 {
+					stuck = append(stuck, fmt.Sprintf("%d task(s) whose code waits to land", len(held)))
+				}
+			}
+			if len(c.noCommand) > 0 {
+				who := slices.Sorted(maps.Keys(c.noCommand))
+				stuck = append(stuck, fmt.Sprintf("work for %s, whose ai_type has no command in settings.agent_commands", strings.Join(who, ", ")))
+			}
 			if len(c.unapproved) > 0 {
 				// Said last: work is left that only an approval can start.
 				var who []string
@@ -284,6 +298,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				sort.Strings(who)
 				c.Say("not started for want of an approval on this machine, although they have work: %s; review and approve with `aipm trust`, then run again",
 					strings.Join(who, ", "))
+				stuck = append(stuck, fmt.Sprintf("work for %d agent(s) whose command is not approved here", len(who)))
+			}
+			if len(stuck) > 0 {
+				// A script must tell a finished run from one that stopped with work nothing
+				// will start: that is no success.
+				return &filestore.Error{Code: "stuck", Kind: filestore.ErrConflict,
+					Message: "idle with work left that nothing here will start: " + strings.Join(stuck, "; "),
+					Hint:    "see the lines above: approve with `aipm trust`, settle what waits to land (`aipm land list`), or set the missing commands"}
 			}
 			return nil
 		}
@@ -397,6 +419,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	c.unapproved = map[string]string{}
+	c.noCommand = map[string]bool{}
 	var ais []*filestore.Agent
 	works := map[string]filestore.Work{}
 	for _, ag := range agents {
@@ -446,6 +469,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			}
 			ac, ok := p.Settings.AgentCommands[AIType(ag)]
 			if !ok {
+				c.noCommand[ag.ID] = true
 				if !c.warned[ag.ID] {
 					c.warned[ag.ID] = true
 					c.Say("%s has work but settings.agent_commands has no %q command (set ai_type or add the command to .ai-pm/project.json)", ag.ID, AIType(ag))
