@@ -73,7 +73,24 @@ func (s *Store) Lease(agentID string) (*Lease, error) {
 		}
 		return nil, err
 	}
+	if ttl, err := LeaseDuration(); err == nil {
+		l.clamp(s.Now(), ttl)
+	}
 	return &l, nil
+}
+
+// clamp bounds what a lease file can claim, wherever it came from (a sync brings other
+// machines' files): a lease lasts at most twice the lease duration from its renewal (a
+// margin for machines whose setting or clock differs a little), and a renewal dated more
+// than that ahead of this machine's clock renews nothing. A lease pushed with an expiry in
+// 2126 would otherwise keep its agent off every other machine for a century.
+func (l *Lease) clamp(now time.Time, ttl time.Duration) {
+	if limit := l.RenewedAt.Add(2 * ttl); l.ExpiresAt.After(limit) {
+		l.ExpiresAt = limit
+	}
+	if l.RenewedAt.After(now.Add(2*ttl)) && l.ExpiresAt.After(now) {
+		l.ExpiresAt = now
+	}
 }
 
 // Leases lists every lease, by agent. A file that does not decode is skipped here and

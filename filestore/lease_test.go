@@ -241,3 +241,38 @@ func TestMachineID(t *testing.T) {
 		t.Errorf("a bad %s: %v", EnvMachineID, err)
 	}
 }
+
+// A lease file from elsewhere claims no more than the lease duration allows: an expiry a
+// century away lasts twice the duration from its renewal, and a renewal dated far ahead of
+// this clock renews nothing; another machine then takes the agent.
+func TestLeaseFromElsewhereIsClamped(t *testing.T) {
+	s, clk := clockedStore(t)
+	now := clk.Now()
+	write := func(renewed, expires time.Time) {
+		t.Helper()
+		l := Lease{AgentID: "w1", MachineID: "m-evil", AcquiredAt: renewed, RenewedAt: renewed, ExpiresAt: expires, UpdatedAt: renewed, Version: 1}
+		data, _ := json.MarshalIndent(l, "", "  ")
+		if err := writeFileAtomic(s.leasePath("w1"), append(data, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(now, now.AddDate(100, 0, 0))
+	l, err := s.Lease("w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(2 * time.Minute); !l.ExpiresAt.Equal(want) {
+		t.Fatalf("a century's expiry reads as %s, want %s", l.ExpiresAt, want)
+	}
+	clk.Advance(2*time.Minute + time.Second)
+	if got := claim(t, s, "m-a", "w1"); got.MachineID != "m-a" {
+		t.Fatalf("after twice the duration the lease is still %s's", got.MachineID)
+	}
+	write(clk.Now().AddDate(100, 0, 0), clk.Now().AddDate(100, 0, 1))
+	if l, _ := s.Lease("w1"); l.Held(clk.Now()) {
+		t.Fatalf("a renewal dated a century ahead holds the lease until %s", l.ExpiresAt)
+	}
+	if got := claim(t, s, "m-a", "w1"); got.MachineID != "m-a" {
+		t.Fatalf("a lease renewed in the future kept the agent on %s", got.MachineID)
+	}
+}

@@ -789,3 +789,40 @@ func ResolveConflict(kind string, data []byte, takeOurs bool) ([]byte, error) {
 	pick["version"] = json.RawMessage(v)
 	return r.encode(pick)
 }
+
+// CheckEntity says whether data, another clone's version of an entity file of kind, is one
+// this clone can use: it decodes as that entity (a project names its id and owner). A
+// file a merge left with conflict markers passes: `aipm doctor` names it and `aipm
+// resolve` settles it. A sync round keeps its own version of a file that fails, so a
+// garbage project.json from a remote does not stop every clone.
+func CheckEntity(kind string, data []byte) error {
+	if HasConflictMarkers(data) {
+		return nil
+	}
+	var v any
+	switch kind {
+	case KindTask:
+		v = &Task{}
+	case KindProject:
+		v = &Project{}
+	case KindAgent:
+		v = &Agent{}
+	case KindConversation:
+		v = &Conversation{}
+	case KindDelegation:
+		v = &Delegation{}
+	case KindExecution:
+		v = &Execution{}
+	case KindLease:
+		v = &Lease{}
+	default:
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("not a valid %s file: %v", kind, err)
+	}
+	if p, ok := v.(*Project); ok && (p.ID == "" || p.OwnerID == "") {
+		return fmt.Errorf("a project file with no id or owner_id")
+	}
+	return nil
+}

@@ -374,6 +374,16 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		if err != nil {
 			return merged, conflicts, refused, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
 		}
+		if write && !conflict {
+			// Another clone's version, as it is: one that does not decode is not taken,
+			// and this clone keeps using its own.
+			if kind := filestore.EntityKind(p); kind != "" {
+				if cerr := filestore.CheckEntity(kind, data); cerr != nil {
+					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", p, cerr, short))
+					continue
+				}
+			}
+		}
 		switch {
 		case remove:
 			err = f.Remove(p)
