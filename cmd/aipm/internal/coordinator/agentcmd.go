@@ -247,3 +247,36 @@ func lastLines(path string, n int) []string {
 	}
 	return lines
 }
+
+// needsPerson recognises, in the last lines of a failed start's output, what only a person
+// can mend — an agent CLI that is not logged in, has no usable API key, or rejects its
+// model — and returns what to do (for the CLI of aiType), or "" for any other failure.
+// Such a start is not retried: every retry would fail the same way, and hold a slot.
+func needsPerson(aiType string, lines []string) string {
+	text := strings.ToLower(strings.Join(lines, "\n"))
+	has := func(subs ...string) bool {
+		for _, s := range subs {
+			if strings.Contains(text, s) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("not logged in", "please run /login", "codex login", "not authenticated", "please set an auth method"):
+		switch aiType {
+		case "claude":
+			return "Claude Code is not logged in: run `claude` once and log in with /login (or set ANTHROPIC_API_KEY in settings.agent_commands.claude.env)"
+		case "codex":
+			return "Codex is not logged in: run `codex login` (or set OPENAI_API_KEY in settings.agent_commands.codex.env)"
+		case "gemini":
+			return "Gemini CLI is not signed in: run `gemini` once and choose how to sign in (or set GEMINI_API_KEY in settings.agent_commands.gemini.env)"
+		}
+		return "the agent CLI (settings.agent_commands." + aiType + ") is not logged in: log it in as its documentation says"
+	case has("invalid api key", "invalid x-api-key", "incorrect api key", "api key not valid", "api_key environment variable", "missing api key", "no api key"):
+		return "the agent CLI's API key is missing or refused: set a valid key (settings.agent_commands." + aiType + ".env, or the CLI's own login)"
+	case has("model") && has("not found", "does not exist", "not supported", "unknown model", "invalid model"):
+		return "the agent CLI refuses its model: set another one (the agent's model, or the command's --model)"
+	}
+	return ""
+}

@@ -140,7 +140,10 @@ type Coordinator struct {
 	// noCommand holds each agent with work whose ai_type has no command, as of the last
 	// evaluation.
 	noCommand map[string]bool
-	tl        *timeline
+	// gaveUp holds the work whose last start failed for a reason only a person can mend
+	// (needsPerson), with what to do: it is not started again in this run.
+	gaveUp map[workKey]string
+	tl     *timeline
 	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
 	// the agents whose lease this machine held at the last look.
 	machine  string
@@ -180,7 +183,8 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	}
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
 		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
-		machine: machine, leaseTTL: ttl, ours: map[string]bool{}, busyTasks: map[string]bool{}, landKick: make(chan struct{}, 1)}
+		machine: machine, leaseTTL: ttl, ours: map[string]bool{}, busyTasks: map[string]bool{}, landKick: make(chan struct{}, 1),
+		gaveUp: map[workKey]string{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -284,6 +288,14 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				if _, held := c.opt.Lander.Waiting(); len(held) > 0 {
 					stuck = append(stuck, fmt.Sprintf("%d task(s) whose code waits to land", len(held)))
 				}
+			}
+			if len(c.gaveUp) > 0 {
+				var who []string
+				for k, why := range c.gaveUp {
+					who = append(who, k.String()+" ("+why+")")
+				}
+				sort.Strings(who)
+				stuck = append(stuck, "work that needs a person first: "+strings.Join(who, "; "))
 			}
 			if len(c.noCommand) > 0 {
 				who := slices.Sorted(maps.Keys(c.noCommand))
@@ -488,6 +500,11 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", AIType(ag), ag.ID)
 					}
 				}
+				continue
+			}
+			if why, ok := c.gaveUp[k]; ok {
+				// Only a person can mend it: waiting for it is not work in progress.
+				c.hold(k, "not started again in this run: "+why)
 				continue
 			}
 			if !mine[ag.ID] {
@@ -1020,6 +1037,12 @@ func (c *Coordinator) exited(ev exitEvent) {
 	} else if pr.moved && outcome != "exited" {
 		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
 	}
+	if (code != 0 || outcome != "exited") && pr.stopReason == "" && !c.stopping && !pr.moved {
+		if fix := needsPerson(pr.spawn.AIType, lastLines(c.s.SpawnLogPath(pr.spawn.ID), failTailLines)); fix != "" {
+			c.gaveUp[pr.key] = fix
+			outcome = "needs a person: " + fix
+		}
+	}
 	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
 	if err != nil {
 		c.Say("%s: recording the exit: %v", pr.key, err)
@@ -1054,6 +1077,9 @@ func (c *Coordinator) exited(ev exitEvent) {
 	tasks, _ := c.s.WorkingTasks()
 	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
 	switch {
+	case c.gaveUp[pr.key] != "":
+		c.wasted++
+		c.Say("stop retrying %s: %s; then run aipm run again", pr.key, c.gaveUp[pr.key])
 	case code != 0 || outcome != "exited":
 		c.wasted++
 		c.backoff(pr.key, pr.spawn, outcome)

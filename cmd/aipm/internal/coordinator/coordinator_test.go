@@ -135,3 +135,27 @@ func TestAgentPromptLanguages(t *testing.T) {
 		}
 	}
 }
+
+// The failures only a person can mend are told apart from any other: a CLI that is not
+// logged in (each CLI gets its own way in), a refused API key, a refused model.
+func TestNeedsPerson(t *testing.T) {
+	cases := []struct {
+		aiType string
+		out    string
+		want   string // a part of the answer; "" for none
+	}{
+		{"claude", "Not logged in · Please run /login", "/login"},
+		{"codex", "Error: you are not logged in; run `codex login`", "codex login"},
+		{"gemini", "Please set an Auth method in your /home/u/.gemini/settings.json", "GEMINI_API_KEY"},
+		{"claude", "Invalid API key · Fix external API key", "API key"},
+		{"custom", "error: model gpt-9 does not exist", "model"},
+		{"claude", "agent w1 for task cannot start: no model configured", ""},
+		{"custom", "panic: runtime error", ""},
+	}
+	for _, c := range cases {
+		got := needsPerson(c.aiType, []string{"some earlier line", c.out})
+		if c.want == "" && got != "" || c.want != "" && !strings.Contains(got, c.want) {
+			t.Errorf("needsPerson(%s, %q) = %q, want it to hold %q", c.aiType, c.out, got, c.want)
+		}
+	}
+}
