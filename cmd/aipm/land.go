@@ -109,56 +109,42 @@ func (a *app) landRun(args []string) error {
 
 // landRetry puts a task whose landing failed back in the queue for one more attempt.
 func (a *app) landRetry(args []string) error {
-	fs := newFlags(a, "land retry")
-	pos, err := fs.parse(args, 1, 1, "ID")
-	if err != nil {
-		return err
+	t, err := a.landOne("land retry", args, (*land.Queue).Retry)
+	if err == nil {
+		a.printf("%s is queued again: `aipm run` (or `aipm land run`) lands it\n", t.ID)
 	}
-	s, q, err := a.openQueue()
-	if err != nil {
-		return err
-	}
-	id, err := taskID(s, pos[0])
-	if err != nil {
-		return err
-	}
-	actor, err := a.actor(s, fs.as)
-	if err != nil {
-		return err
-	}
-	t, err := q.Retry(actor, id)
-	if err != nil {
-		return err
-	}
-	a.printf("%s is queued again: `aipm run` (or `aipm land run`) lands it\n", t.ID)
-	return nil
+	return err
 }
 
 // landAbandon gives a task's code up: it never lands.
 func (a *app) landAbandon(args []string) error {
-	fs := newFlags(a, "land abandon")
+	t, err := a.landOne("land abandon", args, (*land.Queue).Abandon)
+	if err == nil {
+		a.printf("%s's code is abandoned; its branch %s stays for reference\n", t.ID, t.Landing.Branch)
+	}
+	return err
+}
+
+// landOne is a command that does one thing to one task's landing, as the acting human.
+func (a *app) landOne(path string, args []string, do func(*land.Queue, filestore.Actor, string) (*filestore.Task, error)) (*filestore.Task, error) {
+	fs := newFlags(a, path)
 	pos, err := fs.parse(args, 1, 1, "ID")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	s, q, err := a.openQueue()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id, err := taskID(s, pos[0])
 	if err != nil {
-		return err
+		return nil, err
 	}
 	actor, err := a.actor(s, fs.as)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t, err := q.Abandon(actor, id)
-	if err != nil {
-		return err
-	}
-	a.printf("%s's code is abandoned; its branch %s stays for reference\n", t.ID, t.Landing.Branch)
-	return nil
+	return do(q, actor, id)
 }
 
 // printLanding prints where a task's code is: its branch, its landing, the commit on the
