@@ -61,7 +61,12 @@ func TestUILanding(t *testing.T) {
 	}
 	run("aipm", "trust")
 	orig := run("aipm", "task", "add", "Break it", "--assign", "w1", "--status", "todo", "--description", "write notes.txt <b>BROKEN</b>")
-	run("aipm", "run", "--exit-when-idle", "--timeout", "60s")
+	// The run stops with code that waits for a person: no success.
+	cmd := exec.Command("aipm", "run", "--exit-when-idle", "--timeout", "60s")
+	cmd.Dir, cmd.Env = repo, env
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "1 task(s) whose code waits to land") {
+		t.Fatalf("aipm run --exit-when-idle: %v, want it to stop on the code that waits\n%s", err, out)
+	}
 	var list struct {
 		NeedsYou []struct {
 			ID       string `json:"id"`
