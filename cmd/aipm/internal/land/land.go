@@ -322,13 +322,14 @@ func (q *Queue) Waiting() (n int, held []string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, t := range es {
+		if t.Landing.State == filestore.LandPushed {
+			continue // its pull request is the forge's to merge: nothing here is stuck
+		}
 		if h, ok := q.held[t.ID]; ok {
 			held = append(held, t.ID+": "+h.why)
 			continue
 		}
-		if t.Landing.State != filestore.LandPushed {
-			n++
-		}
+		n++
 	}
 	n += len(submitted)
 	needs, _ := q.NeedsYou()
