@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -206,6 +208,23 @@ func (s *Store) LastApproved(name string) (*ApprovedCommand, error) {
 		}
 	}
 	return last, nil
+}
+
+// NowInstalled says, for a command this machine has not approved as it is, whether the
+// only change since its last approval is that its program got installed (it was missing
+// then): the user changed nothing, and the words should say so. It returns the phrase, or
+// "" when something else changed.
+func (s *Store) NowInstalled(name string, ac AgentCommand, prog Program) string {
+	last, err := s.LastApproved(name)
+	// A file of the repository that appeared (by a pull, say) is someone's change to
+	// review as such: only a program installed on the machine is "now installed".
+	if err != nil || last == nil || !last.Program.Missing || prog.Missing || prog.SHA256 != "" {
+		return ""
+	}
+	if !slices.Equal(last.Command, ac.Command) || !maps.Equal(last.Env, ac.Env) {
+		return ""
+	}
+	return fmt.Sprintf("%s was not installed when it was approved and is now, at %s", last.Program.Path, prog.Path)
 }
 
 // ApproveCommands records the given commands, as they are now and with the programs they

@@ -185,15 +185,25 @@ func declaresAipm(path string) bool {
 // commandApproved reports whether this machine approved the agent command called name, its
 // program resolved as `aipm trust` resolves it.
 func commandApproved(s *filestore.Store, name string, ac filestore.AgentCommand) (bool, error) {
+	ok, _, err := commandApproval(s, name, ac)
+	return ok, err
+}
+
+// commandApproval is commandApproved, with, when it is not approved only because its
+// program got installed since, the words that say so (filestore.NowInstalled).
+func commandApproval(s *filestore.Store, name string, ac filestore.AgentCommand) (ok bool, nowInstalled string, err error) {
 	exe, err := coordinator.Executable()
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
 	prog, err := s.CommandProgram(ac, exe, s.Root())
 	if err != nil {
-		return false, err
+		return false, "", err
 	}
-	return s.CommandApproved(name, ac, prog)
+	if ok, err = s.CommandApproved(name, ac, prog); err != nil || ok {
+		return ok, "", err
+	}
+	return false, s.NowInstalled(name, ac, prog), nil
 }
 
 // agentCommandProblems are the doctor's findings about the agent commands: every ai_type
@@ -246,7 +256,10 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) has an empty command; give it a program and its arguments", t, who)})
 			continue
 		}
-		if ok, err := commandApproved(s, t, ac); err == nil && !ok {
+		if ok, now, err := commandApproval(s, t, ac); err == nil && !ok && now != "" {
+			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
+				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) is not approved on this machine: %s, so aipm run starts nothing with it until you approve it with `aipm trust`", t, who, now)})
+		} else if err == nil && !ok {
 			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) is not approved on this machine (new, or changed since it was approved), so aipm run starts nothing with it; review it and approve it with `aipm trust`", t, who)})
 		}

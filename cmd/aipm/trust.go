@@ -68,6 +68,11 @@ func (a *app) cmdTrust(args []string) error {
 			a.printf("  new: never approved on this machine\n")
 			continue
 		}
+		if now := s.NowInstalled(name, ac, prog); now != "" {
+			// Nothing the user wrote changed: say what did.
+			a.printf("  %s: review it and approve it\n", now)
+			continue
+		}
 		a.printf("  changed since approved %s:\n", last.ApprovedAt.Format("2006-01-02 15:04:05"))
 		if old, cur := quoteArgs(last.Command), quoteArgs(ac.Command); old != cur {
 			a.printf("    - command: %s\n    + command: %s\n", old, cur)

@@ -496,6 +496,8 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 					c.warned[key] = true
 					if err != nil {
 						c.Say("settings.agent_commands.%s: cannot read the approvals: %v", AIType(ag), err)
+					} else if now := c.s.NowInstalled(AIType(ag), ac, prog); now != "" {
+						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: %s; approve it with `aipm trust`", AIType(ag), ag.ID, now)
 					} else {
 						c.Say("settings.agent_commands.%s (used by %s) is not approved on this machine: it is new or changed since it was approved, so nothing is started with it; review it and approve it with `aipm trust`", AIType(ag), ag.ID)
 					}
