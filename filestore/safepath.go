@@ -403,6 +403,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // `aipm resolve` apply it too.
 const MaxEntityFile = maxEntityFile
 
+// MaxJSONLFile is the size limit of one JSONL log the store reads; a sync round takes
+// no larger one from a remote.
+const MaxJSONLFile = maxJSONLFile
+
 // Locked runs fn holding the store lock, for commands that rewrite a store file outside
 // the store's own operations (`aipm resolve`).
 func (s *Store) Locked(fn func() error) error { return s.locked(fn) }

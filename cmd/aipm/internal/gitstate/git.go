@@ -78,6 +78,39 @@ type object struct {
 	data []byte
 }
 
+// catSizes answers `git cat-file --batch-check` for specs: each object's size in bytes,
+// -1 for one that is missing. Nothing of the objects is read.
+func (c gitCmd) catSizes(specs []string) ([]int64, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	for _, s := range specs {
+		if strings.ContainsAny(s, "\n") {
+			return nil, fmt.Errorf("object name %q holds a newline", s)
+		}
+	}
+	c.stdin = []byte(strings.Join(specs, "\n") + "\n")
+	out, err := c.raw("cat-file", "--batch-check")
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) != len(specs) {
+		return nil, fmt.Errorf("git cat-file --batch-check: %d answers for %d objects", len(lines), len(specs))
+	}
+	sizes := make([]int64, len(specs))
+	for i, l := range lines {
+		f := strings.Fields(l)
+		sizes[i] = -1
+		if len(f) == 3 {
+			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+				sizes[i] = n
+			}
+		}
+	}
+	return sizes, nil
+}
+
 // catBatch reads many objects ("<rev>:<path>", a commit id) with one git process.
 func (c gitCmd) catBatch(specs []string) ([]object, error) {
 	if len(specs) == 0 {

@@ -353,6 +353,29 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		}
 		paths = append(paths, p)
 	}
+	// Sizes are known before anything is read: another clone's file over what the store
+	// reads (a gigabyte blob is a few megabytes on the remote) is refused, not loaded.
+	want := make([]string, len(paths))
+	for i, p := range paths {
+		want[i] = theirs + ":" + p
+	}
+	sizes, err := g.catSizes(want)
+	if err != nil {
+		return nil, nil, refused, err
+	}
+	kept := paths[:0]
+	for i, p := range paths {
+		limit := int64(filestore.MaxEntityFile)
+		if strings.HasSuffix(p, ".jsonl") {
+			limit = filestore.MaxJSONLFile
+		}
+		if sizes[i] > limit {
+			refused = append(refused, fmt.Sprintf("%q: %d bytes, over the %d such a file may have: not read (commit %s)", p, sizes[i], limit, short))
+			continue
+		}
+		kept = append(kept, p)
+	}
+	paths = kept
 	specs := make([]string, 0, 3*len(paths))
 	for _, p := range paths {
 		b := base
