@@ -78,19 +78,24 @@ type object struct {
 	data []byte
 }
 
-// catSizes answers `git cat-file --batch-check` for specs: each object's size in bytes,
-// -1 for one that is missing. Nothing of the objects is read.
-func (c gitCmd) catSizes(specs []string) ([]int64, error) {
-	if len(specs) == 0 {
-		return nil, nil
-	}
+// catFile runs `git cat-file <mode>` with one object name a line on its input.
+func (c gitCmd) catFile(mode string, specs []string) ([]byte, error) {
 	for _, s := range specs {
 		if strings.ContainsAny(s, "\n") {
 			return nil, fmt.Errorf("object name %q holds a newline", s)
 		}
 	}
 	c.stdin = []byte(strings.Join(specs, "\n") + "\n")
-	out, err := c.raw("cat-file", "--batch-check")
+	return c.raw("cat-file", mode)
+}
+
+// catSizes answers `git cat-file --batch-check` for specs: each object's size in bytes,
+// -1 for one that is missing. Nothing of the objects is read.
+func (c gitCmd) catSizes(specs []string) ([]int64, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	out, err := c.catFile("--batch-check", specs)
 	if err != nil {
 		return nil, err
 	}
@@ -116,13 +121,7 @@ func (c gitCmd) catBatch(specs []string) ([]object, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
-	for _, s := range specs {
-		if strings.ContainsAny(s, "\n") {
-			return nil, fmt.Errorf("object name %q holds a newline", s)
-		}
-	}
-	c.stdin = []byte(strings.Join(specs, "\n") + "\n")
-	out, err := c.raw("cat-file", "--batch")
+	out, err := c.catFile("--batch", specs)
 	if err != nil {
 		return nil, err
 	}

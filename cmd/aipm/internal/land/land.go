@@ -310,31 +310,29 @@ func (q *Queue) Entries() ([]*filestore.Task, error) {
 // pushed for a pull request), and lists why each held one waits, and each task whose code
 // did not land and waits for a person.
 func (q *Queue) Waiting() (n int, held []string) {
-	es, err := q.Entries()
+	// One look at the worktrees: the coordinator asks after every change it sees.
+	all, err := q.tasksWithWorktree(func(*filestore.Task) bool { return true })
 	if err != nil {
 		return 0, nil
 	}
-	// A task done a moment ago by another process may still read as working here: it is
-	// about to be queued.
-	submitted, _ := q.tasksWithWorktree(func(t *filestore.Task) bool {
-		return t.Landing.State == filestore.LandWorking && t.Status == filestore.StatusDone
-	})
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, t := range es {
-		if t.Landing.State == filestore.LandPushed {
-			continue // its pull request is the forge's to merge: nothing here is stuck
+	for _, t := range all {
+		l := t.Landing
+		switch {
+		case l.NeedsHuman:
+			held = append(held, fmt.Sprintf("%s: %s, needs you (`aipm land retry %s` or `aipm land abandon %s`)", t.ID, l.State, t.ID, t.ID))
+		case l.State == filestore.LandWorking && t.Status == filestore.StatusDone:
+			// Done a moment ago by another process, read here before it was queued.
+			n++
+		case l.State == filestore.LandQueued || l.State == filestore.LandChecking:
+			if h, ok := q.held[t.ID]; ok {
+				held = append(held, t.ID+": "+h.why)
+			} else {
+				n++
+			}
 		}
-		if h, ok := q.held[t.ID]; ok {
-			held = append(held, t.ID+": "+h.why)
-			continue
-		}
-		n++
-	}
-	n += len(submitted)
-	needs, _ := q.NeedsYou()
-	for _, t := range needs {
-		held = append(held, fmt.Sprintf("%s: %s, needs you (`aipm land retry %s` or `aipm land abandon %s`)", t.ID, t.Landing.State, t.ID, t.ID))
+		// pushed: its pull request is the forge's to merge; nothing here is stuck.
 	}
 	if q.active {
 		n++ // its outcome (a landing, a rework) is not written yet
