@@ -74,7 +74,8 @@ func (e *cacheEntry[T]) readable() bool { return e.v != nil || e.k != nil }
 type dirCache[T any] struct {
 	d      *Dir
 	dir    string // relative to .ai-pm, e.g. "tasks"
-	prefix string // id prefix, e.g. "tsk_"; "" for agent ids
+	// valid tells a name of the directory that is an entity's id (the domain's rule).
+	valid func(id string) bool
 	// nested: each entity is dir/<id>/<leaf> (agents/<id>/agent.json), not dir/<id>.json.
 	leaf string
 	read func(id string) (*T, error)
@@ -150,8 +151,8 @@ type dirCache[T any] struct {
 	unsure bool
 }
 
-func newDirCache[T any](d *Dir, dir, prefix string, read func(id string) (*T, error)) *dirCache[T] {
-	c := &dirCache[T]{d: d, dir: dir, prefix: prefix, read: read, dirty: map[string]struct{}{},
+func newDirCache[T any](d *Dir, dir string, valid func(id string) bool, read func(id string) (*T, error)) *dirCache[T] {
+	c := &dirCache[T]{d: d, dir: dir, valid: valid, read: read, dirty: map[string]struct{}{},
 		index: func(string, []string, []string) {}, reset: func() {}}
 	d.cacheList = append(d.cacheList, c)
 	return c
@@ -490,18 +491,13 @@ func (c *dirCache[T]) listIDs() ([]string, error) {
 
 func (c *dirCache[T]) idOf(e os.DirEntry) (string, bool) {
 	if c.leaf != "" {
-		return e.Name(), e.IsDir() && ValidateAgentID(e.Name()) == nil
+		return e.Name(), e.IsDir() && c.valid(e.Name())
 	}
 	id, ok := strings.CutSuffix(e.Name(), ".json")
 	return id, ok && !e.IsDir() && c.validID(id)
 }
 
-func (c *dirCache[T]) validID(id string) bool {
-	if c.leaf != "" {
-		return ValidateAgentID(id) == nil
-	}
-	return ValidateEntityID(c.prefix, id) == nil
-}
+func (c *dirCache[T]) validID(id string) bool { return c.valid(id) }
 
 // file is the path of id's file.
 func (c *dirCache[T]) file(id string) string {

@@ -340,11 +340,11 @@ func TestCacheTruthFromIndexFile(t *testing.T) {
 	}
 }
 
-func TestPlainEntityID(t *testing.T) {
+func TestIsEntityID(t *testing.T) {
 	for _, id := range []string{"tsk_01jd2x0k8m3q7v5w9z1b4c6e8f", "tsk_a", "tsk_a.b-c_d", "tsk_", "cnv_01jd", "tsk_-a", "tsk_A1",
 		"tsk_../x", "tsk_a/b", "tsk_" + strings.Repeat("a", 63), "tsk_" + strings.Repeat("a", 64), "tsk_a\tb", "tsk_é"} {
-		if got, want := plainEntityID(PrefixTask, id), ValidateEntityID(PrefixTask, id) == nil; got != want {
-			t.Errorf("plainEntityID(%q) = %v, ValidateEntityID says %v", id, got, want)
+		if got, want := isEntityID(PrefixTask)(id), ValidateEntityID(PrefixTask, id) == nil; got != want {
+			t.Errorf("isEntityID(%q) = %v, ValidateEntityID says %v", id, got, want)
 		}
 	}
 }

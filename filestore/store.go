@@ -174,7 +174,7 @@ func newStore(root string, opts Options) *Store {
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)
 	s.dlgs = newDlgCache(s)
-	s.agents = newDirCache(s.eng, "agents", "", s.readAgent)
+	s.agents = newDirCache(s.eng, "agents", isAgentID, s.readAgent)
 	s.agents.leaf = "agent.json"
 	return s
 }

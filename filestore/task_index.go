@@ -195,7 +195,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 }
 
 func newTaskCache(s *Store) *dirCache[Task] {
-	c := newDirCache(s.eng, "tasks", PrefixTask, s.readTask)
+	c := newDirCache(s.eng, "tasks", isEntityID(PrefixTask), s.readTask)
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
 	c.doneKeys = func(k []string) bool { return Finished(k[tkStatus]) }
 	c.reset = s.tix.reset
