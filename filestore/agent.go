@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Agent types, hierarchy levels and statuses.
@@ -68,7 +70,7 @@ func (s *Store) Agent(id string) (*Agent, error) {
 	if err := ValidateAgentID(id); err != nil {
 		return nil, err
 	}
-	if a := s.agents.cachedCopy(id, func(a *Agent) *Agent { c := *a; return &c }); a != nil {
+	if a := s.agents.CachedCopy(id, func(a *Agent) *Agent { c := *a; return &c }); a != nil {
 		return a, nil
 	}
 	return s.readAgent(id)
@@ -122,13 +124,13 @@ func (s *Store) Member(id string) (*Agent, error) {
 // them).
 func (s *Store) Agents() ([]*Agent, error) {
 	var out []*Agent
-	err := s.agents.with(func() {
-		ids := pick(s.agents, nil, false)
+	err := s.agents.With(func() {
+		ids := engine.Pick(s.agents, nil, false)
 		// Every decision of a session lists the team: the copies are made in one block.
 		copies := make([]Agent, 0, len(ids))
 		out = make([]*Agent, 0, len(ids))
 		for _, id := range ids {
-			if a := s.agents.get(id); a != nil {
+			if a := s.agents.Get(id); a != nil {
 				copies = append(copies, *a)
 				out = append(out, &copies[len(copies)-1])
 			}
@@ -251,10 +253,10 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 				return err
 			}
 		}
-		if err := writeJSON(s.agentPath(a.ID), a, 0o644); err != nil {
+		if err := engine.WriteJSON(s.agentPath(a.ID), a, 0o644); err != nil {
 			return err
 		}
-		s.eng.noteWrite("agents/" + a.ID + "/agent.json")
+		s.eng.NoteWrite("agents/" + a.ID + "/agent.json")
 		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "agent", ID: a.ID, Change: "created", To: a.Hierarchy})
 	})
 	if err != nil {
@@ -282,7 +284,7 @@ func (s *Store) writeCredential(agentID, passkey string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return writeJSON(path, c, 0o600)
+	return engine.WriteJSON(path, c, 0o600)
 }
 
 // RotatePasskey replaces an AI agent's passkey and returns the new one.

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Files writes files of the store on behalf of a source of changes that is not one of
@@ -101,7 +103,7 @@ func (f *Files) Read(rel string) (data []byte, ok bool, err error) {
 	if err := checkRel(rel); err != nil {
 		return nil, false, err
 	}
-	data, err = readFileSafe(f.s.path(strings.Split(rel, "/")...), maxJSONLFile)
+	data, err = engine.ReadFile(f.s.path(strings.Split(rel, "/")...), engine.MaxJSONLFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -116,7 +118,7 @@ func (f *Files) Replace(rel string, data []byte) error {
 	if err := checkRel(rel); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(f.s.path(strings.Split(rel, "/")...), data, 0o644); err != nil {
+	if err := engine.WriteAtomic(f.s.path(strings.Split(rel, "/")...), data, 0o644); err != nil {
 		return err
 	}
 	f.noted(rel)
@@ -142,6 +144,6 @@ func (f *Files) Remove(rel string) error {
 // noted tells the other processes (the journal) and this one (its caches) that rel
 // changed.
 func (f *Files) noted(rel string) {
-	f.s.eng.noteWrite(rel)
-	f.s.eng.markPath(rel)
+	f.s.eng.NoteWrite(rel)
+	f.s.eng.MarkPath(rel)
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // requesterWindow is how many of the assignee's most recent received messages are searched
@@ -209,7 +211,7 @@ func (s *Store) appendMailbox(agentID string, m Message) error {
 	if err := ValidateAgentID(agentID); err != nil {
 		return err
 	}
-	return appendLine(s.mailboxPath(agentID), m, true)
+	return engine.AppendLine(s.mailboxPath(agentID), m, true)
 }
 
 // LastSender returns the sender of the most recent message the agent received, system
@@ -343,7 +345,7 @@ func normText(s string) string { return strings.Join(strings.Fields(strings.ToLo
 // the window and a last line without newline (a write in progress) are left out. A missing
 // file has no lines.
 func readTail(path string, limit int64) ([]byte, error) {
-	f, err := openRead(path, 0)
+	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

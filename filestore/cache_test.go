@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // The caches are only caches: whatever changes a file, the next query answers from the
@@ -42,7 +44,7 @@ func handEdit(t *testing.T, s *Store, id string, edit func(*Task)) {
 		t.Fatal(err)
 	}
 	edit(tk)
-	data, err := encodeJSON(tk)
+	data, err := engine.EncodeJSON(tk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +180,7 @@ func TestJournalStartedAnew(t *testing.T) {
 	// Another process starts a new journal (it grew too large) after a hand edit nobody
 	// reported: the reader re-checks every cached file.
 	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = StatusTodo })
-	os.Remove(s.eng.journalPath())
+	os.Remove(s.eng.JournalFile())
 	o := reopen(t, s)
 	mustTask(t, o, NewTask{Title: "B"})
 	if got := statusOf(t, s, a.ID); got != StatusTodo {
@@ -252,7 +254,7 @@ func TestEventsTail(t *testing.T) {
 		t.Errorf("after a long line: total %d", total)
 	}
 	// The history rewritten as a whole (a merge): indexed again from the top.
-	lines, _ := readLines(s.path("events.jsonl"), 0)
+	lines, _ := engine.ReadLines(s.path("events.jsonl"), 0)
 	var keep []string
 	for _, l := range lines {
 		var e Event
@@ -286,7 +288,7 @@ func TestAgentsCache(t *testing.T) {
 	// A hand edit of agent.json, reported by the watcher as its path.
 	a, _ := s.Agent("w3")
 	a.Role = "tester"
-	data, _ := encodeJSON(a)
+	data, _ := engine.EncodeJSON(a)
 	os.WriteFile(s.agentPath("w3"), data, 0o644)
 	s.Changed("agents/w3/agent.json")
 	all, _ = s.Agents()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Prepared is what Prepare did to a store that came with a clone.
@@ -35,18 +37,18 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 	}
 	err = s.locked(func() error {
 		for _, d := range runtimeDirs {
-			if err := ensureDir(s.path(d)); err != nil {
+			if err := engine.EnsureDir(s.path(d)); err != nil {
 				return err
 			}
 		}
 		if _, err := os.Lstat(s.path(".gitignore")); errors.Is(err, os.ErrNotExist) {
-			if err := writeFileAtomic(s.path(".gitignore"), []byte(gitignore), 0o644); err != nil {
+			if err := engine.WriteAtomic(s.path(".gitignore"), []byte(gitignore), 0o644); err != nil {
 				return err
 			}
 			out.WroteGitFiles = append(out.WroteGitFiles, s.Rel(s.path(".gitignore")))
 		}
 		if want, ok := s.gitattributesWanted(); !ok {
-			if err := writeFileAtomic(s.path(".gitattributes"), want, 0o644); err != nil {
+			if err := engine.WriteAtomic(s.path(".gitattributes"), want, 0o644); err != nil {
 				return err
 			}
 			out.WroteGitFiles = append(out.WroteGitFiles, s.Rel(s.path(".gitattributes")))
@@ -83,7 +85,7 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 // names the merge driver. A file someone extended keeps their lines; the driver's are
 // added.
 func (s *Store) gitattributesWanted() ([]byte, bool) {
-	data, err := readFileSafe(s.path(".gitattributes"), maxEntityFile)
+	data, err := engine.ReadFile(s.path(".gitattributes"), engine.MaxEntityFile)
 	switch {
 	case err != nil || len(bytes.TrimSpace(data)) == 0 || string(data) == oldGitattributes:
 		return []byte(gitattributes), false

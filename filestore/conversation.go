@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Conversation states (SPEC §4.6): pending → active → terminating → ended, and
@@ -310,30 +312,30 @@ type timedOut struct {
 func (s *Store) scanConversations(k convClock, f ConversationFilter) ([]*Conversation, []timedOut, error) {
 	var list []*Conversation
 	var due []timedOut
-	err := s.convs.with(func() {
-		var probes []probe
+	err := s.convs.With(func() {
+		var probes []engine.Probe
 		if f.AgentID != "" {
-			probes = append(probes, probe{0, []string{f.AgentID}})
+			probes = append(probes, engine.Probe{Idx: 0, Keys: []string{f.AgentID}})
 		}
 		if f.TaskID != "" {
-			probes = append(probes, probe{1, []string{f.TaskID}})
+			probes = append(probes, engine.Probe{Idx: 1, Keys: []string{f.TaskID}})
 		}
 		// The states asked for, and those a timeout may still move into them.
 		var states []string
 		if len(f.States) > 0 {
 			states = append(slices.Clone(f.States), ConvPending, ConvActive)
-			probes = append(probes, probe{2, states})
+			probes = append(probes, engine.Probe{Idx: 2, Keys: states})
 		}
-		set, narrowed := narrowest(s.convs, probes...)
-		for _, id := range pick(s.convs, set, narrowed) {
+		set, narrowed := engine.Narrowest(s.convs, probes...)
+		for _, id := range engine.Pick(s.convs, set, narrowed) {
 			// Told apart on the index keys: a conversation another constraint rules out
 			// is not read (initiator, participant, task, state).
-			keys := s.convs.keysOf(id)
+			keys := s.convs.KeysOf(id)
 			if keys == nil || f.AgentID != "" && keys[0] != f.AgentID && keys[1] != f.AgentID ||
 				f.TaskID != "" && keys[2] != f.TaskID || states != nil && !slices.Contains(states, keys[3]) {
 				continue
 			}
-			cached := s.convs.get(id)
+			cached := s.convs.Get(id)
 			if cached == nil || !f.match(cached) && !cached.Live() {
 				continue // neither matches nor can time out into a match
 			}
@@ -451,7 +453,7 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	c.UpdatedAt = now
 	c.Version++
 	c.normalize()
-	if err := writeEntity(s.convs, c.ID, cloneConv(c)); err != nil {
+	if err := engine.WriteEntity(s.convs, c.ID, cloneConv(c)); err != nil {
 		return err
 	}
 	if ev.Change == "" {

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // EnvSessionGrace overrides the project's conversation_session_grace_seconds.
@@ -290,10 +292,10 @@ func (s *Store) ApplyConversationDeadlines() (changed int, open bool, err error)
 func (s *Store) openConversations(k convClock) ([]*Conversation, []timedOut, error) {
 	var list []*Conversation
 	var due []timedOut
-	err := s.convs.with(func() {
+	err := s.convs.With(func() {
 		for _, st := range []string{ConvPending, ConvActive} {
-			for _, id := range pick(s.convs, s.convs.lookup(2, st), true) {
-				if cached := s.convs.get(id); cached != nil {
+			for _, id := range engine.Pick(s.convs, s.convs.Lookup(2, st), true) {
+				if cached := s.convs.Get(id); cached != nil {
 					c := cloneConv(cached)
 					if from := k.advance(c); from != "" {
 						due = append(due, timedOut{c, from})

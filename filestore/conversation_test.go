@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func mustStart(t *testing.T, s *Store, from, to string, r ConversationRequest) *Conversation {
@@ -85,7 +87,7 @@ func TestConversationFileIsStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := encodeJSON(got)
+	again, err := engine.EncodeJSON(got)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -679,16 +681,16 @@ func TestDoctorChecksConversations(t *testing.T) {
 	bad := *c
 	bad.ID, bad.State, bad.InitiatorID, bad.ParticipantID, bad.MaxTurns = "cnv_bad", "chatting", "ghost", "ghost", 99
 	bad.Notified, bad.TaskID = []string{"mgr"}, "tsk_missing"
-	data, _ := encodeJSON(&bad)
+	data, _ := engine.EncodeJSON(&bad)
 	write("cnv_bad.json", string(data))
 	dup := *c
 	dup.ID = "cnv_dup"
 	dup.InitiatorID, dup.ParticipantID = "w2", "w1"
-	data, _ = encodeJSON(&dup)
+	data, _ = engine.EncodeJSON(&dup)
 	write("cnv_dup.json", string(data))
 	ended := *c
 	ended.ID, ended.State = "cnv_ended", ConvEnded
-	data, _ = encodeJSON(&ended)
+	data, _ = engine.EncodeJSON(&ended)
 	write("cnv_ended.json", string(data))
 	write("notes.txt", "hello")
 	problems, err := s.Check()

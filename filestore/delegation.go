@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Delegation statuses (seed 003): pending → processing → completed | failed.
@@ -89,24 +91,24 @@ func (f DelegationFilter) match(d *Delegation) bool {
 // are skipped; `aipm doctor` reports them.
 func (s *Store) Delegations(f DelegationFilter) ([]*Delegation, error) {
 	var out []*Delegation
-	err := s.dlgs.with(func() {
-		var probes []probe
+	err := s.dlgs.With(func() {
+		var probes []engine.Probe
 		if f.AgentID != "" {
-			probes = append(probes, probe{0, []string{f.AgentID}})
+			probes = append(probes, engine.Probe{Idx: 0, Keys: []string{f.AgentID}})
 		}
 		if f.TaskID != "" {
-			probes = append(probes, probe{1, []string{f.TaskID}})
+			probes = append(probes, engine.Probe{Idx: 1, Keys: []string{f.TaskID}})
 		}
 		if f.Status != "" {
-			probes = append(probes, probe{2, []string{f.Status}})
+			probes = append(probes, engine.Probe{Idx: 2, Keys: []string{f.Status}})
 		}
-		set, narrowed := narrowest(s.dlgs, probes...)
-		for _, id := range pick(s.dlgs, set, narrowed) {
+		set, narrowed := engine.Narrowest(s.dlgs, probes...)
+		for _, id := range engine.Pick(s.dlgs, set, narrowed) {
 			// Told apart on the index keys (agent, task, status) before it is read.
-			if k := s.dlgs.keysOf(id); k == nil || !f.match(&Delegation{AgentID: k[0], TaskID: k[1], Status: k[2]}) {
+			if k := s.dlgs.KeysOf(id); k == nil || !f.match(&Delegation{AgentID: k[0], TaskID: k[1], Status: k[2]}) {
 				continue
 			}
-			if d := s.dlgs.get(id); d != nil && f.match(d) {
+			if d := s.dlgs.Get(id); d != nil && f.match(d) {
 				c := *d
 				out = append(out, &c)
 			}
@@ -374,7 +376,7 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	d.UpdatedAt = now
 	d.Version++
 	c := *d
-	if err := writeEntity(s.dlgs, d.ID, &c); err != nil {
+	if err := engine.WriteEntity(s.dlgs, d.ID, &c); err != nil {
 		return err
 	}
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID

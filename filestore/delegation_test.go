@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func mustDelegate(t *testing.T, s *Store, from, to, taskID, purpose string) *Delegation {
@@ -196,7 +198,7 @@ func TestDoctorChecksDelegations(t *testing.T) {
 	}
 	bad := *d
 	bad.ID, bad.Status, bad.TargetAgentID, bad.ConversationID, bad.TaskID = "dlg_bad", "lost", "ghost", "cnv_missing", "tsk_missing"
-	data, _ := encodeJSON(&bad)
+	data, _ := engine.EncodeJSON(&bad)
 	if err := os.WriteFile(s.delegationPath("dlg_bad"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +245,7 @@ func TestDelegationFileIsStable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, _ := encodeJSON(got)
+	again, _ := engine.EncodeJSON(got)
 	if string(again) != string(data) {
 		t.Errorf("rewriting changes the bytes")
 	}

@@ -9,6 +9,8 @@ import (
 	"os"
 	"sort"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // A message is two lines: the sender's copy (with receiverId) and the receiver's. They are
@@ -104,7 +106,7 @@ func (s *Store) dropLastLine(agentID, id string) error {
 	if errors.Is(err, os.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
 		return nil
 	}
-	f, err := openSafe(path, os.O_RDWR, 0, maxJSONLFile)
+	f, err := engine.Open(path, os.O_RDWR, 0, engine.MaxJSONLFile)
 	if err != nil {
 		return err
 	}
@@ -141,7 +143,7 @@ func (s *Store) writeDeliveryRecord(data []byte, durable bool) error {
 	if err := EnsureDir(s.path(JournalDir)); err != nil {
 		return err
 	}
-	f, err := openSafe(s.deliveryPath(), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)
+	f, err := engine.Open(s.deliveryPath(), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)
 	if err != nil {
 		return err
 	}
@@ -166,7 +168,7 @@ func (s *Store) writeDeliveryRecord(data []byte, durable bool) error {
 // own mail, and a broken mailbox elsewhere does not stop it). It returns the message it
 // delivered (with ReceiverID), if any. The caller holds the store lock.
 func (s *Store) finishDeliveryLocked(onlyTo string) (*Message, error) {
-	data, err := readFileSafe(s.deliveryPath(), 1<<20)
+	data, err := engine.ReadFile(s.deliveryPath(), 1<<20)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && len(bytes.TrimSpace(data)) == 0) {
 		return nil, nil
 	}
@@ -319,12 +321,12 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 	// Line numbers, for the report: found only when something is missing.
 	for p, ids := range byPath {
 		left := len(ids)
-		err := scanLines(p, 0, func(l Line) error {
+		err := engine.ScanLines(p, 0, func(l Line) error {
 			if m, ok := parseMessage(l.Data); ok && m.ReceiverID != "" {
 				if u := ids[m.ID]; u != nil && u.Line == 0 {
 					u.Line = l.N
 					if left--; left == 0 {
-						return errStop
+						return engine.ErrStop
 					}
 				}
 			}

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Problem is one finding of Check, printed as "path:line: problem".
@@ -100,7 +102,7 @@ func (c *checker) links() {
 		if err != nil || d.IsDir() || d.Type().IsRegular() {
 			return nil
 		}
-		c.add(path, 1, "%s: aipm never follows links or opens special files under %s; remove it", kindOf(d.Type()), DirName)
+		c.add(path, 1, "%s: aipm never follows links or opens special files under %s; remove it", engine.KindOf(d.Type()), DirName)
 		return nil
 	})
 }
@@ -112,7 +114,7 @@ func (c *checker) decode(path string, v any) []byte { return c.decodeRead(path, 
 func (c *checker) decodeRead(path string, data []byte, v any) []byte {
 	if data == nil {
 		var err error
-		if data, err = readFileSafe(path, maxEntityFile); err != nil {
+		if data, err = engine.ReadFile(path, engine.MaxEntityFile); err != nil {
 			c.add(path, 1, "cannot read: %v", err)
 			return nil
 		}
@@ -256,7 +258,7 @@ func (c *checker) tasksDir() {
 		found []Problem
 	}
 	reads := make([]read, len(files))
-	dir, _, derr := openStoreDir(c.s.path("tasks"), false) // opened and checked once (readIn)
+	dir, _, derr := engine.StoreDir(c.s.path("tasks"), false) // opened and checked once (readIn)
 	next := make(chan int, len(files))
 	for i := range files {
 		next <- i
@@ -413,7 +415,7 @@ func (c *checker) lines(path string, fn func([]byte) string) {
 	// never held in memory; past a hundred problems in one file the rest are counted.
 	const maxReported = 100
 	n, end, problems := 0, int64(0), 0
-	err := scanLines(path, 0, func(l Line) error {
+	err := engine.ScanLines(path, 0, func(l Line) error {
 		n, end = l.N, l.Next
 		var p string
 		if isMarkerLine(l.Data) {

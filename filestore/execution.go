@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Execution record statuses.
@@ -71,7 +73,7 @@ func (s *Store) StartExecution(sessionID string) (*Execution, error) {
 			now := s.Now()
 			ex = &Execution{ID: NewID(PrefixExecution, now), TaskID: se.TaskID, AgentID: se.AgentID, SessionID: se.ID,
 				Purpose: se.Purpose, Status: ExecRunning, StartedAt: now, UpdatedAt: now, Version: 1}
-			if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
+			if err := engine.WriteJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
 				return err
 			}
 			se.ExecutionID = ex.ID
@@ -143,7 +145,7 @@ func (s *Store) finishExecution(id, status, summary string) error {
 	}
 	ex.UpdatedAt = now
 	ex.Version++
-	if err := writeJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
+	if err := engine.WriteJSON(s.executionPath(ex.ID), ex, 0o644); err != nil {
 		return err
 	}
 	return s.appendEvent(Event{At: now, Actor: ex.AgentID, Via: ViaTool, Entity: "execution", ID: ex.ID, Change: "finished", From: ExecRunning, To: status})
@@ -171,7 +173,7 @@ func (s *Store) ExecutionLog(id string, tail, offset, limit int) (*LogPage, erro
 	}
 	path := s.path("executions", id+".log")
 	page := &LogPage{Path: s.Rel(path), Lines: []string{}}
-	data, err := readFileSafe(path, maxJSONLFile)
+	data, err := engine.ReadFile(path, engine.MaxJSONLFile)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}

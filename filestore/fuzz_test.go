@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Fuzz targets for the parsers that meet hand-edited or crash-damaged files and hostile
@@ -36,9 +38,9 @@ func FuzzReadLines(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, off uint16) {
 		fzWriteFile(t, path, data)
 		offset := int64(off) % int64(len(data)+1) // a reader resumes from 0 or a previous Next
-		lines, err := readLines(path, offset)
+		lines, err := engine.ReadLines(path, offset)
 		if err != nil {
-			t.Fatalf("readLines: %v", err)
+			t.Fatalf("engine.ReadLines: %v", err)
 		}
 		pos, sum := offset, int64(0)
 		for i, l := range lines {
@@ -93,10 +95,10 @@ func FuzzRepairTail(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = repairTail(fh)
+		err = engine.RepairTail(fh)
 		fh.Close()
 		if err != nil {
-			t.Fatalf("repairTail: %v", err)
+			t.Fatalf("engine.RepairTail: %v", err)
 		}
 		got, err := os.ReadFile(path)
 		if err != nil {
@@ -111,8 +113,8 @@ func FuzzRepairTail(f *testing.F) {
 		if want := data[:bytes.LastIndexByte(data, '\n')+1]; !bytes.Equal(got, want) {
 			t.Fatalf("repaired to %d bytes, want %d (up to the last newline)", len(got), len(want))
 		}
-		if err := appendLine(path, map[string]int{"a": 1}, false); err != nil {
-			t.Fatalf("appendLine: %v", err)
+		if err := engine.AppendLine(path, map[string]int{"a": 1}, false); err != nil {
+			t.Fatalf("engine.AppendLine: %v", err)
 		}
 		after, err := os.ReadFile(path)
 		if err != nil {
@@ -197,7 +199,7 @@ func FuzzTaskDecode(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	valid, err := encodeJSON(&Task{ID: "tsk_x", Title: "t", Status: StatusTodo, Priority: "high", Dependencies: []string{"tsk_y"}, Version: 3})
+	valid, err := engine.EncodeJSON(&Task{ID: "tsk_x", Title: "t", Status: StatusTodo, Priority: "high", Dependencies: []string{"tsk_y"}, Version: 3})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -280,7 +282,7 @@ func fzWriteFile(t *testing.T, path string, data []byte) {
 // whatever it merges without conflict must be a task the store reads back to the same
 // bytes; with conflicts, the markers it writes must split back into two sides.
 func FuzzMerge(f *testing.F) {
-	base, err := encodeJSON(&Task{ID: "tsk_x", Title: "t", Status: StatusInProgress, Priority: "high", Dependencies: []string{"tsk_y"}, Version: 3})
+	base, err := engine.EncodeJSON(&Task{ID: "tsk_x", Title: "t", Status: StatusInProgress, Priority: "high", Dependencies: []string{"tsk_y"}, Version: 3})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -302,7 +304,7 @@ func FuzzMerge(f *testing.F) {
 		if err := json.Unmarshal(r.Data, &got); err != nil {
 			t.Fatalf("merged task does not decode: %v\n%s", err, r.Data)
 		}
-		again, err := encodeJSON(&got)
+		again, err := engine.EncodeJSON(&got)
 		if err != nil || !bytes.Equal(again, r.Data) {
 			t.Fatalf("merged task is not in the store's format:\n%s", r.Data)
 		}

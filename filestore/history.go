@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Ways a change reaches the store, recorded in every history event.
@@ -63,7 +65,7 @@ type FieldChange struct {
 // it describes is already durable, and the event is written right after it under the same
 // lock.
 func (s *Store) appendEvent(e Event) error {
-	return appendLine(s.path("events.jsonl"), e, false)
+	return engine.AppendLine(s.path("events.jsonl"), e, false)
 }
 
 // Events returns history events for one entity id (all events if id is empty), oldest
@@ -75,7 +77,7 @@ func (s *Store) Events(id string) ([]Event, error) {
 		return evs, err
 	}
 	var out []Event
-	err := scanLines(s.path("events.jsonl"), 0, func(l Line) error {
+	err := engine.ScanLines(s.path("events.jsonl"), 0, func(l Line) error {
 		var e Event
 		if json.Unmarshal(l.Data, &e) == nil {
 			out = append(out, e)
@@ -96,7 +98,7 @@ func (s *Store) EventsTail(id string, n int) ([]Event, int, error) {
 	if n >= 0 && n < len(offs) {
 		offs = offs[len(offs)-n:]
 	}
-	f, err := openRead(s.path("events.jsonl"), 0)
+	f, err := engine.OpenRead(s.path("events.jsonl"), 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, 0, nil
@@ -168,7 +170,7 @@ func newHistoryIndex(persist string) *lineIndex { return &lineIndex{key: eventID
 func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f, err := openRead(path, 0)
+	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			h.byID, h.off, h.ino = nil, 0, 0
@@ -181,7 +183,7 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ino := fileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
+	if ino := engine.FileIno(fi); h.byID == nil || ino != h.ino || fi.Size() < h.off {
 		h.byID, h.off, h.ino, h.added, h.tried, h.pairs = map[string][]int64{}, 0, ino, 0, 0, nil
 		h.openBase(f, ino, fi.Size())
 	}
@@ -219,8 +221,8 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 		case int64(n) < want || h.off+int64(n) >= fi.Size():
 			// A torn or unfinished last line: next time.
 			return h.found(f, id)
-		case cap(buf) >= maxJSONLLine:
-			return nil, &LineTooLongError{Path: relToRepo(path), Offset: h.off}
+		case cap(buf) >= engine.MaxLine:
+			return nil, &LineTooLongError{Path: engine.RelToRepo(path), Offset: h.off}
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}

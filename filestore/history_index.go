@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // The history index on disk: runtime/index/events.idx, machine-local, so that a process
@@ -61,7 +63,7 @@ type eventsBase struct {
 
 // openEventsBase opens and checks a history index file.
 func openEventsBase(p string) (*eventsBase, error) {
-	f, err := openRead(p, 0)
+	f, err := engine.OpenRead(p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +207,7 @@ func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBa
 	// Written as it is made, through a small buffer: the history's index is not held
 	// twice.
 	dir, base := filepath.Split(p)
-	if err := ensureDir(dir); err != nil {
+	if err := engine.EnsureDir(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")

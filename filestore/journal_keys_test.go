@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // A write through aipm tells the other processes, in its journal line, the identity its
@@ -18,13 +20,14 @@ import (
 func countReads(s *Store) func() map[string]int {
 	var mu sync.Mutex
 	reads := map[string]int{}
-	read := s.tasks.read
-	s.tasks.read = func(id string) (*Task, error) {
-		mu.Lock()
-		reads[id]++
-		mu.Unlock()
-		return read(id)
-	}
+	s.tasks.WrapRead(func(read func(id string) (*Task, error)) func(id string) (*Task, error) {
+		return func(id string) (*Task, error) {
+			mu.Lock()
+			reads[id]++
+			mu.Unlock()
+			return read(id)
+		}
+	})
 	return func() map[string]int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -150,8 +153,8 @@ func TestJournalKeysCheckedAgainstTheFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	line := "tasks/" + a.ID + ".json\t1\t2\t" + stampFields(stampOf(fi)) + "\t[\"\",\"w5\",\"done\"]\n"
-	f, err := os.OpenFile(s.eng.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
+	line := "tasks/" + a.ID + ".json\t1\t2\t" + engine.StampFields(engine.StampOf(fi)) + "\t[\"\",\"w5\",\"done\"]\n"
+	f, err := os.OpenFile(s.eng.JournalFile(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,9 +190,9 @@ func TestIndexFileSavedWithTasksKnownFromTheJournal(t *testing.T) {
 	finish(t, w, ids[2])
 	late := mustTask(t, w, NewTask{Title: "late", ParentID: ids[1], AssigneeID: "w2"})
 	ids = append(ids, late.ID)
-	o.tasks.mu.Lock()
-	o.tasks.rebuilt = true
-	o.tasks.mu.Unlock()
+	o.tasks.Lock()
+	o.tasks.SetRebuilt()
+	o.tasks.Unlock()
 	if _, err := o.TaskStatusCounts(); err != nil { // a query that reads no file, and saves
 		t.Fatal(err)
 	}
@@ -200,7 +203,7 @@ func TestIndexFileSavedWithTasksKnownFromTheJournal(t *testing.T) {
 	// Unfinished work first: it is what the index file holds in full, and what the
 	// coordinator looks at.
 	unfinished := titles(t, n, TaskFilter{Unfinished: true})
-	os.Remove(s.tasks.indexPath())
+	os.Remove(s.tasks.IndexPath())
 	if want := titles(t, reopen(t, s), TaskFilter{Unfinished: true}); unfinished != want {
 		t.Fatalf("unfinished work from the index file: %q, from the files: %q", unfinished, want)
 	}
@@ -341,9 +344,9 @@ func TestTasksChangedSince(t *testing.T) {
 	if err != nil || !ok || !slices.Contains(ids, a.ID) || !slices.Contains(ids, b.ID) || g1 == g0 {
 		t.Fatalf("after two writes: %v %d %v %v", ids, g1, ok, err)
 	}
-	o.tasks.mu.Lock()
-	o.tasks.gen += recentChanges // as after that many changes
-	o.tasks.mu.Unlock()
+	o.tasks.Lock()
+	o.tasks.AddGen(engine.RecentChanges) // as after that many changes
+	o.tasks.Unlock()
 	if _, _, ok, _ := o.TasksChangedSince(g1); ok {
 		t.Error("changes beyond what is remembered told as complete")
 	}
@@ -373,9 +376,9 @@ func TestParseJournalKeysAsJSON(t *testing.T) {
 	for _, in := range inputs {
 		var want []string
 		wantOK := json.Unmarshal([]byte(in), &want) == nil && want != nil
-		got, ok := parseJournalKeys(in)
+		got, ok := engine.ParseJournalKeys(in)
 		if ok != wantOK || ok && !slices.Equal(got, want) {
-			t.Errorf("parseJournalKeys(%q) = %q, %v; encoding/json reads %q, %v", in, got, ok, want, wantOK)
+			t.Errorf("engine.ParseJournalKeys(%q) = %q, %v; encoding/json reads %q, %v", in, got, ok, want, wantOK)
 		}
 	}
 }

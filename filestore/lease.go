@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // EnvLeaseSeconds overrides how long an agent lease lasts without renewal (default
@@ -244,10 +246,10 @@ func setPresence(l *Lease, now time.Time, chat bool, ended *time.Time) {
 func (s *Store) saveLeaseLocked(actor Actor, l *Lease, now time.Time, ev Event) error {
 	l.UpdatedAt = now
 	l.Version++
-	if err := ensureDir(s.path("leases")); err != nil {
+	if err := engine.EnsureDir(s.path("leases")); err != nil {
 		return err
 	}
-	if err := writeJSON(s.leasePath(l.AgentID), l, 0o644); err != nil {
+	if err := engine.WriteJSON(s.leasePath(l.AgentID), l, 0o644); err != nil {
 		return err
 	}
 	if ev.Change == "" {

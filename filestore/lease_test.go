@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func claim(t *testing.T, s *Store, machine, agent string) *Lease {
@@ -252,7 +254,7 @@ func TestLeaseFromElsewhereIsClamped(t *testing.T) {
 		t.Helper()
 		l := Lease{AgentID: "w1", MachineID: "m-evil", AcquiredAt: renewed, RenewedAt: renewed, ExpiresAt: expires, UpdatedAt: renewed, Version: 1}
 		data, _ := json.MarshalIndent(l, "", "  ")
-		if err := writeFileAtomic(s.leasePath("w1"), append(data, '\n'), 0o644); err != nil {
+		if err := engine.WriteAtomic(s.leasePath("w1"), append(data, '\n'), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}

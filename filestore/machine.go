@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // EnvMachineID overrides this machine's id (runtime/machine.json): two `aipm run` on one
@@ -50,7 +52,7 @@ func (s *Store) MachineID() (string, error) {
 			return nil // made meanwhile by another process
 		}
 		m = machineFile{ID: newMachineID(), CreatedAt: s.Now()}
-		return writeJSON(path, &m, 0o644)
+		return engine.WriteJSON(path, &m, 0o644)
 	})
 	return m.ID, err
 }

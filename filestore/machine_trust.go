@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // What this machine trusts never comes from the repository. Everything under .ai-pm —
@@ -91,16 +93,16 @@ func openMachineDir(storeDir string) (string, []byte, error) {
 		return "", nil, &MachineDirError{Err: err}
 	}
 	if !fi.IsDir() {
-		return "", nil, &MachineDirError{Err: fmt.Errorf("%s is %s", dir, kindOf(fi.Mode()))}
+		return "", nil, &MachineDirError{Err: fmt.Errorf("%s is %s", dir, engine.KindOf(fi.Mode()))}
 	}
-	if uid, ok := ownerOf(fi); ok && uid != os.Getuid() {
+	if uid, ok := engine.OwnerOf(fi); ok && uid != os.Getuid() {
 		return "", nil, &MachineDirError{Err: fmt.Errorf("%s belongs to user %d, not to you", dir, uid)}
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
 		os.Chmod(dir, 0o700)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "repo")); errors.Is(err, fs.ErrNotExist) {
-		writeFileAtomic(filepath.Join(dir, "repo"), []byte(real+"\n"), 0o600)
+		engine.WriteAtomic(filepath.Join(dir, "repo"), []byte(real+"\n"), 0o600)
 	}
 	key, err := machineKeyIn(dir)
 	if err != nil {
@@ -114,7 +116,7 @@ func openMachineDir(storeDir string) (string, []byte, error) {
 func machineKeyIn(dir string) ([]byte, error) {
 	path := filepath.Join(dir, "key")
 	read := func() ([]byte, error) {
-		f, err := os.OpenFile(path, os.O_RDONLY|openNoFollow, 0)
+		f, err := os.OpenFile(path, os.O_RDONLY|engine.NoFollow, 0)
 		if err != nil {
 			return nil, err
 		}

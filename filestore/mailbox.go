@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // SystemSender is the pseudo-sender of system messages. It has no mailbox of its own: a
@@ -239,7 +241,7 @@ func (s *Store) appendMessage(agentID string, m Message) error {
 		return err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
-		return syncDir(filepath.Dir(s.mailboxPath(agentID)))
+		return engine.SyncDir(filepath.Dir(s.mailboxPath(agentID)))
 	}
 	return nil
 }
@@ -312,12 +314,12 @@ func (s *Store) currentCursor(agentID string) (cursor, error) {
 // rebuiltCursor is a cursor rebuilt from the read log, valid while key (the identities of
 // the cursor, the mailbox and the read log) holds.
 type rebuiltCursor struct {
-	key [3]Stamp
+	key [3]engine.Stamp
 	c   cursor
 }
 
-func (s *Store) rebuildKey(agentID string) ([3]Stamp, bool) {
-	var k [3]Stamp
+func (s *Store) rebuildKey(agentID string) ([3]engine.Stamp, bool) {
+	var k [3]engine.Stamp
 	for i, p := range []string{s.cursorPath(agentID), s.mailboxPath(agentID), s.readLogOf(agentID)} {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -326,7 +328,7 @@ func (s *Store) rebuildKey(agentID string) ([3]Stamp, bool) {
 			}
 			return k, false
 		}
-		k[i] = stampOf(fi)
+		k[i] = engine.StampOf(fi)
 	}
 	return k, true
 }
@@ -335,7 +337,7 @@ func (s *Store) rebuildKey(agentID string) ([3]Stamp, bool) {
 // read ones after it.
 func (s *Store) rebuildCursor(agentID string) (cursor, error) {
 	read := map[string]bool{}
-	err := scanLines(s.readLogOf(agentID), 0, func(l Line) error {
+	err := engine.ScanLines(s.readLogOf(agentID), 0, func(l Line) error {
 		var m readMarks
 		if json.Unmarshal(l.Data, &m) == nil {
 			for _, id := range m.IDs {
@@ -349,7 +351,7 @@ func (s *Store) rebuildCursor(agentID string) (cursor, error) {
 	}
 	var c cursor
 	gap := false // an unread message lies before this line
-	err = scanLines(s.mailboxPath(agentID), 0, func(l Line) error {
+	err = engine.ScanLines(s.mailboxPath(agentID), 0, func(l Line) error {
 		m, ok := parseMessage(l.Data)
 		isRead := true
 		if ok && m.received(agentID) {
@@ -419,12 +421,12 @@ func (s *Store) scanUnread(agentID string, fn func(*Message, Line) bool) (int64,
 		from = end
 	}
 	next, end, clean := from, from, true
-	err = scanLines(path, from, func(l Line) error {
+	err = engine.ScanLines(path, from, func(l Line) error {
 		m, ok := parseMessage(l.Data)
 		if ok && m.received(agentID) && !skip[m.ID] {
 			clean = false
 			if !fn(&m, l) {
-				return errStop
+				return engine.ErrStop
 			}
 		}
 		next = l.Next
@@ -527,9 +529,9 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 	for _, id := range c.Skip {
 		skipping[id] = true
 	}
-	err = scanLines(s.mailboxPath(agentID), c.Offset, func(l Line) error {
+	err = engine.ScanLines(s.mailboxPath(agentID), c.Offset, func(l Line) error {
 		if l.Next > offset {
-			return errStop
+			return engine.ErrStop
 		}
 		m, ok := parseMessage(l.Data)
 		if !ok || !m.received(agentID) {
@@ -555,7 +557,7 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 		if err := EnsureDir(filepath.Dir(s.readLogOf(agentID))); err != nil {
 			return err
 		}
-		if err := appendLine(s.readLogOf(agentID), readMarks{At: s.Now(), IDs: ids}, false); err != nil {
+		if err := engine.AppendLine(s.readLogOf(agentID), readMarks{At: s.Now(), IDs: ids}, false); err != nil {
 			return err
 		}
 	}
@@ -563,7 +565,7 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, UpdatedAt: s.Now()}, 0o644)
+	return engine.WriteJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, UpdatedAt: s.Now()}, 0o644)
 }
 
 // TakeUnread returns the agent's unread messages, oldest first, and marks them read, in one
@@ -700,7 +702,7 @@ func (s *Store) UnansweredSender(agentID string) (string, error) {
 // for the part it visits, not for the mailbox's whole history. A last line without '\n' (a
 // write in progress or a crash's leftover) is not a line yet and is skipped.
 func scanBack(path string, fn func(line []byte) bool) error {
-	f, err := openRead(path, 0)
+	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -831,7 +833,7 @@ func (s *Store) setChat(actor Actor, agentID string, open bool) (*ChatState, err
 		}
 		st.UpdatedAt = now
 		st.Version++
-		if err := writeJSON(s.chatStatePath(agentID), st, 0o644); err != nil {
+		if err := engine.WriteJSON(s.chatStatePath(agentID), st, 0o644); err != nil {
 			return err
 		}
 		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "chat", ID: agentID, Change: change})

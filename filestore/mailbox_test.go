@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // testClock is a clock a test moves by hand, for timeouts.
@@ -84,7 +86,7 @@ func setAgentStatus(t *testing.T, s *Store, id, status string) {
 		t.Fatal(err)
 	}
 	a.Status = status
-	if err := writeJSON(s.agentPath(id), a, 0o644); err != nil {
+	if err := engine.WriteJSON(s.agentPath(id), a, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +99,7 @@ func setSettings(t *testing.T, s *Store, fn func(*Settings)) {
 		t.Fatal(err)
 	}
 	fn(&p.Settings)
-	if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+	if err := engine.WriteJSON(s.path("project.json"), p, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -382,7 +384,7 @@ func TestScanBack(t *testing.T) {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		lines, err := readLines(path, 0)
+		lines, err := engine.ReadLines(path, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -395,7 +397,7 @@ func TestScanBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("content of %d bytes: scanBack gave %d lines, readLines %d", len(content), len(got), len(want))
+			t.Errorf("content of %d bytes: scanBack gave %d lines, engine.ReadLines %d", len(content), len(got), len(want))
 		}
 		// Stopping early stops.
 		n := 0

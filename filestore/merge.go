@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Entity kinds that Merge knows, named after what their files hold.
@@ -267,7 +269,7 @@ func encodeAs[T any](o obj) ([]byte, error) {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, err
 	}
-	return encodeJSON(&v)
+	return engine.EncodeJSON(&v)
 }
 
 type merger struct {

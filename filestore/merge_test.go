@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 var mt0 = time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -23,7 +25,7 @@ func mergeBaseTask() Task {
 
 func enc(t *testing.T, v any) []byte {
 	t.Helper()
-	data, err := encodeJSON(v)
+	data, err := engine.EncodeJSON(v)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // The tests in this file run real processes against one store: the test binary re-executes
@@ -898,7 +900,7 @@ func mpCheckAfterKill(t *testing.T, s *Store, when string, wantTorn bool) {
 // them: a torn tail is not an error here.
 func mpEventsLenient(t *testing.T, s *Store) []Event {
 	t.Helper()
-	lines, err := readLines(s.path("events.jsonl"), 0)
+	lines, err := engine.ReadLines(s.path("events.jsonl"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Notification types (SPEC §4.8, seeds 000 and 004).
@@ -152,7 +154,7 @@ func (s *Store) takenBy(agentID string) func(id string) string {
 			marks = map[string]string{}
 			// A file that cannot be read counts as empty: a notice is then told once more
 			// rather than lost; doctor reports the file.
-			lines, _ := readLines(s.takenPath(agentID), 0)
+			lines, _ := engine.ReadLines(s.takenPath(agentID), 0)
 			for _, l := range lines {
 				var m takenMark
 				if json.Unmarshal(l.Data, &m) == nil && marks[m.ID] == "" {
@@ -173,7 +175,7 @@ func (s *Store) markTakenLocked(se *Session, ns []Notification, at time.Time) er
 		if err := os.MkdirAll(filepath.Dir(s.takenPath(se.AgentID)), 0o755); err != nil {
 			return err
 		}
-		if err := appendLine(s.takenPath(se.AgentID), takenMark{ID: n.ID, SessionID: se.ID, At: at}, true); err != nil {
+		if err := engine.AppendLine(s.takenPath(se.AgentID), takenMark{ID: n.ID, SessionID: se.ID, At: at}, true); err != nil {
 			return err
 		}
 	}
@@ -328,12 +330,12 @@ func (s *Store) addNotificationLocked(actor Actor, n Notification) (*Notificatio
 	n.CreatedAt = now
 	path := s.inboxPath(n.TargetAgentID)
 	_, statErr := os.Stat(path)
-	if err := appendLine(path, n, true); err != nil {
+	if err := engine.AppendLine(path, n, true); err != nil {
 		return nil, false, err
 	}
 	if errors.Is(statErr, os.ErrNotExist) {
 		// As for a mailbox: without this a crash could lose the new file's name.
-		if err := syncDir(filepath.Dir(path)); err != nil {
+		if err := engine.SyncDir(filepath.Dir(path)); err != nil {
 			return nil, false, err
 		}
 	}
@@ -354,7 +356,7 @@ func (s *Store) notificationByKey(agentID, key string) (*Notification, error) {
 	if err != nil || len(offs) == 0 {
 		return nil, err
 	}
-	f, err := openRead(path, 0)
+	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +419,7 @@ func (s *Store) readLogPath(sessionID string) string {
 // readLog returns when the session read each notification it has read.
 func (s *Store) readLog(sessionID string) (map[string]time.Time, error) {
 	out := map[string]time.Time{}
-	err := scanLines(s.readLogPath(sessionID), 0, func(l Line) error {
+	err := engine.ScanLines(s.readLogPath(sessionID), 0, func(l Line) error {
 		var m readMarks
 		if json.Unmarshal(l.Data, &m) != nil {
 			return nil // doctor reports it
@@ -441,7 +443,7 @@ func (s *Store) markNotificationsLocked(sessionID string, ids []string, at time.
 	if len(ids) == 0 {
 		return nil
 	}
-	return appendLine(s.readLogPath(sessionID), readMarks{At: at, IDs: ids}, true)
+	return engine.AppendLine(s.readLogPath(sessionID), readMarks{At: at, IDs: ids}, true)
 }
 
 func (st *notificationReads) unreadIDs() map[string]bool {
@@ -521,7 +523,7 @@ func tailCheck(path string, off int64) (string, error) {
 	if off == 0 {
 		return "", nil
 	}
-	f, err := openRead(path, 0)
+	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return "", nil
@@ -559,7 +561,7 @@ func (s *Store) scanInbox(se *Session, from int64) ([]inboxLine, int, int64, err
 	seen := map[string]bool{}
 	taken := s.takenBy(se.AgentID)
 	count := 0
-	err := scanLines(s.inboxPath(se.AgentID), from, func(l Line) error {
+	err := engine.ScanLines(s.inboxPath(se.AgentID), from, func(l Line) error {
 		count++
 		end = l.Next
 		if !bytes.Contains(l.Data, []byte(`"id"`)) {
@@ -648,7 +650,7 @@ func (s *Store) indexLocked(se *Session, read map[string]time.Time) (*notificati
 func (s *Store) saveReadsLocked(st *notificationReads) error {
 	st.UpdatedAt = s.Now()
 	st.Version++
-	return writeJSON(s.readsPath(st.SessionID), st, 0o644)
+	return engine.WriteJSON(s.readsPath(st.SessionID), st, 0o644)
 }
 
 // NotificationSummary is what the MCP envelope adds to every response: how many
@@ -715,7 +717,7 @@ func (sum *NotificationSummary) count(typ string) {
 
 // notificationAt decodes the notification on the inbox line starting at pos.
 func (s *Store) notificationAt(se *Session, pos int64) (*Notification, error) {
-	f, err := openRead(s.inboxPath(se.AgentID), 0)
+	f, err := engine.OpenRead(s.inboxPath(se.AgentID), 0)
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // bothSessions gives the agent an in_progress task and a chat a human opened, and
@@ -615,7 +617,7 @@ func TestSetProjectStatus(t *testing.T) {
 	// An archived project stays archived.
 	p, _ = s.Project()
 	p.Status = ProjectArchived
-	if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+	if err := engine.WriteJSON(s.path("project.json"), p, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SetProjectStatus(as("owner"), ProjectActive); code(err) != "project_archived" {
@@ -713,7 +715,7 @@ func benchAppend(b *testing.B, s *Store, start time.Time, n int) {
 		at := start.Add(time.Duration(i) * time.Millisecond)
 		line := Notification{ID: NewID(PrefixNotification, at), TargetAgentID: "w1", TargetPurpose: purposes[i%4], Type: NotifyMessage,
 			Action: "check", Priority: NotifyNormal, Message: strings.Repeat("message ", 20), Instruction: strings.Repeat("instruction ", 20), CreatedAt: at}
-		if err := appendLine(s.inboxPath("w1"), line, false); err != nil {
+		if err := engine.AppendLine(s.inboxPath("w1"), line, false); err != nil {
 			b.Fatal(err)
 		}
 	}

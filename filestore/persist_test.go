@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // The index files (persist.go) start a process from what an earlier one knew; whatever
@@ -32,7 +33,7 @@ func cancelled(t *testing.T, s *Store, n NewTask) *Task {
 func fromIndex(t *testing.T, s *Store) bool {
 	t.Helper()
 	var from bool
-	if err := s.tasks.with(func() { from = s.tasks.fromIndex }); err != nil {
+	if err := s.tasks.With(func() { from = s.tasks.FromIndex() }); err != nil {
 		t.Fatal(err)
 	}
 	return from
@@ -41,26 +42,18 @@ func fromIndex(t *testing.T, s *Store) bool {
 // wantIndexFile checks that the tasks index file is whole and lists n tasks.
 func wantIndexFile(t *testing.T, s *Store, n int) {
 	t.Helper()
-	data, err := os.ReadFile(s.tasks.indexPath())
-	if err != nil {
-		t.Fatalf("index file: %v", err)
-	}
-	_, recs, coldPart, err := parseIndex(data, "tasks")
-	var cold *coldIndex
-	if err == nil {
-		cold, err = parseCold(coldPart, 4, tkDeps, true)
-	}
-	if err != nil || len(recs)+cold.n != n {
-		t.Fatalf("index file: %d live records, %v; want %d in all, whole", len(recs), err, n)
+	got, err := engine.IndexFileEntities(s.tasks.IndexPath(), "tasks", 4, tkDeps)
+	if err != nil || got != n {
+		t.Fatalf("index file: %d entities, %v; want %d in all, whole", got, err, n)
 	}
 }
 
 // saveIndex makes s write its index file now.
 func saveIndex(t *testing.T, s *Store) {
 	t.Helper()
-	s.tasks.mu.Lock()
-	s.tasks.rebuilt = true
-	s.tasks.mu.Unlock()
+	s.tasks.Lock()
+	s.tasks.SetRebuilt()
+	s.tasks.Unlock()
 	titles(t, s, TaskFilter{})
 }
 
@@ -94,17 +87,20 @@ func TestIndexFileStartsTheNextProcess(t *testing.T) {
 		t.Fatal("a new process did not start from the index file")
 	}
 	// The finished task is held as its keys, and read whole when asked for.
-	held := func() *cacheEntry[Task] {
-		o.tasks.mu.Lock()
-		defer o.tasks.mu.Unlock()
-		return o.tasks.entry(c.ID)
+	held := func() *engine.EntryInfo[Task] {
+		o.tasks.Lock()
+		defer o.tasks.Unlock()
+		if e, ok := o.tasks.EntryInfo(c.ID); ok {
+			return &e
+		}
+		return nil
 	}
-	if e := held(); e == nil || e.v != nil || e.k[tkStatus] != StatusCancelled {
+	if e := held(); e == nil || e.Parsed || e.Keys[tkStatus] != StatusCancelled {
 		t.Errorf("cancelled task held as %+v, want its keys only", e)
 	}
-	o.tasks.mu.Lock()
-	lean := o.tasks.cold != nil && o.tasks.cold.f != nil && o.tasks.cold.stamps == ""
-	o.tasks.mu.Unlock()
+	o.tasks.Lock()
+	lean := o.tasks.ColdLean()
+	o.tasks.Unlock()
 	if !lean {
 		t.Error("the finished tasks' identities were read into memory, not left in the file")
 	}
@@ -115,13 +111,13 @@ func TestIndexFileStartsTheNextProcess(t *testing.T) {
 	if n, _ := o.TaskStatusCounts(); n[StatusCancelled] != 1 || n[StatusTodo] != 1 || n.Total() != 3 {
 		t.Errorf("counts = %v", n)
 	}
-	if e := held(); e == nil || e.v != nil {
+	if e := held(); e == nil || e.Parsed {
 		t.Errorf("cancelled task read by a query that does not need it: %+v", e)
 	}
 	if got := titles(t, o, TaskFilter{}); got != "A:todo B:backlog C:cancelled" {
 		t.Errorf("from the index: tasks = %s", got)
 	}
-	if e := held(); e == nil || e.v == nil || e.v.Title != "C" {
+	if e := held(); e == nil || !e.Parsed || e.Value.Title != "C" {
 		t.Errorf("cancelled task once read: held as %+v", e)
 	}
 	if got := titles(t, o, TaskFilter{AssigneeID: "w1", Status: StatusCancelled}); got != "C:cancelled" {
@@ -188,7 +184,7 @@ func TestIndexFileUntrusted(t *testing.T) {
 		"truncated": func(d string) string { return d[:len(d)/2] },
 		"empty":     func(string) string { return "" },
 		"other format": func(d string) string {
-			return strings.Replace(d, fmt.Sprintf("aipm-index\t%d\t", indexFormat), "aipm-index\t99\t", 1)
+			return strings.Replace(d, fmt.Sprintf("aipm-index\t%d\t", engine.IndexFormat), "aipm-index\t99\t", 1)
 		},
 		"hand-edited":           func(d string) string { return strings.Replace(d, "cancelled", "cancelleD", 1) },
 		"hand-edited live part": func(d string) string { return strings.Replace(d, `"A"`, `"B"`, 1) },
@@ -208,7 +204,7 @@ func TestIndexFileUntrusted(t *testing.T) {
 			a := mustTask(t, s, NewTask{Title: "A", Status: StatusTodo})
 			cancelled(t, s, NewTask{Title: "C", ParentID: a.ID})
 			saveIndex(t, s)
-			p := s.tasks.indexPath()
+			p := s.tasks.IndexPath()
 			data, err := os.ReadFile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -246,7 +242,7 @@ func TestIndexFileOfAnotherClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustTask(t, s, NewTask{Title: "B"}) // in the original only
-	os.Remove(s.eng.journalPath())
+	os.Remove(s.eng.JournalFile())
 	if fromIndex(t, c) {
 		t.Error("the copy trusted the original's index file")
 	}
@@ -264,7 +260,7 @@ func TestIndexFileJournalStartedAnew(t *testing.T) {
 	if _, err := reopen(t, s).SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(s.eng.journalPath())
+	os.Remove(s.eng.JournalFile())
 	o := reopen(t, s)
 	mustTask(t, o, NewTask{Title: "B"}) // a write: a new journal starts
 	if fromIndex(t, o) {
@@ -326,7 +322,7 @@ func TestCacheTruthFromIndexFile(t *testing.T) {
 	}
 	// The journal started anew after an edit nobody reported.
 	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = StatusTodo })
-	os.Remove(s.eng.journalPath())
+	os.Remove(s.eng.JournalFile())
 	mustTask(t, next(), NewTask{Title: "Z"})
 	if got := statusOf(t, next(), a.ID); got != StatusTodo {
 		t.Errorf("after a new journal: status = %s, want todo", got)
@@ -493,7 +489,7 @@ func TestIndexFileAnswersAsTheFiles(t *testing.T) {
 		t.Fatal("not started from the index file")
 	}
 	fresh := func() *Store {
-		os.Remove(s.tasks.indexPath())
+		os.Remove(s.tasks.IndexPath())
 		return reopen(t, s)
 	}
 	if got, want := answers(t, o, ids), answers(t, fresh(), ids); got != want {
@@ -536,7 +532,7 @@ func TestIndexFileColdPartSpoiledWithItsChecksum(t *testing.T) {
 		finish(t, s, mustTask(t, s, NewTask{Title: fmt.Sprint("D", i), ParentID: a.ID, AssigneeID: "w1"}).ID)
 	}
 	saveIndex(t, s)
-	p := s.tasks.indexPath()
+	p := s.tasks.IndexPath()
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -575,15 +571,15 @@ func TestIndexFileWrittenByOneProcessAtATime(t *testing.T) {
 	for i := range 5 {
 		mustTask(t, s, NewTask{Title: fmt.Sprint("t", i)})
 	}
-	os.Remove(s.tasks.indexPath())
+	os.Remove(s.tasks.IndexPath())
 	other := reopen(t, s)
-	unlock, ok := other.tasks.lockIndex()
+	unlock, ok := other.tasks.LockIndex()
 	if !ok {
 		t.Fatal("the lock of a fresh store is held")
 	}
 	o := reopen(t, s)
 	saveIndex(t, o)
-	if _, err := os.Stat(s.tasks.indexPath()); !os.IsNotExist(err) {
+	if _, err := os.Stat(s.tasks.IndexPath()); !os.IsNotExist(err) {
 		t.Fatalf("written while another process held the lock: %v", err)
 	}
 	unlock()
@@ -598,7 +594,7 @@ func TestIndexFileBehindAHugeJournal(t *testing.T) {
 	s := newTestStore(t)
 	mustTask(t, s, NewTask{Title: "a"})
 	saveIndex(t, s)
-	if err := os.Truncate(s.eng.journalPath(), 1<<30); err != nil {
+	if err := os.Truncate(s.eng.JournalFile(), 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	o := reopen(t, s)
@@ -607,29 +603,6 @@ func TestIndexFileBehindAHugeJournal(t *testing.T) {
 	}
 	if fromIndex(t, o) {
 		t.Error("started from an index file a gigabyte of journal behind")
-	}
-}
-
-// An index file far behind the journal is written again only once it is older than what
-// its entities are worth (indexSavePace), so a team writing without pause does not rebuild
-// a large store's file every few hundred writes; one dated in the future is stale.
-func TestIndexFreshRule(t *testing.T) {
-	for _, c := range []struct {
-		lag      int64
-		age      time.Duration
-		entities int
-		want     bool
-	}{
-		{indexLag - 1, time.Hour, 10, true},
-		{indexLag, time.Hour, 100_000, false},
-		{indexLag, time.Second, 100_000, true},
-		{indexLag, 3 * time.Second, 100_000, false},
-		{indexLag, time.Second, 1_000, false},
-		{indexLag, -time.Second, 100_000, false},
-	} {
-		if got := indexFresh(c.lag, c.age, c.entities); got != c.want {
-			t.Errorf("indexFresh(lag %d, age %v, %d entities) = %v, want %v", c.lag, c.age, c.entities, got, c.want)
-		}
 	}
 }
 
@@ -645,40 +618,40 @@ func TestIndexFileSavedAtItsPace(t *testing.T) {
 	if got := titles(t, o, TaskFilter{}); !strings.Contains(got, "t4") {
 		t.Fatalf("tasks = %q", got)
 	}
-	h, err := o.tasks.readIndexHeader()
+	h, err := o.tasks.IndexJournalPos()
 	if err != nil {
 		t.Fatal(err)
 	}
-	saveAt := func(at journalPos) journalPos {
+	saveAt := func(at engine.JournalPos) engine.JournalPos {
 		old := time.Now().Add(-time.Hour)
-		if err := os.Chtimes(o.tasks.indexPath(), old, old); err != nil {
+		if err := os.Chtimes(o.tasks.IndexPath(), old, old); err != nil {
 			t.Fatal(err)
 		}
-		o.tasks.mu.Lock()
-		o.tasks.since = indexSaveEvery
-		o.tasks.maybeSaveLocked(at)
-		o.tasks.mu.Unlock()
-		h, err := o.tasks.readIndexHeader()
+		o.tasks.Lock()
+		o.tasks.SetSince(engine.IndexSaveEvery)
+		o.tasks.SaveIndexLocked(at)
+		o.tasks.Unlock()
+		h, err := o.tasks.IndexJournalPos()
 		if err != nil {
 			t.Fatal(err)
 		}
-		return h.journal
+		return h
 	}
 	// A process that has just started from the file leaves an hour-old file a little
 	// behind alone (its first answers would wait for the save), not one far behind.
-	far := journalPos{h.journal.ino, h.journal.off + 2*indexLag}
-	if got := saveAt(far); got != h.journal {
+	far := engine.JournalPos{Ino: h.Ino, Off: h.Off + 2*engine.IndexLag}
+	if got := saveAt(far); got != h {
 		t.Fatalf("a process started a moment ago wrote a file a little behind (header at %v)", got)
 	}
-	farther := journalPos{h.journal.ino, h.journal.off + 2*indexStartLag}
+	farther := engine.JournalPos{Ino: h.Ino, Off: h.Off + 2*engine.IndexStartLag}
 	if got := saveAt(farther); got != farther {
 		t.Fatalf("a process started a moment ago left a file far behind: header at %v, want %v", got, farther)
 	}
 	// Later, a file a little behind is written too.
-	o.tasks.mu.Lock()
-	o.tasks.loadedAt = time.Now().Add(-indexStartGrace)
-	o.tasks.mu.Unlock()
-	later := journalPos{farther.ino, farther.off + 2*indexLag}
+	o.tasks.Lock()
+	o.tasks.SetLoadedAt(time.Now().Add(-engine.IndexStartGrace))
+	o.tasks.Unlock()
+	later := engine.JournalPos{Ino: farther.Ino, Off: farther.Off + 2*engine.IndexLag}
 	if got := saveAt(later); got != later {
 		t.Fatalf("an hour-old file a little behind: header at %v, want it written at %v", got, later)
 	}
@@ -720,7 +693,7 @@ func TestSubtreeOverTheColdPart(t *testing.T) {
 	}
 	all := append(slices.Clone(ids), grand) // breadth first, each level by id
 	check("the process that saved the file", s, 5, 2, all)
-	if s.tasks.cold == nil || s.tasks.cold.n == 0 {
+	if s.tasks.ColdLen() == 0 {
 		t.Fatal("nothing went to the cold part: the test does not test it")
 	}
 	check("a process started from it", reopen(t, s), 5, 2, all)
@@ -741,78 +714,6 @@ func TestSubtreeOverTheColdPart(t *testing.T) {
 	check("a process started after them", reopen(t, s), 3, 3, rest)
 }
 
-// TestColdSectionRoundTrip: what buildCold writes, parseCold reads back record for
-// record — id order, identities, keys, and each index's lists — whatever order the
-// records come in, with keys shared between records and repeated within one.
-func TestColdSectionRoundTrip(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	slot := func(pos int) int { return min(pos, ixDependents) }
-	for _, n := range []int{0, 1, 2, 50, 2000} {
-		var recs []coldRec
-		for i := range n {
-			keys := []string{fmt.Sprintf("p%d", rng.IntN(n/3+1)), []string{"", "w1", "w2"}[rng.IntN(3)], []string{StatusDone, StatusCancelled}[rng.IntN(2)]}
-			for range rng.IntN(4) {
-				keys = append(keys, fmt.Sprintf("d%d", rng.IntN(5))) // a dependency may come twice
-			}
-			if i%7 == 0 {
-				keys[0] = keys[1] // a key filed in two indexes
-			}
-			recs = append(recs, coldRec{id: fmt.Sprintf("tsk_%06d", rng.IntN(1_000_000)*10+i%10),
-				st: Stamp{Ino: rng.Uint64(), Size: rng.Int64(), Mtime: rng.Int64(), Ctime: rng.Int64()}, keys: keys})
-		}
-		recs = slices.CompactFunc(recs, func(a, b coldRec) bool { return a.id == b.id })
-		want := slices.Clone(recs)
-		slices.SortFunc(want, cmpRecID)
-		want = slices.CompactFunc(want, func(a, b coldRec) bool { return a.id == b.id })
-		if len(want) != len(recs) {
-			continue // an id drawn twice: not a section aipm writes
-		}
-		x, err := parseCold(buildCold(recs, 4, slot), 4, 0, true)
-		if err != nil {
-			t.Fatalf("%d records: %v", n, err)
-		}
-		if x.n != len(want) {
-			t.Fatalf("%d records read back, want %d", x.n, len(want))
-		}
-		lists := make([]map[string][]string, 4)
-		for i := range lists {
-			lists[i] = map[string][]string{}
-		}
-		for i, r := range want {
-			if got := x.id(i); got != r.id {
-				t.Fatalf("record %d: id %s, want %s", i, got, r.id)
-			}
-			if got := x.stamp(i); got != r.st {
-				t.Fatalf("record %s: identity %v, want %v", r.id, got, r.st)
-			}
-			if got := x.recKeys(i); !slices.Equal(got, r.keys) {
-				t.Fatalf("record %s: keys %q, want %q", r.id, got, r.keys)
-			}
-			for pos, k := range r.keys {
-				l := lists[slot(pos)][k]
-				if len(l) == 0 || l[len(l)-1] != r.id {
-					lists[slot(pos)][k] = append(l, r.id)
-				}
-			}
-		}
-		for idx, m := range lists {
-			for k, ids := range m {
-				post := x.posting(idx, k)
-				var got []string
-				for j := range len(post) / 4 {
-					got = append(got, x.id(int(u32at(post, j))))
-				}
-				if !slices.Equal(got, ids) {
-					t.Fatalf("%d records, index %d, key %q: %q, want %q", n, idx, k, got, ids)
-				}
-			}
-			if got := x.counts(idx); len(got) != len(m) {
-				t.Fatalf("index %d: %d keys with lists, want %d", idx, len(got), len(m))
-			}
-		}
-	}
-}
-
 // BenchmarkIndexSave writes the tasks' index file of a store of 100,000 finished tasks,
 // all in the file's cold part but 200 held in memory (a team's latest finished work), as
 // one process of a team does every few seconds; beside the floor of writing the file's
@@ -820,30 +721,30 @@ func TestColdSectionRoundTrip(t *testing.T) {
 func BenchmarkIndexSave(b *testing.B) {
 	s, ids := benchFinishedStore(b, 100_000)
 	c := s.tasks
-	if err := c.with(func() {}); err != nil { // reads every file and writes the index file
+	if err := c.With(func() {}); err != nil { // reads every file and writes the index file
 		b.Fatal(err)
 	}
-	pos := s.eng.pullJournal()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.cold == nil || c.cold.n != len(ids) {
-		b.Fatalf("cold part: %v", c.cold)
+	pos := s.eng.PullJournal()
+	c.Lock()
+	defer c.Unlock()
+	if c.ColdLen() != len(ids) {
+		b.Fatalf("cold part: %d records", c.ColdLen())
 	}
 	save := func() {
 		for _, id := range ids[:200] {
-			c.get(id) // held from now on
+			c.Get(id) // held from now on
 		}
-		c.rebuilt = true
-		c.maybeSaveLocked(pos)
+		c.SetRebuilt()
+		c.SaveIndexLocked(pos)
 	}
 	save()
-	data, err := os.ReadFile(c.indexPath())
+	data, err := os.ReadFile(c.IndexPath())
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Run("floor_write_file", func(b *testing.B) {
 		for b.Loop() {
-			if err := writeIndexFile(c.indexPath(), data); err != nil {
+			if err := engine.WriteIndexFile(c.IndexPath(), data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -908,9 +809,9 @@ func BenchmarkDonePage(b *testing.B) {
 	if _, err := o.TasksByID(ids[len(ids)-2000:]); err != nil {
 		b.Fatal(err)
 	}
-	o.tasks.mu.Lock()
-	shadowed := len(o.tasks.shadow)
-	o.tasks.mu.Unlock()
+	o.tasks.Lock()
+	shadowed := o.tasks.Shadowed()
+	o.tasks.Unlock()
 	if shadowed != 2000 {
 		b.Fatalf("%d records shadowed, want 2000", shadowed)
 	}
@@ -1009,10 +910,13 @@ func TestIndexFileSavesWhatTheJournalNamedUnread(t *testing.T) {
 	if _, err := s.SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	held := func(st *Store, id string) *cacheEntry[Task] {
-		st.tasks.mu.Lock()
-		defer st.tasks.mu.Unlock()
-		return st.tasks.entry(id)
+	held := func(st *Store, id string) *engine.EntryInfo[Task] {
+		st.tasks.Lock()
+		defer st.tasks.Unlock()
+		if e, ok := st.tasks.EntryInfo(id); ok {
+			return &e
+		}
+		return nil
 	}
 	counts := func(st *Store) string {
 		n, err := st.TaskStatusCounts()
@@ -1024,21 +928,17 @@ func TestIndexFileSavesWhatTheJournalNamedUnread(t *testing.T) {
 	if got := counts(o); got != "todo 1, in progress 1, done 1" {
 		t.Fatalf("o counts %s", got)
 	}
-	if e := held(o, u.ID); e == nil || !e.lazy {
+	if e := held(o, u.ID); e == nil || !e.Lazy {
 		t.Fatalf("U held by o as %+v; want known from the journal only", e)
 	}
-	o.tasks.mu.Lock()
-	o.tasks.rebuilt = true // written at the next query
-	o.tasks.mu.Unlock()
+	o.tasks.Lock()
+	o.tasks.SetRebuilt() // written at the next query
+	o.tasks.Unlock()
 	counts(o)
-	if e := held(o, u.ID); e == nil || !e.lazy {
+	if e := held(o, u.ID); e == nil || !e.Lazy {
 		t.Errorf("U held by o after its save as %+v; the save read its file", e)
 	}
-	data, err := os.ReadFile(o.tasks.indexPath())
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, recs, _, err := parseIndex(data, "tasks")
+	recs, err := engine.IndexFileRecords(o.tasks.IndexPath(), "tasks")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1057,7 +957,7 @@ func TestIndexFileSavesWhatTheJournalNamedUnread(t *testing.T) {
 	if got := counts(n); got != "todo 1, in progress 1, done 1" || !fromIndex(t, n) {
 		t.Fatalf("a process started from the file: counts %s, from the file %v", got, fromIndex(t, n))
 	}
-	if e := held(n, u.ID); e == nil || !e.lazy || e.k[tkAssignee] != "w1" {
+	if e := held(n, u.ID); e == nil || !e.Lazy || e.Keys[tkAssignee] != "w1" {
 		t.Errorf("U held from the file as %+v; want its keys, to be read", e)
 	}
 	if got := titles(t, n, TaskFilter{AssigneeID: "w1", Status: StatusTodo}); got != "U:todo" {
@@ -1104,11 +1004,11 @@ func TestIndexKRecordParse(t *testing.T) {
 		"T-1\t1\t2\t3\t4\tx\tmore":                false,
 	} {
 		rec = strings.Replace(rec, "T-1", id, 1)
-		_, e, got := c.parseRecord(rec)
+		_, e, got := c.ParseIndexRecord(rec)
 		if got != ok {
 			t.Errorf("parseRecord(%q) = %v, want %v", rec, got, ok)
 		}
-		if got && strings.Contains(rec, "\tk\t") && (!e.lazy || e.v != nil || e.raw != "") {
+		if got && strings.Contains(rec, "\tk\t") && (!e.Lazy || e.Parsed || e.Raw) {
 			t.Errorf("parseRecord(%q): entry %+v, want one to read when asked for", rec, e)
 		}
 	}

@@ -3,13 +3,15 @@ package filestore
 import (
 	"errors"
 	"fmt"
-	"github.com/aipm/aipm/filestore/msg"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Project statuses.
@@ -279,20 +281,20 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 			return err
 		}
 		for _, d := range append([]string{"agents", "tasks", "conversations", "delegations"}, runtimeDirs...) {
-			if err := ensureDir(s.path(d)); err != nil {
+			if err := engine.EnsureDir(s.path(d)); err != nil {
 				return err
 			}
 		}
-		if err := writeFileAtomic(s.path(".gitignore"), []byte(gitignore), 0o644); err != nil {
+		if err := engine.WriteAtomic(s.path(".gitignore"), []byte(gitignore), 0o644); err != nil {
 			return err
 		}
-		if err := writeFileAtomic(s.path(".gitattributes"), []byte(gitattributes), 0o644); err != nil {
+		if err := engine.WriteAtomic(s.path(".gitattributes"), []byte(gitattributes), 0o644); err != nil {
 			return err
 		}
 		now := s.Now()
 		owner := &Agent{ID: o.OwnerID, Name: o.OwnerName, Type: AgentHuman, Hierarchy: HierarchyOwner,
 			Role: "owner", Status: AgentActive, MaxParallelTasks: 1, CreatedAt: now, UpdatedAt: now, Version: 1}
-		if err := writeJSON(s.agentPath(owner.ID), owner, 0o644); err != nil {
+		if err := engine.WriteJSON(s.agentPath(owner.ID), owner, 0o644); err != nil {
 			return err
 		}
 		p := &Project{ID: NewID(PrefixProject, now), Name: o.Name, Description: o.Description, Status: ProjectActive,
@@ -301,7 +303,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 				ConversationPendingTimeoutSeconds: 300, ConversationActiveTimeoutSeconds: 600, ChatIdleTimeoutSeconds: 600, ConversationSessionGraceSeconds: 60,
 				MaxAgentProcesses: 4, TargetBranch: o.TargetBranch, AgentCommands: o.AgentCommands}}
 		// project.json last: its presence is what marks a complete store.
-		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+		if err := engine.WriteJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err
 		}
 		// The commands written here are this machine's own: approved to run (trust.go).
@@ -356,7 +358,7 @@ func (s *Store) ProjectLanguage() string {
 // changed.
 func (s *Store) projectRead() (p *Project, shared bool, err error) {
 	path := s.path("project.json")
-	st, regular, statErr := lstatStamp(path)
+	st, regular, statErr := engine.LstatStamp(path)
 	if statErr == nil && regular {
 		s.projMu.Lock()
 		if s.proj != nil && s.projStamp == st {
@@ -425,7 +427,7 @@ func (s *Store) EditSettings(actor Actor, change func(*Settings)) error {
 		now := s.Now()
 		p.UpdatedAt = now
 		p.Version++
-		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+		if err := engine.WriteJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err
 		}
 		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "project", ID: p.ID, Change: "settings"})
@@ -464,7 +466,7 @@ func (s *Store) SetProjectStatus(actor Actor, status string) (*ProjectStatusChan
 		p.Status = status
 		p.UpdatedAt = now
 		p.Version++
-		if err := writeJSON(s.path("project.json"), p, 0o644); err != nil {
+		if err := engine.WriteJSON(s.path("project.json"), p, 0o644); err != nil {
 			return err
 		}
 		if err := s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "project", ID: p.ID, Change: "status", From: ch.Previous, To: status}); err != nil {

@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // writeRaw puts an entity on disk as a merge would: around the verbs and their rules.
 func writeRaw(t *testing.T, path string, v any) {
 	t.Helper()
-	if err := writeJSON(path, v, 0o644); err != nil {
+	if err := engine.WriteJSON(path, v, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

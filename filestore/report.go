@@ -26,7 +26,7 @@ type Completion struct {
 // InSubtree reports whether id is root or one of root's descendants.
 func (s *Store) InSubtree(root, id string) (bool, error) {
 	var in bool
-	err := s.tasks.with(func() { in = s.inSubtreeLocked(root, id) })
+	err := s.tasks.With(func() { in = s.inSubtreeLocked(root, id) })
 	return in, err
 }
 
@@ -36,7 +36,7 @@ func (s *Store) InSubtree(root, id string) (bool, error) {
 func (s *Store) inSubtreeLocked(root, id string) bool {
 	in := root == id
 	seen := map[string]bool{}
-	for cur, k := id, s.tasks.keysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.keysOf(k[tkParent]) {
+	for cur, k := id, s.tasks.KeysOf(id); !in && k != nil && k[tkParent] != "" && !seen[cur]; cur, k = k[tkParent], s.tasks.KeysOf(k[tkParent]) {
 		seen[cur] = true
 		in = k[tkParent] == root
 	}

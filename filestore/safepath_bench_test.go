@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // BenchmarkReadEntityFile is what every read of an entity file costs through the store's
@@ -20,7 +22,7 @@ func BenchmarkReadEntityFile(b *testing.B) {
 	}
 	b.Run("safe", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := readFileSafe(path, maxEntityFile); err != nil {
+			if _, err := engine.ReadFile(path, engine.MaxEntityFile); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
@@ -29,19 +31,19 @@ func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
 	}
 
 	var ue *UnsafePathError
-	if err := appendLine(link, map[string]int{"x": 1}, false); !errors.As(err, &ue) || ue.Path != ".ai-pm/agents/a/chat.jsonl" {
+	if err := engine.AppendLine(link, map[string]int{"x": 1}, false); !errors.As(err, &ue) || ue.Path != ".ai-pm/agents/a/chat.jsonl" {
 		t.Errorf("append through a linked file: %v", err)
 	}
-	if _, err := readLines(link, 0); !errors.As(err, &ue) {
+	if _, err := engine.ReadLines(link, 0); !errors.As(err, &ue) {
 		t.Errorf("read through a linked file: %v", err)
 	}
-	if err := writeJSON(filepath.Join(dir, "tasks", "t.json"), 1, 0o644); !errors.As(err, &ue) || ue.Path != ".ai-pm/tasks" {
+	if err := engine.WriteJSON(filepath.Join(dir, "tasks", "t.json"), 1, 0o644); !errors.As(err, &ue) || ue.Path != ".ai-pm/tasks" {
 		t.Errorf("write into a linked directory: %v", err)
 	}
-	if err := writeJSON(link, 1, 0o644); !errors.As(err, &ue) {
+	if err := engine.WriteJSON(link, 1, 0o644); !errors.As(err, &ue) {
 		t.Errorf("replace a link: %v", err)
 	}
-	if _, err := readLines(fifo, 0); !errors.As(err, &ue) || ue.Problem != "a named pipe" {
+	if _, err := engine.ReadLines(fifo, 0); !errors.As(err, &ue) || ue.Problem != "a named pipe" {
 		t.Errorf("read a fifo: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep" {
@@ -51,7 +53,7 @@ func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
 		t.Errorf("files appeared outside: %v", ents)
 	}
 	// a plain path works, and its missing directories are made
-	if err := appendLine(filepath.Join(dir, "agents", "b", "chat.jsonl"), 1, false); err != nil {
+	if err := engine.AppendLine(filepath.Join(dir, "agents", "b", "chat.jsonl"), 1, false); err != nil {
 		t.Errorf("plain append: %v", err)
 	}
 }
@@ -62,10 +64,10 @@ func TestReadFileSafeLimit(t *testing.T) {
 	p := filepath.Join(dir, "big.json")
 	os.WriteFile(p, make([]byte, 2048), 0o644)
 	var te *TooLargeError
-	if _, err := readFileSafe(p, 1024); !errors.As(err, &te) || te.Size != 2048 {
+	if _, err := engine.ReadFile(p, 1024); !errors.As(err, &te) || te.Size != 2048 {
 		t.Errorf("oversized read: %v", err)
 	}
-	if b, err := readFileSafe(p, 4096); err != nil || len(b) != 2048 {
+	if b, err := engine.ReadFile(p, 4096); err != nil || len(b) != 2048 {
 		t.Errorf("read under the limit: %d %v", len(b), err)
 	}
 }
@@ -77,11 +79,11 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, DirName)
 	file := filepath.Join(dir, "tasks", "t.json")
-	if err := writeJSON(file, "old", 0o644); err != nil {
+	if err := engine.WriteJSON(file, "old", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if b, err := readFileSafe(file, maxEntityFile); err != nil || !strings.Contains(string(b), "old") {
+		if b, err := engine.ReadFile(file, engine.MaxEntityFile); err != nil || !strings.Contains(string(b), "old") {
 			t.Fatalf("read before the move: %q, %v", b, err)
 		}
 	}
@@ -91,10 +93,10 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 	if err := os.Rename(dir, moved); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readFileSafe(file, maxEntityFile); !errors.Is(err, os.ErrNotExist) {
+	if _, err := engine.ReadFile(file, engine.MaxEntityFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read after the store moved away: %v, want not found", err)
 	}
-	if err := writeJSON(file, "new", 0o644); err != nil {
+	if err := engine.WriteJSON(file, "new", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "new") {
@@ -112,13 +114,13 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *UnsafePathError
-	if _, err := readFileSafe(filepath.Join(moved, "tasks", "t.json"), maxEntityFile); err != nil {
+	if _, err := engine.ReadFile(filepath.Join(moved, "tasks", "t.json"), engine.MaxEntityFile); err != nil {
 		t.Fatalf("read of the moved store by its own path: %v", err)
 	}
-	if _, err := readFileSafe(file, maxEntityFile); !errors.As(err, &ue) || ue.Path != DirName {
+	if _, err := engine.ReadFile(file, engine.MaxEntityFile); !errors.As(err, &ue) || ue.Path != DirName {
 		t.Errorf("read through a store swapped for a link: %v", err)
 	}
-	if err := writeJSON(file, "through the link", 0o644); !errors.As(err, &ue) {
+	if err := engine.WriteJSON(file, "through the link", 0o644); !errors.As(err, &ue) {
 		t.Errorf("write through a store swapped for a link: %v", err)
 	}
 }
@@ -131,10 +133,10 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	file := filepath.Join(dir, "agents", "w1", "chat.jsonl")
 	read := func() (string, error) {
-		b, err := readFileSafe(file, maxJSONLFile)
+		b, err := engine.ReadFile(file, engine.MaxJSONLFile)
 		return string(b), err
 	}
-	if err := writeJSON(file, "first", 0o644); err != nil {
+	if err := engine.WriteJSON(file, "first", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -157,7 +159,7 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	if _, err := read(); !errors.As(err, &ue) || ue.Path != DirName+"/agents/w1" {
 		t.Errorf("read through a directory swapped for a link: %v", err)
 	}
-	if f, err := openSafe(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644, 0); !errors.As(err, &ue) {
+	if f, err := engine.Open(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644, 0); !errors.As(err, &ue) {
 		if f != nil {
 			f.Close()
 		}
@@ -177,7 +179,7 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	}
 	// Made anew: the new directory is read.
 	os.Remove(filepath.Join(dir, "agents"))
-	if err := writeJSON(file, "second", 0o644); err != nil {
+	if err := engine.WriteJSON(file, "second", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := read(); err != nil || !strings.Contains(b, "second") {

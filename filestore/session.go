@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Session purposes and states.
@@ -66,7 +68,7 @@ type Session struct {
 // serving process still running. Liveness, not just a TTL: a killed server's session is
 // dead at once.
 func (se *Session) Live(now time.Time) bool {
-	return se.State == SessionActive && now.Before(se.ExpiresAt) && processAlive(se.PID, se.PIDStart)
+	return se.State == SessionActive && now.Before(se.ExpiresAt) && engine.ProcessAlive(se.PID, se.PIDStart)
 }
 
 func (s *Store) sessionPath(id string) string { return s.path("runtime", "sessions", id+".json") }
@@ -115,10 +117,10 @@ func (s *Store) latestChatRecord(agentID string) latestChat {
 // writeLatestChatLocked writes the agent's latest-chat record. The caller holds the lock.
 func (s *Store) writeLatestChatLocked(l latestChat) error {
 	p := s.latestChatPath(l.AgentID)
-	if err := ensureDir(filepath.Dir(p)); err != nil {
+	if err := engine.EnsureDir(filepath.Dir(p)); err != nil {
 		return err
 	}
-	return writeJSON(p, l, 0o600)
+	return engine.WriteJSON(p, l, 0o600)
 }
 
 // SessionByID reads a session record, live or ended, by its id (not a bearer token: for
@@ -154,7 +156,7 @@ func (s *Store) readLiveSession(id string) (*Session, error) {
 	regular := statErr == nil && fi.Mode().IsRegular()
 	if regular {
 		s.sessMu.Lock()
-		if m, ok := s.sessMemo[id]; ok && m.st == stampOf(fi) {
+		if m, ok := s.sessMemo[id]; ok && m.st == engine.StampOf(fi) {
 			se := m.se.clone()
 			s.sessMu.Unlock()
 			return se, nil
@@ -171,7 +173,7 @@ func (s *Store) readLiveSession(id string) (*Session, error) {
 		if s.sessMemo == nil || len(s.sessMemo) > maxSessionMemo {
 			s.sessMemo = map[string]memoSession{}
 		}
-		s.sessMemo[id] = memoSession{stampOf(fi), *se.clone()}
+		s.sessMemo[id] = memoSession{engine.StampOf(fi), *se.clone()}
 		s.sessMu.Unlock()
 	}
 	return &se, nil
@@ -195,7 +197,7 @@ func (s *Store) forgetSessionsBut(ids map[string]struct{}) {
 
 // memoSession is a live session record as last read, with the identity of its file then.
 type memoSession struct {
-	st Stamp
+	st engine.Stamp
 	se Session
 }
 
@@ -213,12 +215,12 @@ func (se *Session) clone() *Session {
 // moves to sessions/ended/. The caller holds the lock.
 func (s *Store) writeSessionLocked(se *Session) error {
 	if se.State != SessionEnded {
-		return writeJSON(s.sessionPath(se.ID), se, 0o600)
+		return engine.WriteJSON(s.sessionPath(se.ID), se, 0o600)
 	}
-	if err := ensureDir(filepath.Dir(s.endedSessionPath(se.ID))); err != nil {
+	if err := engine.EnsureDir(filepath.Dir(s.endedSessionPath(se.ID))); err != nil {
 		return err
 	}
-	if err := writeJSON(s.endedSessionPath(se.ID), se, 0o600); err != nil {
+	if err := engine.WriteJSON(s.endedSessionPath(se.ID), se, 0o600); err != nil {
 		return err
 	}
 	if err := os.Remove(s.sessionPath(se.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -339,7 +341,7 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 			return err
 		}
 		se := &Session{ID: sid, TokenHash: tokenHash, AgentID: a.ID, Purpose: purpose,
-			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: processStart(r.PID), CreatedAt: now,
+			TaskID: taskID, State: SessionActive, PID: r.PID, PIDStart: engine.ProcessStart(r.PID), CreatedAt: now,
 			LastActivityAt: now, ExpiresAt: now.Add(p.Settings.Lease()), UpdatedAt: now, Version: 1}
 		if sp != nil {
 			se.SpawnID = sp.ID
@@ -351,7 +353,7 @@ func (s *Store) Authenticate(r AuthRequest) (*AuthResult, error) {
 				return err
 			}
 		}
-		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
+		if err := engine.WriteJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
 			return err
 		}
 		if purpose == PurposeChat {

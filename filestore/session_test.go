@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func startTask(t *testing.T, s *Store, assignee string) *Task {
@@ -307,14 +309,14 @@ func BenchmarkSessions(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := ensureDir(s.path("runtime", "sessions")); err != nil {
+	if err := engine.EnsureDir(s.path("runtime", "sessions")); err != nil {
 		b.Fatal(err)
 	}
 	now := s.Now()
 	for i := range 60 {
 		se := &Session{ID: NewID(PrefixSession, now), AgentID: fmt.Sprintf("w%d", i/2), Purpose: []string{PurposeTask, PurposeChat}[i%2],
 			State: SessionActive, PID: os.Getpid(), CreatedAt: now, LastActivityAt: now, ExpiresAt: now.Add(time.Hour), UpdatedAt: now, Version: 1}
-		if err := writeJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
+		if err := engine.WriteJSON(s.sessionPath(se.ID), se, 0o600); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Spawn is runtime/spawns/<id>.json: one agent process the coordinator started, for one
@@ -82,7 +84,7 @@ func (s *Store) CreateSpawn(n NewSpawn) (*Spawn, string, error) {
 	sp.TicketHash = h
 	sp.LogPath = s.Rel(s.SpawnLogPath(sp.ID))
 	err = s.locked(func() error {
-		if err := writeJSON(s.spawnPath(sp.ID), sp, 0o600); err != nil {
+		if err := engine.WriteJSON(s.spawnPath(sp.ID), sp, 0o600); err != nil {
 			return err
 		}
 		return s.appendEvent(Event{At: now, Actor: n.AgentID, Via: ViaCoordinator, Entity: "spawn", ID: sp.ID, Change: "started", To: n.Purpose, Reason: n.TaskID})
@@ -144,7 +146,7 @@ func (s *Store) SetSpawnBackoff(id string, until time.Time) error {
 // SetSpawnPID records the started process.
 func (s *Store) SetSpawnPID(id string, pid int, command string) error {
 	return s.updateSpawn(id, func(sp *Spawn) error {
-		sp.PID, sp.Command, sp.PIDStart = pid, command, processStart(pid)
+		sp.PID, sp.Command, sp.PIDStart = pid, command, engine.ProcessStart(pid)
 		return nil
 	})
 }
@@ -169,7 +171,7 @@ func (s *Store) updateSpawnLocked(id string, fn func(*Spawn) error) error {
 	}
 	sp.UpdatedAt = s.Now()
 	sp.Version++
-	return writeJSON(s.spawnPath(sp.ID), &sp, 0o600)
+	return engine.WriteJSON(s.spawnPath(sp.ID), &sp, 0o600)
 }
 
 // OutcomeShutdown is the outcome of a process its coordinator stopped because it was
@@ -213,7 +215,7 @@ func (s *Store) OpenSpawns() ([]*Spawn, error) {
 
 // Alive reports whether the spawn's process still runs (the same process: not a recycled
 // pid).
-func (sp *Spawn) Alive() bool { return processAlive(sp.PID, sp.PIDStart) }
+func (sp *Spawn) Alive() bool { return engine.ProcessAlive(sp.PID, sp.PIDStart) }
 
 // IsSpawnTicket reports whether a credential has the shape of a spawn ticket rather than a
 // passkey.
@@ -319,16 +321,16 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 	ex.LogPath = s.Rel(dst)
 	ex.UpdatedAt = s.Now()
 	ex.Version++
-	return writeJSON(s.executionPath(ex.ID), ex, 0o644)
+	return engine.WriteJSON(s.executionPath(ex.ID), ex, 0o644)
 }
 
 func copyFile(src, dst string) error {
-	in, err := openRead(src, 0)
+	in, err := engine.OpenRead(src, 0)
 	if err != nil {
 		return err
 	}
 	defer in.Close()
-	out, err := openSafe(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)
+	out, err := engine.Open(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0)
 	if err != nil {
 		return err
 	}

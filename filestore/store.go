@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // DirName is the name of the store directory at the top of a repository.
-const DirName = ".ai-pm"
+const DirName = engine.DirName
 
 // Options configure a Store.
 type Options struct {
@@ -29,22 +31,22 @@ type Store struct {
 	now  func() time.Time
 	// eng is the store's files: the lock, the change journal, the caches of the entity
 	// directories.
-	eng *Dir
+	eng *engine.Dir
 
 	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
 	seq     seqState // the highest task sequence number (taskid.go)
-	tasks   *dirCache[Task]
+	tasks   *engine.Cache[Task]
 	tix     taskIndex
-	convs   *dirCache[Conversation]
+	convs   *engine.Cache[Conversation]
 	cix     convIndex
-	dlgs    *dirCache[Delegation]
+	dlgs    *engine.Cache[Delegation]
 	dix     dlgIndex
-	agents  *dirCache[Agent]
+	agents  *engine.Cache[Agent]
 	history *historyIndex
 	// project.json as last read, with the identity of the file it came from.
 	projMu    sync.Mutex
 	proj      *Project
-	projStamp Stamp
+	projStamp engine.Stamp
 	// sessMemo holds live session records as last read (readSession).
 	sessMu   sync.Mutex
 	sessMemo map[string]memoSession
@@ -120,9 +122,9 @@ func (s *Store) sweepTemp() {
 			return
 		}
 	}
-	cleanTemp(s.dir, s.Now())
+	engine.CleanTemp(s.dir, s.Now())
 	s.adoptLegacyRuntime()
-	if f, err := openSafe(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
+	if f, err := engine.Open(marker, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644, 0); err == nil {
 		f.Close()
 	}
 }
@@ -148,7 +150,7 @@ func (s *Store) adoptLegacyRuntime() {
 		if err := EnsureDir(s.path(JournalDir)); err != nil {
 			return err
 		}
-		root, rel, _, err := openStoreRoot(oldDelivery, false)
+		root, rel, _, err := engine.StoreRoot(oldDelivery, false)
 		if err != nil {
 			return err
 		}
@@ -162,20 +164,20 @@ func newStore(root string, opts Options) *Store {
 		now = time.Now
 	}
 	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
-	s.eng = newDir(s.dir)
-	s.eng.onJournal = func(rel string, before, after int64, timed bool) {
+	s.eng = engine.NewDir(s.dir)
+	s.eng.OnJournal = func(rel string, before, after int64, timed bool) {
 		if strings.HasPrefix(rel, "tasks/") {
 			s.seq.journaled(rel, before, after, timed)
 		}
 	}
-	s.eng.onMarkAll = s.seq.forget
+	s.eng.OnMarkAll = s.seq.forget
 	s.history = newHistoryIndex(filepath.Join(s.dir, filepath.FromSlash(EventsIndexPath)))
 	s.inboxKeys = map[string]*lineIndex{}
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)
 	s.dlgs = newDlgCache(s)
-	s.agents = newDirCache(s.eng, "agents", isAgentID, s.readAgent)
-	s.agents.leaf = "agent.json"
+	s.agents = engine.NewCache(s.eng, "agents", isAgentID, s.readAgent)
+	s.agents.Leaf = "agent.json"
 	return s
 }
 
@@ -197,24 +199,10 @@ func (s *Store) Rel(path string) string {
 	return path
 }
 
-func (s *Store) path(elem ...string) string { return s.eng.path(elem...) }
-
-// cleanRel tells whether p is a relative slash-separated path that filepath.Clean leaves
-// as it is: not empty, no empty, "." or ".." element.
-func cleanRel(p string) bool {
-	if p == "" {
-		return false
-	}
-	for e := range strings.SplitSeq(p, "/") {
-		if e == "" || e == "." || e == ".." {
-			return false
-		}
-	}
-	return true
-}
+func (s *Store) path(elem ...string) string { return s.eng.Path(elem...) }
 
 // locked runs fn holding the store lock (Dir.locked).
-func (s *Store) locked(fn func() error) error { return s.eng.locked(fn) }
+func (s *Store) locked(fn func() error) error { return s.eng.Locked(fn) }
 
 // OneShot: see Dir.OneShot.
 func (s *Store) OneShot() { s.eng.OneShot() }
@@ -224,3 +212,16 @@ func (s *Store) Watched() { s.eng.Watched() }
 
 // Changed: see Dir.Changed.
 func (s *Store) Changed(paths ...string) { s.eng.Changed(paths...) }
+
+// Warm loads every cache now, so that the first call a server answers does not pay for
+// reading the store. The coordinator and `aipm mcp` start it in the background.
+func (s *Store) Warm() {
+	s.tasks.With(func() {})
+	s.agents.With(func() {})
+	s.convs.With(func() {})
+	s.dlgs.With(func() {})
+}
+
+// legacyRuntimeFiles are where earlier versions kept the journal and the delivery record,
+// in runtime/ itself (adoptLegacyRuntime).
+var legacyRuntimeFiles = [...]string{"runtime/changes.log", "runtime/delivery.json"}

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Task statuses.
@@ -114,7 +116,7 @@ func (s *Store) Task(id string) (*Task, error) {
 	if err := ValidateEntityID(PrefixTask, id); err != nil {
 		return nil, err
 	}
-	if t := s.tasks.cachedCopy(id, cloneTask); t != nil {
+	if t := s.tasks.CachedCopy(id, cloneTask); t != nil {
 		return t, nil
 	}
 	return s.readTask(id)
@@ -181,8 +183,8 @@ func (f TaskFilter) match(t *Task) bool {
 // one too), from the index: no file is read.
 func (s *Store) TaskStatusCounts() (TaskCounts, error) {
 	out := TaskCounts{}
-	err := s.tasks.with(func() {
-		for st, n := range s.tasks.countsLocked(ixStatus) {
+	err := s.tasks.With(func() {
+		for st, n := range s.tasks.CountsLocked(ixStatus) {
 			out[st] = n
 		}
 	})
@@ -195,10 +197,10 @@ func (s *Store) TaskStatusCounts() (TaskCounts, error) {
 // candidates by parent, assignee or status.
 func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 	var out []*Task
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		ids := map[string]struct{}{}
 		for id := range s.candidatesLocked(f) {
-			if k := s.tasks.keysOf(id); k != nil && f.matchKeys(k) {
+			if k := s.tasks.KeysOf(id); k != nil && f.matchKeys(k) {
 				ids[id] = struct{}{}
 			}
 		}
@@ -208,26 +210,23 @@ func (s *Store) Tasks(f TaskFilter) ([]*Task, error) {
 	return out, err
 }
 
-// keyed is one index key a filter asks for: index ix (ixKids...) under key.
-type keyed struct {
-	ix  int
-	key string
-}
+// keyed is one index key a filter asks for: index Ix (ixKids...) under Key.
+type keyed = engine.Keyed
 
 // constraints are the index keys every task matching f is filed under.
 func (f TaskFilter) constraints() []keyed {
 	var out []keyed
 	if f.ParentID != "" {
-		out = append(out, keyed{ixKids, f.ParentID})
+		out = append(out, keyed{Ix: ixKids, Key: f.ParentID})
 	}
 	if f.TopLevel {
-		out = append(out, keyed{ixKids, ""})
+		out = append(out, keyed{Ix: ixKids, Key: ""})
 	}
 	if f.AssigneeID != "" {
-		out = append(out, keyed{ixAssigned, f.AssigneeID})
+		out = append(out, keyed{Ix: ixAssigned, Key: f.AssigneeID})
 	}
 	if f.Status != "" {
-		out = append(out, keyed{ixStatus, f.Status})
+		out = append(out, keyed{Ix: ixStatus, Key: f.Status})
 	}
 	return out
 }
@@ -279,13 +278,13 @@ func (s *Store) WorkingTasks() ([]*Task, error) {
 func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
 	cons := f.constraints()
 	if len(cons) == 0 && !f.Unfinished {
-		return s.tasks.allIDs()
+		return s.tasks.AllIDs()
 	}
 	if f.Unfinished {
 		// Unfinished work is all held in memory: the index file holds finished work only.
-		best := s.tasks.heldIDs()
+		best := s.tasks.HeldIDs()
 		for _, k := range cons {
-			if set := s.tasks.sets(k.ix)[k.key]; len(set) < len(best) {
+			if set := s.tasks.Sets(k.Ix)[k.Key]; len(set) < len(best) {
 				best = set
 			}
 		}
@@ -296,11 +295,11 @@ func (s *Store) candidatesLocked(f TaskFilter) map[string]struct{} {
 	}
 	best := cons[0]
 	for _, k := range cons[1:] {
-		if s.tasks.lookupSize(k.ix, k.key) < s.tasks.lookupSize(best.ix, best.key) {
+		if s.tasks.LookupSize(k.Ix, k.Key) < s.tasks.LookupSize(best.Ix, best.Key) {
 			best = k
 		}
 	}
-	return s.tasks.lookup(best.ix, best.key)
+	return s.tasks.Lookup(best.Ix, best.Key)
 }
 
 // TaskPage is one page of a task listing.
@@ -316,7 +315,7 @@ type TaskPage struct {
 // cursor (a previous page's Next; "" for the first page).
 func (s *Store) TaskPage(f TaskFilter, after string, limit int) (*TaskPage, error) {
 	out := &TaskPage{}
-	err := s.tasks.with(func() { s.taskPageLocked(out, f, after, max(limit, 0)) })
+	err := s.tasks.With(func() { s.taskPageLocked(out, f, after, max(limit, 0)) })
 	return out, err
 }
 
@@ -333,7 +332,7 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 	var hot []string
 	nhot, keepHot := 0, limit+1
 	match := func(id string) {
-		if e := c.ents[id]; e == nil || e.k == nil || !f.matchKeys(e.k) {
+		if k := c.HeldKeys(id); k == nil || !f.matchKeys(k) {
 			return
 		}
 		nhot++
@@ -368,14 +367,14 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 			if len(hot) == keepHot {
 				break
 			}
-			if e := c.ents[id]; e != nil && e.k != nil && e.k[tkStatus] == f.Status {
+			if k := c.HeldKeys(id); k != nil && k[tkStatus] == f.Status {
 				hot = append(hot, id)
 			}
 		}
 	} else if len(cons) > 0 {
-		best := c.sets(cons[0].ix)[cons[0].key]
+		best := c.Sets(cons[0].Ix)[cons[0].Key]
 		for _, k := range cons[1:] {
-			if set := c.sets(k.ix)[k.key]; len(set) < len(best) {
+			if set := c.Sets(k.Ix)[k.Key]; len(set) < len(best) {
 				best = set
 			}
 		}
@@ -383,31 +382,18 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 			match(id)
 		}
 	} else {
-		for id := range c.ents {
-			match(id)
-		}
+		c.EachHeld(match)
 	}
 	if keepHot > maxPartialSort && !oneStatus { // the status set's ids come in order
 		sort.Strings(hot)
 	}
 	// The finished matches in the index file, where they lie: counted, and read from the
 	// cursor on only as far as the page goes.
-	cold := coldSeq{kind: seqOrds}
+	ncold, nextCold := 0, func() (string, bool) { return "", false }
 	if !f.Unfinished {
-		cold = c.coldMatchLocked(cons)
+		ncold, nextCold = c.ColdMatches(cons, after)
 	}
-	out.Total = nhot + cold.len() - c.coldShadowedIn(cold)
-	j := sort.Search(cold.len(), func(j int) bool { return c.cold.id(int(cold.at(j))) > after })
-	nextCold := func() (string, bool) {
-		for ; j < cold.len(); j++ {
-			id := c.cold.id(int(cold.at(j)))
-			if _, gone := c.shadow[id]; !gone {
-				j++
-				return id, true
-			}
-		}
-		return "", false
-	}
+	out.Total = nhot + ncold
 	keep := make([]string, 0, min(limit+1, out.Total))
 	i := 0
 	coldID, more := nextCold()
@@ -422,7 +408,7 @@ func (s *Store) taskPageLocked(out *TaskPage, f TaskFilter, after string, limit 
 	}
 	page := keep[:min(limit, len(keep))]
 	for _, id := range page {
-		if t := s.tasks.get(id); t != nil {
+		if t := s.tasks.Get(id); t != nil {
 			out.Tasks = append(out.Tasks, cloneTask(t))
 		}
 	}
@@ -440,7 +426,7 @@ const maxPartialSort = 256
 // holds the tasks cache's mutex; fn must not keep the task it is given.
 func (s *Store) walkSubtreeLocked(id string, fn func(t *Task)) {
 	s.walkSubtreeKeysLocked(id, true, func(k string, _ []string) {
-		if t := s.tasks.get(k); t != nil {
+		if t := s.tasks.Get(k); t != nil {
 			fn(t)
 		}
 	})
@@ -464,11 +450,11 @@ func (s *Store) walkSubtreeKeysLocked(id string, ordered bool, fn func(id string
 		cur := queue[0]
 		queue = queue[1:]
 		level = level[:0]
-		s.tasks.each(ixKids, cur, func(k string) {
+		s.tasks.Each(ixKids, cur, func(k string) {
 			if k == id {
 				return
 			}
-			if keys := s.tasks.keysOf(k); keys != nil {
+			if keys := s.tasks.KeysOf(k); keys != nil {
 				level = append(level, kid{k, keys})
 			}
 		})
@@ -498,7 +484,7 @@ func (s *Store) Subtree(id string) ([]*Task, error) {
 // copying only those.
 func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) {
 	var out []*Task
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		s.walkSubtreeLocked(id, func(t *Task) {
 			if keep(t) {
 				out = append(out, cloneTask(t))
@@ -511,7 +497,7 @@ func (s *Store) SubtreeWhere(id string, keep func(*Task) bool) ([]*Task, error) 
 // SubtreeSummary counts a task's descendants by status without copying them.
 func (s *Store) SubtreeSummary(id string) (TaskCounts, error) {
 	out := TaskCounts{}
-	err := s.tasks.with(func() { maps.Copy(out, s.subtreeSummaryLocked(id)) })
+	err := s.tasks.With(func() { maps.Copy(out, s.subtreeSummaryLocked(id)) })
 	return out, err
 }
 
@@ -534,13 +520,13 @@ const (
 func (s *Store) subtreeSummaryLocked(root string) TaskCounts {
 	c, x := s.tasks, &s.tix
 	if m := x.summaries[root]; m != nil {
-		if ids, ok := c.changedSince(m.gen); ok && len(ids) <= len(m.members) && s.patchSubtreeMemo(root, m, ids) {
-			m.gen = c.gen
+		if ids, ok := c.ChangedSince(m.gen); ok && len(ids) <= len(m.members) && s.patchSubtreeMemo(root, m, ids) {
+			m.gen = c.Gen()
 			return m.counts
 		}
 		delete(x.summaries, root)
 	}
-	m := &subtreeMemo{gen: c.gen, members: map[string]string{}, counts: TaskCounts{}}
+	m := &subtreeMemo{gen: c.Gen(), members: map[string]string{}, counts: TaskCounts{}}
 	s.walkSubtreeKeysLocked(root, false, func(id string, k []string) {
 		m.members[id] = k[tkStatus]
 		m.counts[k[tkStatus]]++
@@ -563,7 +549,7 @@ func (s *Store) patchSubtreeMemo(root string, m *subtreeMemo, ids []string) bool
 			continue // root itself is not counted, and its own parent moves it all at once
 		}
 		was, in := m.members[id]
-		k := c.keysOf(id)
+		k := c.KeysOf(id)
 		now := s.inSubtreeLocked(root, id)
 		if in != now && s.hasSubtasksLocked(id) {
 			return false
@@ -604,7 +590,7 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 	// the index file), and then the new id's sequence comes from them, not from a listing
 	// of tasks/ under the lock: it loads them first, unless the last mint left the
 	// sequence where the next one reads it (seqFile).
-	if s.eng.oneShot.Load() && !s.hasSeqFile() {
+	if s.eng.IsOneShot() && !s.hasSeqFile() {
 		s.warmTasks()
 	}
 	var t *Task
@@ -975,7 +961,7 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
-	return writeEntity(s.tasks, t.ID, cloneTask(t))
+	return engine.WriteEntity(s.tasks, t.ID, cloneTask(t))
 }
 
 // checkStatus applies the transition table and the entry rules of the target status.

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"sort"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // taskIndex is the in-memory index of tasks/ (see cache.go): the parsed tasks by id and
@@ -11,10 +13,10 @@ import (
 // the tasks that depend on a task. It is kept in step by the tasks cache and guarded by
 // its mutex.
 type taskIndex struct {
-	kids       idIndex // parent id ("" = top level) → child ids
-	assigned   idIndex // assignee id → task ids
-	byStatus   idIndex // status → task ids
-	dependents idIndex // dependency id → ids of tasks that depend on it
+	kids       engine.IDIndex // parent id ("" = top level) → child ids
+	assigned   engine.IDIndex // assignee id → task ids
+	byStatus   engine.IDIndex // status → task ids
+	dependents engine.IDIndex // dependency id → ids of tasks that depend on it
 	// sorted holds byStatus's sets as sorted ids, so that a page of one status is found
 	// without sorting (or visiting) the rest of its thousands of tasks.
 	sorted map[string][]string
@@ -63,12 +65,12 @@ const (
 	ixDependents
 )
 
-func (x *taskIndex) set(i int) idIndex {
-	return [...]idIndex{x.kids, x.assigned, x.byStatus, x.dependents}[i]
+func (x *taskIndex) set(i int) engine.IDIndex {
+	return [...]engine.IDIndex{x.kids, x.assigned, x.byStatus, x.dependents}[i]
 }
 
 func (x *taskIndex) reset() {
-	*x = taskIndex{kids: idIndex{}, assigned: idIndex{}, byStatus: idIndex{}, dependents: idIndex{}, sorted: map[string][]string{}, bulk: true}
+	*x = taskIndex{kids: engine.IDIndex{}, assigned: engine.IDIndex{}, byStatus: engine.IDIndex{}, dependents: engine.IDIndex{}, sorted: map[string][]string{}, bulk: true}
 }
 
 // settle ends a load: each of sorted's sets is sorted once, instead of an insertion in
@@ -111,24 +113,6 @@ func (x *taskIndex) sortedDel(k, id string) {
 	}
 }
 
-func setAdd(m map[string]map[string]struct{}, k, id string) {
-	s := m[k]
-	if s == nil {
-		s = map[string]struct{}{}
-		m[k] = s
-	}
-	s[id] = struct{}{}
-}
-
-func setDel(m map[string]map[string]struct{}, k, id string) {
-	if s := m[k]; s != nil {
-		delete(s, id)
-		if len(s) == 0 {
-			delete(m, k)
-		}
-	}
-}
-
 // The index keys of a task (taskKeys): parent, assignee, status, then the dependencies.
 const (
 	tkParent = iota
@@ -151,59 +135,59 @@ func (x *taskIndex) update(id string, old, cur []string) {
 	// keeps the id is left alone (the sets of a large project hold thousands of ids).
 	if old != nil && cur != nil {
 		if old[tkParent] != cur[tkParent] {
-			setDel(x.kids, old[tkParent], id)
-			setAdd(x.kids, cur[tkParent], id)
+			engine.SetDel(x.kids, old[tkParent], id)
+			engine.SetAdd(x.kids, cur[tkParent], id)
 		}
 		if old[tkAssignee] != cur[tkAssignee] {
-			setDel(x.assigned, old[tkAssignee], id)
-			setAdd(x.assigned, cur[tkAssignee], id)
+			engine.SetDel(x.assigned, old[tkAssignee], id)
+			engine.SetAdd(x.assigned, cur[tkAssignee], id)
 		}
 		if old[tkStatus] != cur[tkStatus] {
-			setDel(x.byStatus, old[tkStatus], id)
-			setAdd(x.byStatus, cur[tkStatus], id)
+			engine.SetDel(x.byStatus, old[tkStatus], id)
+			engine.SetAdd(x.byStatus, cur[tkStatus], id)
 			x.sortedDel(old[tkStatus], id)
 			x.sortedAdd(cur[tkStatus], id)
 		}
 		if !slices.Equal(old[tkDeps:], cur[tkDeps:]) {
 			for _, d := range old[tkDeps:] {
-				setDel(x.dependents, d, id)
+				engine.SetDel(x.dependents, d, id)
 			}
 			for _, d := range cur[tkDeps:] {
-				setAdd(x.dependents, d, id)
+				engine.SetAdd(x.dependents, d, id)
 			}
 		}
 		return
 	}
 	if old != nil {
-		setDel(x.kids, old[tkParent], id)
-		setDel(x.assigned, old[tkAssignee], id)
-		setDel(x.byStatus, old[tkStatus], id)
+		engine.SetDel(x.kids, old[tkParent], id)
+		engine.SetDel(x.assigned, old[tkAssignee], id)
+		engine.SetDel(x.byStatus, old[tkStatus], id)
 		x.sortedDel(old[tkStatus], id)
 		for _, d := range old[tkDeps:] {
-			setDel(x.dependents, d, id)
+			engine.SetDel(x.dependents, d, id)
 		}
 	}
 	if cur != nil {
-		setAdd(x.kids, cur[tkParent], id)
-		setAdd(x.assigned, cur[tkAssignee], id)
-		setAdd(x.byStatus, cur[tkStatus], id)
+		engine.SetAdd(x.kids, cur[tkParent], id)
+		engine.SetAdd(x.assigned, cur[tkAssignee], id)
+		engine.SetAdd(x.byStatus, cur[tkStatus], id)
 		x.sortedAdd(cur[tkStatus], id)
 		for _, d := range cur[tkDeps:] {
-			setAdd(x.dependents, d, id)
+			engine.SetAdd(x.dependents, d, id)
 		}
 	}
 }
 
-func newTaskCache(s *Store) *dirCache[Task] {
-	c := newDirCache(s.eng, "tasks", isEntityID(PrefixTask), s.readTask)
-	c.keys, c.done, c.persist = taskKeys, taskFinished, true
-	c.doneKeys = func(k []string) bool { return Finished(k[tkStatus]) }
-	c.reset = s.tix.reset
-	c.index = s.tix.update
-	c.change = s.tix.change
-	c.settle = s.tix.settle
-	c.sets, c.nidx, c.minKeys = s.tix.set, 4, tkDeps
-	c.slot = func(pos int) int { return min(pos, ixDependents) } // parent, assignee, status, dependencies
+func newTaskCache(s *Store) *engine.Cache[Task] {
+	c := engine.NewCache(s.eng, "tasks", isEntityID(PrefixTask), s.readTask)
+	c.Keys, c.Done, c.Persist = taskKeys, taskFinished, true
+	c.DoneKeys = func(k []string) bool { return Finished(k[tkStatus]) }
+	c.Reset = s.tix.reset
+	c.Index = s.tix.update
+	c.Change = s.tix.change
+	c.Settle = s.tix.settle
+	c.Sets, c.NIdx, c.MinKeys = s.tix.set, 4, tkDeps
+	c.Slot = func(pos int) int { return min(pos, ixDependents) } // parent, assignee, status, dependencies
 	s.tix.reset()
 	return c
 }
@@ -237,7 +221,7 @@ type cachedTasks struct{ s *Store }
 // the journal is read (every write through aipm is in it), so no scan holds up the
 // writers of other processes.
 func (s *Store) taskSetLocked() (taskSet, error) {
-	if err := s.tasks.sync(false, func() {}); err != nil {
+	if err := s.tasks.Sync(false, func() {}); err != nil {
 		return nil, err
 	}
 	return cachedTasks{s}, nil
@@ -257,7 +241,7 @@ func (f fileTasks) task(id string) *Task {
 }
 
 func (f fileTasks) sets() cachedTasks {
-	f.s.tasks.sync(false, func() {})
+	f.s.tasks.Sync(false, func() {})
 	return cachedTasks{f.s}
 }
 
@@ -267,36 +251,36 @@ func (f fileTasks) dependentsOf(id string) []*Task    { return f.sets().dependen
 
 // warmTasks brings the task cache up to date before a task write takes the store lock.
 func (s *Store) warmTasks() {
-	s.tasks.with(func() {})
+	s.tasks.With(func() {})
 }
 
 func (v cachedTasks) task(id string) *Task {
+	var out *Task
 	c := v.s.tasks
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t := c.get(id); t != nil {
-		return cloneTask(t)
-	}
-	return nil
+	c.Do(func() {
+		if t := c.Get(id); t != nil {
+			out = cloneTask(t)
+		}
+	})
+	return out
 }
 
 func (v cachedTasks) ids(m func() map[string]struct{}) []*Task {
-	c := v.s.tasks
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return v.s.collectLocked(m())
+	var out []*Task
+	v.s.tasks.Do(func() { out = v.s.collectLocked(m()) })
+	return out
 }
 
 func (v cachedTasks) children(id string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixKids, id) })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.Lookup(ixKids, id) })
 }
 
 func (v cachedTasks) assignedTo(agentID string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixAssigned, agentID) })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.Lookup(ixAssigned, agentID) })
 }
 
 func (v cachedTasks) dependentsOf(id string) []*Task {
-	return v.ids(func() map[string]struct{} { return v.s.tasks.lookup(ixDependents, id) })
+	return v.ids(func() map[string]struct{} { return v.s.tasks.Lookup(ixDependents, id) })
 }
 
 // collectLocked copies the tasks of a set of ids, sorted by id (creation order). The
@@ -304,7 +288,7 @@ func (v cachedTasks) dependentsOf(id string) []*Task {
 func (s *Store) collectLocked(ids map[string]struct{}) []*Task {
 	out := make([]*Task, 0, len(ids))
 	for id := range ids {
-		if t := s.tasks.get(id); t != nil {
+		if t := s.tasks.Get(id); t != nil {
 			out = append(out, cloneTask(t))
 		}
 	}
@@ -435,7 +419,7 @@ func (s *Store) TasksByID(ids []string) ([]*Task, error) {
 		set[id] = struct{}{}
 	}
 	var out []*Task
-	err := s.tasks.with(func() { out = s.collectLocked(set) })
+	err := s.tasks.With(func() { out = s.collectLocked(set) })
 	return out, err
 }
 
@@ -449,9 +433,9 @@ type TaskRef struct {
 // journal line.
 func (s *Store) TaskRefs(ids []string) ([]TaskRef, error) {
 	var out []TaskRef
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		for _, id := range ids {
-			if k := s.tasks.keysOf(id); k != nil {
+			if k := s.tasks.KeysOf(id); k != nil {
 				out = append(out, TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]})
 			}
 		}
@@ -472,10 +456,10 @@ type SubtreeRef struct {
 // it is in. Each id is answered once.
 func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
 	var out []SubtreeRef
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		done := make(map[string]bool, len(ids))
 		for _, id := range ids {
-			k := s.tasks.keysOf(id)
+			k := s.tasks.KeysOf(id)
 			if done[id] || k == nil {
 				continue
 			}
@@ -484,7 +468,7 @@ func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
 				continue
 			}
 			r := SubtreeRef{TaskRef: TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]}}
-			if pk := s.tasks.keysOf(k[tkParent]); pk != nil {
+			if pk := s.tasks.KeysOf(k[tkParent]); pk != nil {
 				r.ParentAssignee = pk[tkAssignee]
 			}
 			r.HasChildren = s.hasSubtasksLocked(id)
@@ -497,8 +481,8 @@ func (s *Store) SubtreeRefs(root string, ids []string) ([]SubtreeRef, error) {
 // hasSubtasksLocked tells whether a task the cache knows names id as its parent. The
 // caller holds the tasks cache's mutex.
 func (s *Store) hasSubtasksLocked(id string) bool {
-	for kid := range s.tasks.lookup(ixKids, id) {
-		if s.tasks.keysOf(kid) != nil {
+	for kid := range s.tasks.Lookup(ixKids, id) {
+		if s.tasks.KeysOf(kid) != nil {
 			return true
 		}
 	}
@@ -510,7 +494,7 @@ func (s *Store) hasSubtasksLocked(id string) bool {
 // tasks at one generation holds while it stays the same.
 func (s *Store) TasksGeneration() (uint64, error) {
 	var g uint64
-	err := s.tasks.with(func() { g = s.tasks.gen })
+	err := s.tasks.With(func() { g = s.tasks.Gen() })
 	return g, err
 }
 
@@ -518,9 +502,9 @@ func (s *Store) TasksGeneration() (uint64, error) {
 // that changed after generation g (TasksGeneration), and the generation now; ok is false
 // when the changes since g are too many to tell.
 func (s *Store) TasksChangedSince(g uint64) (ids []string, now uint64, ok bool, err error) {
-	err = s.tasks.with(func() {
-		now = s.tasks.gen
-		ids, ok = s.tasks.changedSince(g)
+	err = s.tasks.With(func() {
+		now = s.tasks.Gen()
+		ids, ok = s.tasks.ChangedSince(g)
 	})
 	return ids, now, ok && err == nil, err
 }
@@ -529,11 +513,11 @@ func (s *Store) TasksChangedSince(g uint64) (ids []string, now uint64, ok bool, 
 // the index: no file is read.
 func (s *Store) InProgressByAssignee() (map[string]int, error) {
 	var out map[string]int
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		if !s.tix.loadOK {
 			s.tix.load = map[string]int{}
-			for id := range s.tasks.lookup(ixStatus, StatusInProgress) {
-				if k := s.tasks.keysOf(id); k != nil && k[tkStatus] == StatusInProgress {
+			for id := range s.tasks.Lookup(ixStatus, StatusInProgress) {
+				if k := s.tasks.KeysOf(id); k != nil && k[tkStatus] == StatusInProgress {
 					s.tix.load[k[tkAssignee]]++
 				}
 			}
@@ -547,6 +531,6 @@ func (s *Store) InProgressByAssignee() (map[string]int, error) {
 // Dependents copies the tasks that depend on id, by id.
 func (s *Store) Dependents(id string) ([]*Task, error) {
 	var out []*Task
-	err := s.tasks.with(func() { out = s.collectLocked(s.tasks.lookup(ixDependents, id)) })
+	err := s.tasks.With(func() { out = s.collectLocked(s.tasks.Lookup(ixDependents, id)) })
 	return out, err
 }

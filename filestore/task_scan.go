@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // TaskEntry is what the index holds of a task: where it stands, and when its file last
@@ -23,9 +25,9 @@ type TaskEntry struct {
 // order), without reading a file: one pass over what the index holds.
 func (s *Store) TaskEntries(f TaskFilter) ([]TaskEntry, error) {
 	var out []TaskEntry
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		c := s.tasks
-		add := func(id string, k []string, st Stamp) {
+		add := func(id string, k []string, st engine.Stamp) {
 			if k == nil || !f.matchKeys(k) {
 				return
 			}
@@ -34,30 +36,12 @@ func (s *Store) TaskEntries(f TaskFilter) ([]TaskEntry, error) {
 		}
 		if len(f.constraints()) > 0 || f.Unfinished {
 			for id := range s.candidatesLocked(f) {
-				if e := c.entry(id); e != nil {
-					add(id, e.k, e.st)
+				if k, st, ok := c.Entry(id); ok {
+					add(id, k, st)
 				}
 			}
 		} else {
-			for id, e := range c.ents {
-				add(id, e.k, e.st)
-			}
-			if c.cold != nil {
-				stamps, ok := c.cold.allStamps()
-				var buf []string
-				for i := range c.cold.n {
-					id := c.cold.id(i)
-					if _, gone := c.shadow[id]; gone {
-						continue
-					}
-					var st Stamp
-					if ok {
-						st = stampIn(stamps, i)
-					}
-					buf = c.cold.appendRecKeys(buf[:0], i)
-					add(id, buf, st)
-				}
-			}
+			c.EachEntry(add)
 		}
 	})
 	slices.SortFunc(out, func(a, b TaskEntry) int { return strings.Compare(a.ID, b.ID) })
@@ -72,11 +56,11 @@ func (s *Store) TaskEntries(f TaskFilter) ([]TaskEntry, error) {
 // returns it.
 func (s *Store) ReadTasks(ids []string, fn func(*Task) error) error {
 	held := make([]*Task, len(ids))
-	err := s.tasks.with(func() {
+	err := s.tasks.With(func() {
 		c := s.tasks
 		for i, id := range ids {
-			if e := c.ents[id]; e != nil && (e.v != nil || e.raw != "") {
-				if t := c.get(id); t != nil {
+			if c.HeldInFull(id) {
+				if t := c.Get(id); t != nil {
 					held[i] = cloneTask(t)
 				}
 			}
@@ -114,7 +98,7 @@ func (s *Store) ReadTasks(ids []string, fn func(*Task) error) error {
 	}()
 	// tasks/ is opened and checked once (no link on the way, as every read checks), so
 	// that a file costs what `cat` pays for it: an open, a stat and a read.
-	dir, _, derr := openStoreDir(s.path("tasks"), false)
+	dir, _, derr := engine.StoreDir(s.path("tasks"), false)
 	read := func(id string) (*Task, error) {
 		if derr != nil || dir == nil {
 			return s.readTask(id)
@@ -178,13 +162,13 @@ func (s *Store) readTaskIn(dir *os.Root, id string) (*Task, error) {
 // `cat` pays. ok is false for anything readFileSafe would refuse or fail on, which the
 // caller then asks for its error.
 func readIn(dir *os.Root, name string) (data []byte, ok bool) {
-	f, err := dir.OpenFile(name, os.O_RDONLY|openNoFollow, 0)
+	f, err := dir.OpenFile(name, os.O_RDONLY|engine.NoFollow, 0)
 	if err != nil {
 		return nil, false
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxEntityFile {
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > engine.MaxEntityFile {
 		return nil, false
 	}
 	data = make([]byte, 0, fi.Size()+1)
@@ -198,7 +182,7 @@ func readIn(dir *os.Root, name string) (data []byte, ok bool) {
 			return nil, false
 		}
 		if len(data) == cap(data) {
-			if len(data) > maxEntityFile {
+			if len(data) > engine.MaxEntityFile {
 				return nil, false
 			}
 			data = append(data, 0)[:len(data)] // it grew meanwhile

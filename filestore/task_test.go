@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aipm/aipm/filestore/internal/engine"
 	"github.com/fsnotify/fsnotify"
 )
 
@@ -76,7 +77,7 @@ func writeTaskStatus(t *testing.T, s *Store, id, status string) {
 		t.Fatal(err)
 	}
 	tk.Status = status
-	if err := writeJSON(s.taskPath(id), tk, 0o644); err != nil {
+	if err := engine.WriteJSON(s.taskPath(id), tk, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -351,7 +352,7 @@ func TestStableEncoding(t *testing.T) {
 		if err := s.readJSON(path, v); err != nil {
 			t.Fatal(err)
 		}
-		again, err := encodeJSON(v)
+		again, err := engine.EncodeJSON(v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -406,17 +407,17 @@ func TestJSONLTornTail(t *testing.T) {
 	if err := os.WriteFile(path, []byte("{\"a\":1}\n{\"a\":2}\n{\"a\":3,\"b\":\"tor"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	lines, err := readLines(path, 0)
+	lines, err := engine.ReadLines(path, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(lines) != 2 || lines[1].Next != 16 {
 		t.Fatalf("got %d lines, next %d; want 2 lines, next 16", len(lines), lines[len(lines)-1].Next)
 	}
-	if neg, _ := readLines(path, -5); len(neg) != 2 || neg[0].Next != 8 || neg[1].Next != 16 {
+	if neg, _ := engine.ReadLines(path, -5); len(neg) != 2 || neg[0].Next != 8 || neg[1].Next != 16 {
 		t.Errorf("a negative offset (hand-edited cursor) must read from the start with true positions: %+v", neg)
 	}
-	if err := appendLine(path, map[string]int{"a": 4}, true); err != nil {
+	if err := engine.AppendLine(path, map[string]int{"a": 4}, true); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
@@ -682,7 +683,7 @@ func TestSubtreeSummaryKeptMatchesAWalk(t *testing.T) {
 	}
 	walk := func() TaskCounts {
 		out := TaskCounts{}
-		if err := s.tasks.with(func() {
+		if err := s.tasks.With(func() {
 			s.walkSubtreeKeysLocked(root.ID, false, func(_ string, k []string) { out[k[tkStatus]]++ })
 		}); err != nil {
 			t.Fatal(err)
@@ -691,9 +692,9 @@ func TestSubtreeSummaryKeptMatchesAWalk(t *testing.T) {
 	}
 	check := func(step string) (patched bool) {
 		t.Helper()
-		s.tasks.mu.Lock()
+		s.tasks.Lock()
 		before := s.tix.summaries[root.ID]
-		s.tasks.mu.Unlock()
+		s.tasks.Unlock()
 		got, err := s.SubtreeSummary(root.ID)
 		if err != nil {
 			t.Fatal(err)
@@ -701,9 +702,9 @@ func TestSubtreeSummaryKeptMatchesAWalk(t *testing.T) {
 		if want := walk(); !maps.Equal(got, want) {
 			t.Fatalf("after %s: kept counts %v, a walk counts %v", step, got, want)
 		}
-		s.tasks.mu.Lock()
+		s.tasks.Lock()
 		after := s.tix.summaries[root.ID]
-		s.tasks.mu.Unlock()
+		s.tasks.Unlock()
 		return before != nil && before == after
 	}
 	check("the first call")
@@ -740,9 +741,9 @@ func TestSubtreeSummaryKeptMatchesAWalk(t *testing.T) {
 			}
 		case r < 90:
 			step = "the index file written"
-			s.tasks.mu.Lock()
-			s.tasks.rebuilt = true
-			s.tasks.mu.Unlock()
+			s.tasks.Lock()
+			s.tasks.SetRebuilt()
+			s.tasks.Unlock()
 			if _, err := s.Tasks(TaskFilter{}); err != nil {
 				t.Fatal(err)
 			}
@@ -789,9 +790,9 @@ func BenchmarkSubtreeSummary(b *testing.B) {
 			}
 		}
 	}
-	s.tasks.mu.Lock()
-	s.tasks.rebuilt = true
-	s.tasks.mu.Unlock()
+	s.tasks.Lock()
+	s.tasks.SetRebuilt()
+	s.tasks.Unlock()
 	if _, err := s.Tasks(TaskFilter{}); err != nil { // writes the index file: the done ones go cold
 		b.Fatal(err)
 	}
@@ -813,7 +814,7 @@ func BenchmarkSubtreeSummary(b *testing.B) {
 	b.Run("walk", func(b *testing.B) {
 		for b.Loop() {
 			c := TaskCounts{}
-			if err := s.tasks.with(func() {
+			if err := s.tasks.With(func() {
 				s.walkSubtreeKeysLocked(root.ID, false, func(_ string, k []string) { c[k[tkStatus]]++ })
 			}); err != nil || c[StatusDone] != 300 || c[StatusTodo] != 100 {
 				b.Fatalf("%v %v", c, err)
@@ -892,7 +893,7 @@ func TestCascadeWritesNeverRunUnderBlocked(t *testing.T) {
 	}
 	parentOf := map[string]string{}
 	status := map[string]string{}
-	lines, err := readLines(s.path("events.jsonl"), 0)
+	lines, err := engine.ReadLines(s.path("events.jsonl"), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"os"
 	"path"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Task ids are typed by people, so they are built to stay short (doc.go, "Task ids"):
@@ -80,7 +80,7 @@ func (s *Store) mintTaskIDs(n int, now time.Time) ([]string, error) {
 type seqState struct {
 	mu sync.Mutex
 	hi int
-	at Stamp
+	at engine.Stamp
 	ok bool
 	// listings counts the listings of tasks/ (for tests).
 	listings int
@@ -113,18 +113,18 @@ func (q *seqState) forget() {
 // nextTaskSeq is one more than the highest sequence number in tasks/ (at least seqMin).
 // The caller holds the store lock.
 func (s *Store) nextTaskSeq() (int, error) {
-	pos := s.eng.pullJournal() // counts the writes of other processes (journaled)
+	pos := s.eng.PullJournal() // counts the writes of other processes (journaled)
 	fi, statErr := os.Lstat(s.path("tasks"))
 	q := &s.seq
 	q.mu.Lock()
 	known := q.ok
 	q.mu.Unlock()
-	if !known && statErr == nil && !s.tasks.isLoaded() {
+	if !known && statErr == nil && !s.tasks.IsLoaded() {
 		s.seqFromFile(pos) // a process's first mint, from what the last one left
 	}
 	q.mu.Lock()
 	if statErr == nil && q.ok {
-		if now := dirStamp(fi); now.Mtime == q.at.Mtime && now.Ino == q.at.Ino {
+		if now := engine.DirStamp(fi); now.Mtime == q.at.Mtime && now.Ino == q.at.Ino {
 			hi := q.hi
 			q.mu.Unlock()
 			s.saveSeq(pos)
@@ -138,8 +138,8 @@ func (s *Store) nextTaskSeq() (int, error) {
 	// cache accounts for (its last comparison, and every write the journal named since):
 	// a server's first mint then reads its cache, not a listing of the directory.
 	if statErr == nil {
-		now := dirStamp(fi)
-		if hi, at, ok := s.tasks.maxSeq(); ok && now.Mtime == at.Mtime && (at.Ino == 0 || now.Ino == at.Ino) {
+		now := engine.DirStamp(fi)
+		if hi, at, ok := s.tasks.MaxOf(taskSeq); ok && now.Mtime == at.Mtime && (at.Ino == 0 || now.Ino == at.Ino) {
 			q.mu.Lock()
 			q.hi, q.at, q.ok = hi, now, true
 			q.mu.Unlock()
@@ -168,46 +168,9 @@ func (s *Store) nextTaskSeq() (int, error) {
 	}
 	// The identity from before the listing: a change during it shows at the next mint.
 	if statErr == nil {
-		q.hi, q.at, q.ok = hi, dirStamp(fi), true
+		q.hi, q.at, q.ok = hi, engine.DirStamp(fi), true
 	}
 	return max(seqMin, hi+1), nil
-}
-
-// maxSeq is the highest sequence number among the ids the cache holds, in memory or in
-// its index file, with the directory identity they account for; ok is false when the
-// cache may miss a change made beside aipm, or is not loaded yet: a one-shot command
-// lists the directory rather than load every task for one id.
-func (c *dirCache[T]) maxSeq() (hi int, at Stamp, ok bool) {
-	c.mu.Lock()
-	loaded := c.loaded
-	c.mu.Unlock()
-	if !loaded {
-		return 0, Stamp{}, false
-	}
-	err := c.with(func() {
-		c.dmu.Lock()
-		at, ok = c.dirAt, c.loaded && c.dirAtOK && !c.unsure && !c.rescan
-		c.dmu.Unlock()
-		if !ok {
-			return
-		}
-		for id := range c.ents {
-			hi = max(hi, taskSeq(id))
-		}
-		// Ids sort by their sequence number: the index file's highest is its last live
-		// one that has a number (time-based ids sort first, spent-sequence ones last).
-		for j := c.cold.coldLen() - 1; j >= 0; j-- {
-			id := c.cold.id(j)
-			if _, gone := c.shadow[id]; gone {
-				continue
-			}
-			if n := taskSeq(id); n > 0 {
-				hi = max(hi, n)
-				break
-			}
-		}
-	})
-	return hi, at, ok && err == nil
 }
 
 // cloneTag is two base32 digits that differ, with odds of 1023 in 1024, between two clones
@@ -250,7 +213,7 @@ func ShortTaskIDs(ids []string) map[string]string {
 		n := len(PrefixTask) + 1 + MinShortTask
 		for _, j := range []int{i - 1, i + 1} {
 			if j >= 0 && j < len(ids) {
-				n = max(n, commonPrefixLen(id, ids[j])+1)
+				n = max(n, engine.CommonPrefixLen(id, ids[j])+1)
 			}
 		}
 		out[id] = id[:min(n, len(id))]
@@ -258,135 +221,29 @@ func ShortTaskIDs(ids []string) map[string]string {
 	return out
 }
 
-func commonPrefixLen(a, b string) int {
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
-	}
-	return n
-}
-
 // TaskIDSet is the id of every task file as the index knows it at one moment: what a
 // command line needs to abbreviate ids and expand abbreviations, without listing tasks/.
-type TaskIDSet struct {
-	hot    []string // the ids held in memory, sorted
-	cold   *coldIndex
-	shadow map[string]struct{} // ids of cold whose record no longer holds
-}
+type TaskIDSet struct{ ids *engine.IDSet }
 
 // TaskIDSet returns the ids of the task files, readable or not, from the index; a process
 // without a watcher compares the directory with it first, as every query does.
 func (s *Store) TaskIDSet() (*TaskIDSet, error) {
-	x := &TaskIDSet{}
-	err := s.tasks.with(func() {
-		c := s.tasks
-		x.hot = make([]string, 0, len(c.ents))
-		for id := range c.ents {
-			x.hot = append(x.hot, id)
-		}
-		sort.Strings(x.hot)
-		x.cold = c.cold
-		x.shadow = make(map[string]struct{}, len(c.shadow))
-		for id := range c.shadow {
-			x.shadow[id] = struct{}{}
-		}
-	})
-	return x, err
-}
-
-func (x *TaskIDSet) coldLive(i int) bool {
-	_, gone := x.shadow[x.cold.id(i)]
-	return !gone
-}
-
-func (x *TaskIDSet) coldN() int {
-	if x.cold == nil {
-		return 0
-	}
-	return x.cold.n
+	ids, err := s.tasks.IDs()
+	return &TaskIDSet{ids}, err
 }
 
 // Has tells whether id is a task file's id.
-func (x *TaskIDSet) Has(id string) bool {
-	if i := sort.SearchStrings(x.hot, id); i < len(x.hot) && x.hot[i] == id {
-		return true
-	}
-	i, ok := x.cold.find(id)
-	return ok && x.coldLive(i)
-}
+func (x *TaskIDSet) Has(id string) bool { return x.ids.Has(id) }
 
 // WithPrefix returns the ids that start with prefix, sorted.
-func (x *TaskIDSet) WithPrefix(prefix string) []string {
-	var out []string
-	for i := sort.SearchStrings(x.hot, prefix); i < len(x.hot) && strings.HasPrefix(x.hot[i], prefix); i++ {
-		out = append(out, x.hot[i])
-	}
-	i, _ := x.cold.find(prefix)
-	for ; i < x.coldN() && strings.HasPrefix(x.cold.id(i), prefix); i++ {
-		if x.coldLive(i) {
-			out = append(out, x.cold.id(i))
-		}
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
+func (x *TaskIDSet) WithPrefix(prefix string) []string { return x.ids.WithPrefix(prefix) }
 
 // All returns every id, sorted.
-func (x *TaskIDSet) All() []string { return x.WithPrefix("") }
+func (x *TaskIDSet) All() []string { return x.ids.All() }
 
 // Short abbreviates id as ShortTaskIDs does among all the set's ids: to its shortest
 // prefix no other id shares, at least MinShortTask characters after "tsk_". An id not in
 // the set is returned whole.
 func (x *TaskIDSet) Short(id string) string {
-	if !x.Has(id) {
-		return id
-	}
-	n := len(PrefixTask) + 1 + MinShortTask
-	// In sorted ids, an id's longest common prefix with any other is with a neighbour.
-	if i := sort.SearchStrings(x.hot, id); i > 0 {
-		n = max(n, commonPrefixLen(id, x.hot[i-1])+1)
-	}
-	if i := sort.SearchStrings(x.hot, id+"\x00"); i < len(x.hot) {
-		n = max(n, commonPrefixLen(id, x.hot[i])+1)
-	}
-	// The nearest record of the index file on each side that is still an id: live, or
-	// shadowed by an entry held in memory (a finished task read since, which hot has).
-	// Only the records of removed tasks are passed over. Stopping at live records alone
-	// made a listing quadratic: once it had read every finished task, each record was
-	// shadowed, and each id scanned to the end of the file.
-	i, _ := x.cold.find(id)
-	for j := i - 1; j >= 0; j-- {
-		if cid := x.cold.id(j); x.coldLive(j) || x.hotHas(cid) {
-			n = max(n, commonPrefixLen(id, cid)+1)
-			break
-		}
-	}
-	for j := i; j < x.coldN(); j++ {
-		if cid := x.cold.id(j); cid != id && (x.coldLive(j) || x.hotHas(cid)) {
-			n = max(n, commonPrefixLen(id, cid)+1)
-			break
-		}
-	}
-	return id[:min(n, len(id))]
-}
-
-// hotHas tells whether id is held in memory.
-func (x *TaskIDSet) hotHas(id string) bool {
-	i, ok := slices.BinarySearch(x.hot, id)
-	return ok && i < len(x.hot)
-}
-
-// isLoaded tells whether the cache has been filled.
-func (c *dirCache[T]) isLoaded() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.loaded
-}
-
-// coldLen is how many records the index file's cold part holds (0 for none).
-func (x *coldIndex) coldLen() int {
-	if x == nil {
-		return 0
-	}
-	return x.n
+	return x.ids.Short(id, len(PrefixTask)+1+MinShortTask)
 }

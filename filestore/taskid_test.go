@@ -306,8 +306,8 @@ func TestOneShotAddFromSeqFile(t *testing.T) {
 	if taskSeq(b.ID) != taskSeq(a.ID)+1 {
 		t.Errorf("minted %s after %s", b.ID, a.ID)
 	}
-	if cli.seq.listings != 0 || cli.tasks.isLoaded() {
-		t.Errorf("a one-shot add listed tasks/ %d times, loaded the index: %v", cli.seq.listings, cli.tasks.isLoaded())
+	if cli.seq.listings != 0 || cli.tasks.IsLoaded() {
+		t.Errorf("a one-shot add listed tasks/ %d times, loaded the index: %v", cli.seq.listings, cli.tasks.IsLoaded())
 	}
 	// Writes of other processes in between: a status change, a new task.
 	other := reopen(t, s)
@@ -316,8 +316,8 @@ func TestOneShotAddFromSeqFile(t *testing.T) {
 	}
 	c := mustTask(t, other, NewTask{Title: "c"})
 	cli, d := add("d")
-	if taskSeq(d.ID) != taskSeq(c.ID)+1 || cli.seq.listings != 0 || cli.tasks.isLoaded() {
-		t.Errorf("minted %s after %s, %d listings, index loaded %v", d.ID, c.ID, cli.seq.listings, cli.tasks.isLoaded())
+	if taskSeq(d.ID) != taskSeq(c.ID)+1 || cli.seq.listings != 0 || cli.tasks.IsLoaded() {
+		t.Errorf("minted %s after %s, %d listings, index loaded %v", d.ID, c.ID, cli.seq.listings, cli.tasks.IsLoaded())
 	}
 	// A file made beside aipm: the directory's time is not one the journal accounts for.
 	pulled := pullTaskBesideAipm(t, s)

@@ -23,7 +23,7 @@ func TestTaskIDSetAsTheDirectory(t *testing.T) {
 	saveIndex(t, s)
 	check := func(when string, o *Store) {
 		t.Helper()
-		listed, err := o.tasks.listIDs()
+		listed, err := o.tasks.ListIDs()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // seqFile is where a mint leaves what it knew of the sequence numbers in tasks/ for the
@@ -24,16 +26,16 @@ const seqFileMaxReplay = 1 << 20
 // lock, so no write through aipm comes between pos and the file; the file is written
 // without a sync or a rename (readers and writers hold the lock; a torn line lacks its
 // newline and is not used).
-func (s *Store) saveSeq(pos journalPos) {
+func (s *Store) saveSeq(pos engine.JournalPos) {
 	q := &s.seq
 	q.mu.Lock()
 	hi, at, ok := q.hi, q.at, q.ok
 	q.mu.Unlock()
-	if !ok || pos.ino == 0 {
+	if !ok || pos.Ino == 0 {
 		return
 	}
-	line := fmt.Sprintf("seq1\t%d\t%d\t%d\t%d\t%d\n", hi, at.Ino, at.Mtime, pos.ino, pos.off)
-	if err := ensureDir(s.path(IndexDir)); err != nil {
+	line := fmt.Sprintf("seq1\t%d\t%d\t%d\t%d\t%d\n", hi, at.Ino, at.Mtime, pos.Ino, pos.Off)
+	if err := engine.EnsureDir(s.path(IndexDir)); err != nil {
 		return
 	}
 	os.WriteFile(s.path(seqFile), []byte(line), 0o600) // a cache: a failed write costs the next process a listing
@@ -42,8 +44,8 @@ func (s *Store) saveSeq(pos journalPos) {
 // seqFromFile seeds s.seq from seqFile and the journal lines written after it, up to pos
 // (where this process reads the journal on); true when it could. The caller holds the
 // store lock.
-func (s *Store) seqFromFile(pos journalPos) bool {
-	data, err := readFileSafe(s.path(seqFile), 256)
+func (s *Store) seqFromFile(pos engine.JournalPos) bool {
+	data, err := engine.ReadFile(s.path(seqFile), 256)
 	if err != nil || len(data) == 0 || data[len(data)-1] != '\n' {
 		return false
 	}
@@ -57,13 +59,13 @@ func (s *Store) seqFromFile(pos journalPos) bool {
 			return false
 		}
 	}
-	hi, at, from := int(n[0]), Stamp{Ino: uint64(n[1]), Mtime: n[2]}, journalPos{ino: uint64(n[3]), off: n[4]}
-	if from.ino != pos.ino || from.off > pos.off || pos.off-from.off > seqFileMaxReplay {
+	hi, at, from := int(n[0]), engine.Stamp{Ino: uint64(n[1]), Mtime: n[2]}, engine.JournalPos{Ino: uint64(n[3]), Off: n[4]}
+	if from.Ino != pos.Ino || from.Off > pos.Off || pos.Off-from.Off > seqFileMaxReplay {
 		return false
 	}
-	since, err := readJournalRange(s.eng.journalPath(), from.off, pos.off)
+	since, err := engine.ReadJournalRange(s.eng.JournalFile(), from.Off, pos.Off)
 	// Whole lines up to pos (a line is appended under the lock, so the last one is whole).
-	if err != nil || pos.off > from.off && int64(len(since))+1 != pos.off-from.off {
+	if err != nil || pos.Off > from.Off && int64(len(since))+1 != pos.Off-from.Off {
 		return false
 	}
 	// The same rule as seqState.journaled: each write to tasks/ through aipm moves the
@@ -72,12 +74,12 @@ func (s *Store) seqFromFile(pos journalPos) bool {
 		if !strings.HasPrefix(line, "tasks/") {
 			continue
 		}
-		l := parseJournalLine(line)
-		hi = max(hi, taskSeq(strings.TrimPrefix(l.rel, "tasks/")))
-		if !l.timed || l.before != at.Mtime && l.after != at.Mtime {
+		l := engine.ParseJournalLine(line)
+		hi = max(hi, taskSeq(strings.TrimPrefix(l.Rel, "tasks/")))
+		if !l.Timed || l.Before != at.Mtime && l.After != at.Mtime {
 			return false
 		}
-		at.Mtime = l.after
+		at.Mtime = l.After
 	}
 	q := &s.seq
 	q.mu.Lock()

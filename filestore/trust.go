@@ -14,6 +14,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // settings.agent_commands arrive with `git clone` and `git pull`, so a stranger's commit can
@@ -264,7 +266,7 @@ func (s *Store) approveLocked(cmds map[string]AgentCommand, aipm string, added *
 	if err != nil {
 		return err
 	}
-	return writeJSON(path, t, 0o600)
+	return engine.WriteJSON(path, t, 0o600)
 }
 
 // Unapproved is an agent command that active AI agents use and this machine has not

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Usage is what a session cost its agent in tool calls: how many it made and the bytes of
@@ -70,7 +72,7 @@ func ensureUsageDir(dir string) error {
 		}
 	}
 	before, _ := os.Lstat(dir)
-	if err := ensureDir(dir); err != nil {
+	if err := engine.EnsureDir(dir); err != nil {
 		return err
 	}
 	// Remembered only if nothing was swapped while ensureDir looked.
@@ -112,7 +114,7 @@ func (s *Store) SettleUsage(sessionID string) error {
 		ex.Usage = u
 		ex.UpdatedAt = s.Now()
 		ex.Version++
-		return writeJSON(s.executionPath(ex.ID), ex, 0o644)
+		return engine.WriteJSON(s.executionPath(ex.ID), ex, 0o644)
 	})
 }
 

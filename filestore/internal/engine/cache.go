@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"bytes"
@@ -48,8 +48,8 @@ type Stamp struct {
 	Ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
 }
 
-func stampOf(fi os.FileInfo) Stamp {
-	return Stamp{Ino: fileIno(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ctime: fileCtime(fi)}
+func StampOf(fi os.FileInfo) Stamp {
+	return Stamp{Ino: FileIno(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ctime: FileCtime(fi)}
 }
 
 // cacheEntry is one file as last read. v is the parsed value of a file the cache holds;
@@ -70,45 +70,45 @@ type cacheEntry[T any] struct {
 // readable tells whether the file parsed.
 func (e *cacheEntry[T]) readable() bool { return e.v != nil || e.k != nil }
 
-// dirCache caches the JSON entities of one directory under .ai-pm, by id.
-type dirCache[T any] struct {
-	d      *Dir
-	dir    string // relative to .ai-pm, e.g. "tasks"
+// Cache caches the JSON entities of one directory under .ai-pm, by id.
+type Cache[T any] struct {
+	d   *Dir
+	dir string // relative to .ai-pm, e.g. "tasks"
 	// valid tells a name of the directory that is an entity's id (the domain's rule).
 	valid func(id string) bool
-	// nested: each entity is dir/<id>/<leaf> (agents/<id>/agent.json), not dir/<id>.json.
-	leaf string
+	// nested: each entity is dir/<id>/<Leaf> (agents/<id>/agent.json), not dir/<id>.json.
+	Leaf string
 	read func(id string) (*T, error)
-	// keys projects a value on what the secondary indexes file it under (nil: no index).
-	keys func(*T) []string
-	// done tells a finished entity, held as its keys only and read on demand (nil: none).
-	done func(*T) bool
-	// doneKeys tells the same from an entity's keys, for one known only from the journal
+	// Keys projects a value on what the secondary indexes file it under (nil: no index).
+	Keys func(*T) []string
+	// Done tells a finished entity, held as its keys only and read on demand (nil: none).
+	Done func(*T) bool
+	// DoneKeys tells the same from an entity's keys, for one known only from the journal
 	// (nil: such an entity is read to tell).
-	doneKeys func(k []string) bool
-	// index keeps secondary indexes in step: called under mu with the old keys (nil if
+	DoneKeys func(k []string) bool
+	// Index keeps secondary indexes in step: called under mu with the old keys (nil if
 	// none) and the new ones (nil when removed or unreadable).
-	index func(id string, old, cur []string)
-	// change, if not nil, is told of each change of an entry's keys (setLocked), not of
+	Index func(id string, old, cur []string)
+	// Change, if not nil, is told of each Change of an entry's keys (setLocked), not of
 	// entries moving between memory and the index file; reset starts it over.
-	change func(id string, old, cur []string)
-	// settle, if not nil, is called once the cache is up to date, before a query reads
+	Change func(id string, old, cur []string)
+	// Settle, if not nil, is called once the cache is up to date, before a query reads
 	// it: what a load filled in bulk is put in order.
-	settle func()
-	// reset empties the secondary indexes before a full load.
-	reset func()
-	// persist keeps a copy of the cache in runtime/index/ (persist.go), so that the next
+	Settle func()
+	// Reset empties the secondary indexes before a full load.
+	Reset func()
+	// Persist keeps a copy of the cache in runtime/index/ (Persist.go), so that the next
 	// process starts from it instead of reading every file.
-	persist bool
+	Persist bool
 	// checked: a query has compared the cache with the files (Store.OneShot).
 	checked atomic.Bool
-	// sets returns secondary index i of the entries held in memory; slot maps a key's
+	// Sets returns secondary index i of the entries held in memory; slot maps a key's
 	// position (keys) to its index; nidx is how many there are (cold.go).
-	sets func(i int) idIndex
-	slot func(pos int) int
-	nidx int
-	// minKeys is how many keys every value has (the fixed ones).
-	minKeys int
+	Sets func(i int) IDIndex
+	Slot func(pos int) int
+	NIdx int
+	// MinKeys is how many keys every value has (the fixed ones).
+	MinKeys int
 
 	mu     sync.Mutex
 	loaded bool
@@ -151,28 +151,28 @@ type dirCache[T any] struct {
 	unsure bool
 }
 
-func newDirCache[T any](d *Dir, dir string, valid func(id string) bool, read func(id string) (*T, error)) *dirCache[T] {
-	c := &dirCache[T]{d: d, dir: dir, valid: valid, read: read, dirty: map[string]struct{}{},
-		index: func(string, []string, []string) {}, reset: func() {}}
+func NewCache[T any](d *Dir, dir string, valid func(id string) bool, read func(id string) (*T, error)) *Cache[T] {
+	c := &Cache[T]{d: d, dir: dir, valid: valid, read: read, dirty: map[string]struct{}{},
+		Index: func(string, []string, []string) {}, Reset: func() {}}
 	d.cacheList = append(d.cacheList, c)
 	return c
 }
 
 // entryOf is the cache entry of a value read at st (v nil: unreadable).
-func (c *dirCache[T]) entryOf(v *T, st Stamp) *cacheEntry[T] {
+func (c *Cache[T]) entryOf(v *T, st Stamp) *cacheEntry[T] {
 	e := &cacheEntry[T]{v: v, st: st}
-	if v == nil || c.keys == nil {
+	if v == nil || c.Keys == nil {
 		return e
 	}
-	e.k = c.keys(v)
-	if c.done != nil && c.done(v) {
+	e.k = c.Keys(v)
+	if c.Done != nil && c.Done(v) {
 		e.v = nil
 	}
 	return e
 }
 
 // setLocked replaces id's entry (nil: removes it) and keeps the indexes in step.
-func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
+func (c *Cache[T]) setLocked(id string, e *cacheEntry[T]) {
 	var oldK []string
 	if old := c.entry(id); old != nil {
 		oldK = old.k
@@ -188,9 +188,9 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 	if e != nil {
 		curK = e.k
 	}
-	c.index(id, oldK, curK)
-	if c.change != nil {
-		c.change(id, oldK, curK)
+	c.Index(id, oldK, curK)
+	if c.Change != nil {
+		c.Change(id, oldK, curK)
 	}
 	c.since++
 	c.gen++
@@ -203,9 +203,9 @@ func (c *dirCache[T]) setLocked(id string, e *cacheEntry[T]) {
 // recentChanges is how many of the latest changed ids a cache remembers (changedSince).
 const recentChanges = 4096
 
-// changedSince returns the ids changed after generation g, up to now, and false when
+// ChangedSince returns the ids changed after generation g, up to now, and false when
 // they are no longer all remembered. The caller holds mu.
-func (c *dirCache[T]) changedSince(g uint64) ([]string, bool) {
+func (c *Cache[T]) ChangedSince(g uint64) ([]string, bool) {
 	if g > c.gen || c.gen-g > recentChanges-1 || c.recent == nil && c.gen != g {
 		return nil, false
 	}
@@ -225,8 +225,8 @@ type knownWrite struct {
 // know records what the journal says a write left in the file of id: its identity and
 // index keys. The next query takes them with a stat of the file instead of a read, if the
 // file still has that identity (knowLocked).
-func (c *dirCache[T]) know(id string, st Stamp, keys []string) bool {
-	if c.keys == nil || len(keys) < c.minKeys || !c.validID(id) {
+func (c *Cache[T]) know(id string, st Stamp, keys []string) bool {
+	if c.Keys == nil || len(keys) < c.MinKeys || !c.validID(id) {
 		return false
 	}
 	c.dmu.Lock()
@@ -241,8 +241,8 @@ func (c *dirCache[T]) know(id string, st Stamp, keys []string) bool {
 // knowLocked applies what a journal line said a write left, and reports whether it
 // could: the file must still have the identity the line names. The entity's content is
 // read when first asked for (get).
-func (c *dirCache[T]) knowLocked(id string, kw knownWrite) bool {
-	st, regular, err := lstatStamp(c.file(id))
+func (c *Cache[T]) knowLocked(id string, kw knownWrite) bool {
+	st, regular, err := LstatStamp(c.file(id))
 	if err != nil || !regular || st != kw.st {
 		return false
 	}
@@ -253,28 +253,28 @@ func (c *dirCache[T]) knowLocked(id string, kw knownWrite) bool {
 	return true
 }
 
-// mark records that the file of id may have changed.
-func (c *dirCache[T]) mark(id string) {
+// Mark records that the file of id may have changed.
+func (c *Cache[T]) Mark(id string) {
 	c.dmu.Lock()
 	c.dirty[id] = struct{}{}
 	c.dmu.Unlock()
 }
 
 // markAll asks for a comparison of every file with the cache.
-func (c *dirCache[T]) markAll() {
+func (c *Cache[T]) markAll() {
 	c.dmu.Lock()
 	c.rescan = true
 	c.dmu.Unlock()
 }
 
-// cachedCopy returns a copy (clone) of id's value when a query may take it from the
+// CachedCopy returns a copy (clone) of id's value when a query may take it from the
 // cache, nil when its file must be read. A query of a process that holds the cache (a
 // server) is answered from it: a write by another process reaches it through the journal,
 // an edit beside aipm through the watcher. Under the store lock the file is read, so that
 // a write starts from the file as it is this instant, an edit not yet reported included.
 // A cache not loaded yet (a one-shot command) is not loaded for one entity, and an entity
 // the cache does not have is read for the file's own error.
-func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
+func (c *Cache[T]) CachedCopy(id string, clone func(*T) *T) *T {
 	c.mu.Lock()
 	loaded := c.loaded
 	c.mu.Unlock()
@@ -282,8 +282,8 @@ func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 		return nil
 	}
 	var out *T
-	if err := c.with(func() {
-		if v := c.get(id); v != nil {
+	if err := c.With(func() {
+		if v := c.Get(id); v != nil {
 			out = clone(v)
 		}
 	}); err != nil {
@@ -292,18 +292,18 @@ func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 	return out
 }
 
-// with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
+// With brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
 // not keep or hand out the cached values, only copies.
-func (c *dirCache[T]) with(fn func()) error {
+func (c *Cache[T]) With(fn func()) error {
 	check := !c.d.watched() && !c.d.inLock.Load() && !(c.d.oneShot.Load() && c.checked.Load())
-	return c.sync(check, fn)
+	return c.Sync(check, fn)
 }
 
-// sync brings the cache up to date and runs fn on it. Only what the journal and the
+// Sync brings the cache up to date and runs fn on it. Only what the journal and the
 // watcher named is re-checked; check (a process without a watcher asks for it on each
 // query) also looks at the directory and at the files held in full (checkLocked).
-func (c *dirCache[T]) sync(check bool, fn func()) error {
-	pos := c.d.pullJournal()
+func (c *Cache[T]) Sync(check bool, fn func()) error {
+	pos := c.d.PullJournal()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.syncLocked(check, pos); err != nil {
@@ -312,15 +312,15 @@ func (c *dirCache[T]) sync(check bool, fn func()) error {
 	if check {
 		c.checked.Store(true)
 	}
-	if c.settle != nil {
-		c.settle()
+	if c.Settle != nil {
+		c.Settle()
 	}
 	fn()
 	return nil
 }
 
-func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
-	if !c.loaded && c.persist && c.loadIndexLocked(pos) {
+func (c *Cache[T]) syncLocked(check bool, pos JournalPos) error {
+	if !c.loaded && c.Persist && c.loadIndexLocked(pos) {
 		check = true
 	}
 	c.dmu.Lock()
@@ -349,7 +349,7 @@ func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
 			err = c.checkLocked()
 		}
 	}
-	if err == nil && c.persist {
+	if err == nil && c.Persist {
 		c.maybeSaveLocked(pos)
 	}
 	return err
@@ -360,11 +360,11 @@ func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
 // compared file by file; otherwise only the files held in full — unfinished work and
 // unreadable files, the few that rules look at — are compared by identity. A finished
 // entity's file is compared when it is read (get).
-func (c *dirCache[T]) checkLocked() error {
-	fi, err := os.Lstat(c.d.path(c.dir))
+func (c *Cache[T]) checkLocked() error {
+	fi, err := os.Lstat(c.d.Path(c.dir))
 	var now Stamp
 	if err == nil {
-		now = dirStamp(fi)
+		now = DirStamp(fi)
 	}
 	c.dmu.Lock()
 	same := c.dirAtOK && now.Mtime == c.dirAt.Mtime && (c.dirAt.Ino == 0 || now.Ino == c.dirAt.Ino)
@@ -380,20 +380,20 @@ func (c *dirCache[T]) checkLocked() error {
 	return nil
 }
 
-// dirStamp is what identifies a directory's list of names: its inode and modification
+// DirStamp is what identifies a directory's list of names: its inode and modification
 // time (size changes little with the entries of a directory).
-func dirStamp(fi os.FileInfo) Stamp {
-	return Stamp{Ino: fileIno(fi), Mtime: fi.ModTime().UnixNano()}
+func DirStamp(fi os.FileInfo) Stamp {
+	return Stamp{Ino: FileIno(fi), Mtime: fi.ModTime().UnixNano()}
 }
 
 // validateLocked compares the whole directory with the cache by file identity, reading
 // only the files that are new or changed. The first call reads everything.
-func (c *dirCache[T]) validateLocked() error {
+func (c *Cache[T]) validateLocked() error {
 	// The directory's identity before the listing: a change during it shows next time.
 	var at Stamp
-	fi, statErr := os.Lstat(c.d.path(c.dir))
+	fi, statErr := os.Lstat(c.d.Path(c.dir))
 	if statErr == nil {
-		at = dirStamp(fi)
+		at = DirStamp(fi)
 	}
 	ids, err := c.listIDs()
 	if err != nil {
@@ -402,7 +402,7 @@ func (c *dirCache[T]) validateLocked() error {
 	if !c.loaded {
 		c.ents = make(map[string]*cacheEntry[T], len(ids))
 		c.setCold(nil)
-		c.reset()
+		c.Reset()
 		c.loadLocked(ids)
 	}
 	seen := make(map[string]struct{}, len(ids))
@@ -429,7 +429,7 @@ func (c *dirCache[T]) validateLocked() error {
 
 // loadLocked reads the files of ids into an empty cache, on every core: the first query
 // of a process at thousands of tasks is mostly JSON decoding.
-func (c *dirCache[T]) loadLocked(ids []string) {
+func (c *Cache[T]) loadLocked(ids []string) {
 	type loaded struct {
 		v  *T
 		st Stamp
@@ -451,7 +451,7 @@ func (c *dirCache[T]) loadLocked(ids []string) {
 				if err != nil {
 					v = nil
 				}
-				out[i] = loaded{v, stampOf(fi), true}
+				out[i] = loaded{v, StampOf(fi), true}
 			}
 		}()
 	}
@@ -463,20 +463,11 @@ func (c *dirCache[T]) loadLocked(ids []string) {
 	}
 }
 
-// Warm loads every cache now, so that the first call a server answers does not pay for
-// reading the store. The coordinator and `aipm mcp` start it in the background.
-func (s *Store) Warm() {
-	s.tasks.with(func() {})
-	s.agents.with(func() {})
-	s.convs.with(func() {})
-	s.dlgs.with(func() {})
-}
-
 // idOf is the entity id of a directory entry, if it names one.
 // listIDs lists the ids of the directory's entities from the directory alone, in
 // directory order.
-func (c *dirCache[T]) listIDs() ([]string, error) {
-	entries, err := os.ReadDir(c.d.path(c.dir))
+func (c *Cache[T]) listIDs() ([]string, error) {
+	entries, err := os.ReadDir(c.d.Path(c.dir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -489,32 +480,32 @@ func (c *dirCache[T]) listIDs() ([]string, error) {
 	return ids, nil
 }
 
-func (c *dirCache[T]) idOf(e os.DirEntry) (string, bool) {
-	if c.leaf != "" {
+func (c *Cache[T]) idOf(e os.DirEntry) (string, bool) {
+	if c.Leaf != "" {
 		return e.Name(), e.IsDir() && c.valid(e.Name())
 	}
 	id, ok := strings.CutSuffix(e.Name(), ".json")
 	return id, ok && !e.IsDir() && c.validID(id)
 }
 
-func (c *dirCache[T]) validID(id string) bool { return c.valid(id) }
+func (c *Cache[T]) validID(id string) bool { return c.valid(id) }
 
 // file is the path of id's file.
-func (c *dirCache[T]) file(id string) string {
-	if c.leaf != "" {
-		return c.d.path(c.dir, id, c.leaf)
+func (c *Cache[T]) file(id string) string {
+	if c.Leaf != "" {
+		return c.d.Path(c.dir, id, c.Leaf)
 	}
-	return c.d.path(c.dir, id+".json")
+	return c.d.Path(c.dir, id+".json")
 }
 
 // refreshLocked re-reads one file if its identity changed since it was cached, and
 // returns the value read (nil when unchanged, absent or unreadable).
-func (c *dirCache[T]) refreshLocked(id string) *T {
+func (c *Cache[T]) refreshLocked(id string) *T {
 	if !c.validID(id) {
 		return nil
 	}
 	old := c.entry(id)
-	st, regular, err := lstatStamp(c.file(id))
+	st, regular, err := LstatStamp(c.file(id))
 	if err != nil || !regular {
 		if old != nil {
 			c.setLocked(id, nil)
@@ -539,15 +530,15 @@ func (c *dirCache[T]) refreshLocked(id string) *T {
 	return v
 }
 
-// put records a value this process has just written (under the store lock), so the next
+// Put records a value this process has just written (under the store lock), so the next
 // query need not read it back.
-func (c *dirCache[T]) put(id string, v *T) {
+func (c *Cache[T]) Put(id string, v *T) {
 	fi, err := os.Lstat(c.file(id))
 	c.putAt(id, v, fi, err)
 }
 
 // putAt is put with the file's identity after the write (fi, or the error of its stat).
-func (c *dirCache[T]) putAt(id string, v *T, fi os.FileInfo, statErr error) {
+func (c *Cache[T]) putAt(id string, v *T, fi os.FileInfo, statErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.loaded {
@@ -559,14 +550,14 @@ func (c *dirCache[T]) putAt(id string, v *T, fi os.FileInfo, statErr error) {
 		c.dmu.Unlock()
 		return
 	}
-	c.setLocked(id, c.entryOf(v, stampOf(fi)))
+	c.setLocked(id, c.entryOf(v, StampOf(fi)))
 }
 
-// get returns the value of id (nil if absent or unreadable); the caller holds mu and must
+// Get returns the value of id (nil if absent or unreadable); the caller holds mu and must
 // not change it. A finished entity is read from its file, which is compared with the
 // cache on the way, and held from then on: a process holds the history it uses (a
 // board that shows it all), not the history it never asks for.
-func (c *dirCache[T]) get(id string) *T {
+func (c *Cache[T]) Get(id string) *T {
 	e := c.ents[id]
 	if e == nil {
 		if e = c.coldEntry(id); e == nil {
@@ -587,7 +578,7 @@ func (c *dirCache[T]) get(id string) *T {
 	if e.v != nil || e.k == nil {
 		return e.v
 	}
-	if st, regular, err := lstatStamp(c.file(id)); err != nil || !regular || st != e.st {
+	if st, regular, err := LstatStamp(c.file(id)); err != nil || !regular || st != e.st {
 		return c.refreshLocked(id)
 	}
 	v, err := c.read(id)
@@ -598,7 +589,7 @@ func (c *dirCache[T]) get(id string) *T {
 	if e.lazy {
 		// Read at the identity the journal named: what the file holds decides the keys.
 		e.lazy = false
-		if k := c.keys(v); !slices.Equal(k, e.k) {
+		if k := c.Keys(v); !slices.Equal(k, e.k) {
 			c.setLocked(id, c.entryOf(v, e.st))
 			return v
 		}
@@ -610,9 +601,9 @@ func (c *dirCache[T]) get(id string) *T {
 	return v
 }
 
-// keysOf returns the index keys of id (nil if absent or unreadable) without reading its
+// KeysOf returns the index keys of id (nil if absent or unreadable) without reading its
 // file; the caller holds mu.
-func (c *dirCache[T]) keysOf(id string) []string {
+func (c *Cache[T]) KeysOf(id string) []string {
 	if e := c.entry(id); e != nil {
 		return e.k
 	}
@@ -636,10 +627,10 @@ type journal struct {
 	buf []byte
 }
 
-// journalPos is a position in the journal: every line before off of the journal file ino.
-type journalPos struct {
-	ino uint64
-	off int64
+// JournalPos is a position in the journal: every line before off of the journal file ino.
+type JournalPos struct {
+	Ino uint64
+	Off int64
 }
 
 // journalChunk is the most of the journal's growth read at once (see pullJournal).
@@ -658,30 +649,26 @@ const JournalDir = "runtime/journal"
 // JournalPath is the change journal's path relative to .ai-pm.
 const JournalPath = JournalDir + "/changes.log"
 
-// legacyRuntimeFiles are where earlier versions kept the journal and the delivery record,
-// in runtime/ itself (adoptLegacyRuntime).
-var legacyRuntimeFiles = [...]string{"runtime/changes.log", "runtime/delivery.json"}
+func (d *Dir) JournalFile() string { return d.Path(JournalPath) }
 
-func (d *Dir) journalPath() string { return d.path(JournalPath) }
-
-// dirBefore is the identity of the directory of rel (a path under .ai-pm) before a write
+// DirBefore is the identity of the directory of rel (a path under .ai-pm) before a write
 // into it; the caller holds the store lock and passes it to noteWrite after the write.
-func (d *Dir) dirBefore(rel string) Stamp {
-	fi, err := os.Lstat(d.path(path.Dir(rel)))
+func (d *Dir) DirBefore(rel string) Stamp {
+	fi, err := os.Lstat(d.Path(path.Dir(rel)))
 	if err != nil {
 		return Stamp{}
 	}
-	return dirStamp(fi)
+	return DirStamp(fi)
 }
 
-// noteWrite appends rel (a path under .ai-pm) to the change journal, with the
+// NoteWrite appends rel (a path under .ai-pm) to the change journal, with the
 // modification time its directory had before the write (before, from dirBefore; zero when
 // unknown) and has after it, so that a reader can tell whether anything but writes
 // through aipm changed the directory in between (cacheEntry, checkLocked). The caller holds
 // the store lock and has just replaced the file. A journal that cannot be written costs
 // other processes freshness only until their watcher reports the file, so it is not an
 // error of the write.
-func (d *Dir) noteWrite(rel string, before ...Stamp) {
+func (d *Dir) NoteWrite(rel string, before ...Stamp) {
 	d.noteWriteKnown(rel, "", before...)
 }
 
@@ -691,14 +678,14 @@ func (d *Dir) noteWrite(rel string, before ...Stamp) {
 func (d *Dir) noteWriteKnown(rel, known string, before ...Stamp) {
 	line := rel
 	if len(before) > 0 { // before is zero when the directory did not exist
-		if fi, err := os.Lstat(d.path(path.Dir(rel))); err == nil {
+		if fi, err := os.Lstat(d.Path(path.Dir(rel))); err == nil {
 			line += "\t" + strconv.FormatInt(before[0].Mtime, 10) + "\t" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
 			if known != "" {
 				line += "\t" + known
 			}
 		}
 	}
-	d.journal.append(d.journalPath(), line+"\n")
+	d.journal.append(d.JournalFile(), line+"\n")
 }
 
 // append writes one line at the end of the journal at p, starting it anew past
@@ -709,15 +696,15 @@ func (j *journal) append(p, line string) {
 	defer j.wmu.Unlock()
 	fi, err := os.Lstat(p)
 	if err == nil && fi.Size() > journalMax {
-		writeFileAtomic(p, nil, 0o644)
+		WriteAtomic(p, nil, 0o644)
 		fi, err = os.Lstat(p)
 	}
-	if j.w != nil && (err != nil || !fi.Mode().IsRegular() || fileIno(fi) != j.wino) {
+	if j.w != nil && (err != nil || !fi.Mode().IsRegular() || FileIno(fi) != j.wino) {
 		j.w.Close()
 		j.w = nil
 	}
 	if j.w == nil {
-		f, err := openSafe(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
+		f, err := Open(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
 		if err != nil {
 			return
 		}
@@ -726,32 +713,32 @@ func (j *journal) append(p, line string) {
 			f.Close()
 			return
 		}
-		j.w, j.wino = f, fileIno(ofi)
+		j.w, j.wino = f, FileIno(ofi)
 	}
 	j.w.WriteString(line)
 }
 
-// writeEntity writes v to id's file atomically, under the store lock, and tells every
+// WriteEntity writes v to id's file atomically, under the store lock, and tells every
 // process what the write left. Right after the rename (before the directory's fsync, so
 // that the line is there before other processes' watchers report the file), the journal
 // line gives the file's identity and the value's index keys, so that they bring their
 // indexes up to date with a stat instead of reading the file (know); this process's cache
 // holds v, which the caller must not change afterwards. The keys are told only when the
 // file is still the one written: the temp file's inode, size and modification time.
-func writeEntity[T any](c *dirCache[T], id string, v *T) error {
+func WriteEntity[T any](c *Cache[T], id string, v *T) error {
 	d := c.d
 	rel := c.dir + "/" + id + ".json"
-	before := d.dirBefore(rel)
+	before := d.DirBefore(rel)
 	var fi os.FileInfo
 	var statErr error
 	noted := false
-	err := writeJSONThen(c.file(id), v, 0o644, func(tmp os.FileInfo) {
+	err := WriteJSONThen(c.file(id), v, 0o644, func(tmp os.FileInfo) {
 		fi, statErr = os.Lstat(c.file(id))
 		known := ""
-		if statErr == nil && c.keys != nil && fileIno(fi) == fileIno(tmp) && fi.Size() == tmp.Size() &&
+		if statErr == nil && c.Keys != nil && FileIno(fi) == FileIno(tmp) && fi.Size() == tmp.Size() &&
 			fi.ModTime().Equal(tmp.ModTime()) {
-			if k, err := json.Marshal(c.keys(v)); err == nil {
-				known = stampFields(stampOf(fi)) + "\t" + string(k)
+			if k, err := json.Marshal(c.Keys(v)); err == nil {
+				known = StampFields(StampOf(fi)) + "\t" + string(k)
 			}
 		}
 		d.noteWriteKnown(rel, known, before)
@@ -759,7 +746,7 @@ func writeEntity[T any](c *dirCache[T], id string, v *T) error {
 	})
 	if err != nil {
 		if noted {
-			c.mark(id) // replaced, but not made durable: read it back
+			c.Mark(id) // replaced, but not made durable: read it back
 		}
 		return err
 	}
@@ -767,32 +754,32 @@ func writeEntity[T any](c *dirCache[T], id string, v *T) error {
 	return nil
 }
 
-// journalLine is one line of the change journal (noteWriteKnown): the path written; the
+// JournalLine is one line of the change journal (noteWriteKnown): the path written; the
 // modification times of its directory before and after the write (timed); and, for an
 // entity, the identity its file was given and the index keys of what it holds (keys nil
 // when the line does not say).
-type journalLine struct {
-	rel           string
-	before, after int64
-	timed         bool
+type JournalLine struct {
+	Rel           string
+	Before, After int64
+	Timed         bool
 	st            Stamp
 	keys          []string
 }
 
-func parseJournalLine(line string) journalLine {
+func ParseJournalLine(line string) JournalLine {
 	rel, rest, _ := strings.Cut(line, "\t")
-	l := journalLine{rel: rel}
+	l := JournalLine{Rel: rel}
 	if rest == "" {
 		return l
 	}
 	fs := strings.Split(rest, "\t")
 	var err1, err2 error
-	l.before, err1 = strconv.ParseInt(fs[0], 10, 64)
+	l.Before, err1 = strconv.ParseInt(fs[0], 10, 64)
 	if len(fs) > 1 {
-		l.after, err2 = strconv.ParseInt(fs[1], 10, 64)
+		l.After, err2 = strconv.ParseInt(fs[1], 10, 64)
 	}
-	l.timed = len(fs) > 1 && err1 == nil && err2 == nil
-	if !l.timed || len(fs) != 7 {
+	l.Timed = len(fs) > 1 && err1 == nil && err2 == nil
+	if !l.Timed || len(fs) != 7 {
 		return l
 	}
 	var st Stamp
@@ -801,7 +788,7 @@ func parseJournalLine(line string) journalLine {
 	st.Size, err[1] = strconv.ParseInt(fs[3], 10, 64)
 	st.Mtime, err[2] = strconv.ParseInt(fs[4], 10, 64)
 	st.Ctime, err[3] = strconv.ParseInt(fs[5], 10, 64)
-	keys, ok := parseJournalKeys(fs[6])
+	keys, ok := ParseJournalKeys(fs[6])
 	if errors.Join(err[:]...) != nil || !ok {
 		return l
 	}
@@ -809,12 +796,12 @@ func parseJournalLine(line string) journalLine {
 	return l
 }
 
-// parseJournalKeys reads the index keys of a journal line: a JSON array of strings, as
+// ParseJournalKeys reads the index keys of a journal line: a JSON array of strings, as
 // json.Marshal wrote it. Every process reads every line another one writes, and a process
 // that starts reads all those since its index file was saved, so the usual form (printable
 // ASCII, no space, no escape) is cut apart here; anything else is left to encoding/json.
 // ok is false when it is not an array of strings.
-func parseJournalKeys(s string) (keys []string, ok bool) {
+func ParseJournalKeys(s string) (keys []string, ok bool) {
 	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
 		return parseJournalKeysJSON(s)
 	}
@@ -854,17 +841,17 @@ func parseJournalKeysJSON(s string) ([]string, bool) {
 	return keys, true
 }
 
-// pullJournal reads what other writers appended to the journal since the last look and
+// PullJournal reads what other writers appended to the journal since the last look and
 // marks those paths in the caches. A journal that was started anew marks everything. It
 // returns the position read to.
-func (d *Dir) pullJournal() journalPos {
+func (d *Dir) PullJournal() JournalPos {
 	j := &d.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	// Most looks find nothing new: a stat says so for a fraction of an open and a read.
-	lst, regular, lerr := lstatStamp(d.journalPath())
+	lst, regular, lerr := LstatStamp(d.JournalFile())
 	if j.started && lerr == nil && regular && lst.Ino == j.ino && lst.Size == j.off {
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	// The journal grew: read on from the file kept open, while the path still names it.
 	if j.f != nil && lerr == nil && regular && lst.Ino == j.ino && lst.Size > j.off {
@@ -874,7 +861,7 @@ func (d *Dir) pullJournal() journalPos {
 		j.f.Close()
 		j.f = nil
 	}
-	f, err := openRead(d.journalPath(), 0)
+	f, err := OpenRead(d.JournalFile(), 0)
 	if err != nil {
 		if !j.started {
 			j.started = true
@@ -883,20 +870,20 @@ func (d *Dir) pullJournal() journalPos {
 			j.off, j.ino = 0, 0
 			d.markAll()
 		}
-		return journalPos{}
+		return JournalPos{}
 	}
 	fi, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	j.f = f
-	ino := fileIno(fi)
+	ino := FileIno(fi)
 	if !j.started {
 		// Everything before now is covered by the first read of each cache (from the
 		// files, or from its index file and the journal since: loadIndexLocked).
 		j.started, j.ino, j.off = true, ino, fi.Size()
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	if ino != j.ino || fi.Size() < j.off {
 		j.ino, j.off = ino, 0
@@ -907,10 +894,10 @@ func (d *Dir) pullJournal() journalPos {
 
 // readJournalLocked reads the journal f (size: its size now) on from the position of
 // the last look, and marks what it names.
-func (d *Dir) readJournalLocked(f *os.File, size int64) journalPos {
+func (d *Dir) readJournalLocked(f *os.File, size int64) JournalPos {
 	j := &d.journal
 	if size == j.off {
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	if size-j.off > journalChunk {
 		// More than a chunk since the last look (a burst of writes, or a file grown by
@@ -919,7 +906,7 @@ func (d *Dir) readJournalLocked(f *os.File, size int64) journalPos {
 		// the caches are rescanned and the journal is followed from its end.
 		j.off = size
 		d.markAll()
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	want := int(size - j.off)
 	if cap(j.buf) < want {
@@ -931,12 +918,12 @@ func (d *Dir) readJournalLocked(f *os.File, size int64) journalPos {
 	}
 	n, err := f.ReadAt(buf, j.off)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	buf = buf[:n]
 	end := bytes.LastIndexByte(buf, '\n')
 	if end < 0 {
-		return journalPos{j.ino, j.off}
+		return JournalPos{j.ino, j.off}
 	}
 	for rest := buf[:end+1]; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
@@ -944,33 +931,33 @@ func (d *Dir) readJournalLocked(f *os.File, size int64) journalPos {
 		rest = rest[i+1:]
 	}
 	j.off += int64(end + 1)
-	return journalPos{j.ino, j.off}
+	return JournalPos{j.ino, j.off}
 }
 
 // markJournalLine marks the path of one journal line, or tells its cache what the write
 // left (know), and follows its directory's modification times.
 func (d *Dir) markJournalLine(line string, watched bool) {
-	l := parseJournalLine(line)
+	l := ParseJournalLine(line)
 	if l.keys == nil || !d.knowPath(l) {
-		d.markPath(l.rel)
+		d.MarkPath(l.Rel)
 	}
-	dir, _, _ := strings.Cut(l.rel, "/")
+	dir, _, _ := strings.Cut(l.Rel, "/")
 	{
-		if d.onJournal != nil {
-			d.onJournal(l.rel, l.before, l.after, l.timed)
+		if d.OnJournal != nil {
+			d.OnJournal(l.Rel, l.Before, l.After, l.Timed)
 		}
 	}
 	for _, c := range d.caches() {
 		if c.dirName() == dir {
-			c.follow(l.before, l.after, l.timed, watched)
+			c.follow(l.Before, l.After, l.Timed, watched)
 		}
 	}
 }
 
 // knowPath hands a journal line that says what a write left to the cache of its
 // directory; false when no cache takes it.
-func (d *Dir) knowPath(l journalLine) bool {
-	dir, name, ok := strings.Cut(l.rel, "/")
+func (d *Dir) knowPath(l JournalLine) bool {
+	dir, name, ok := strings.Cut(l.Rel, "/")
 	if !ok {
 		return false
 	}
@@ -993,6 +980,13 @@ func (d *Dir) knowPath(l journalLine) bool {
 // queries, and at 100,000 tasks each comparison stats thousands of files of unfinished
 // work. An edit beside aipm while it runs is seen by the next command.
 func (d *Dir) OneShot() { d.oneShot.Store(true) }
+
+// IsOneShot tells whether OneShot was called.
+func (d *Dir) IsOneShot() bool { return d.oneShot.Load() }
+
+// Gen counts the changes of the cache's entries since it was made: the same count means
+// the same content. The caller holds the cache (With).
+func (c *Cache[T]) Gen() uint64 { return c.gen }
 
 // Watched tells the store that a watcher of its directory reports every change through
 // Changed from now on, so queries trust the cache between reports instead of comparing
@@ -1022,13 +1016,13 @@ func (d *Dir) Changed(paths ...string) {
 			d.markAll()
 			continue
 		}
-		d.markPath(p)
+		d.MarkPath(p)
 	}
 }
 
-// markPath routes one changed path to the cache of its directory. A whole directory (a
+// MarkPath routes one changed path to the cache of its directory. A whole directory (a
 // checkout that replaced it, a rename) is a rescan of that cache.
-func (d *Dir) markPath(rel string) {
+func (d *Dir) MarkPath(rel string) {
 	parts := strings.Split(rel, "/")
 	for _, c := range d.caches() {
 		if parts[0] != c.dirName() {
@@ -1041,19 +1035,19 @@ func (d *Dir) markPath(rel string) {
 			// agents/<id> itself or its agents/<id>/agent.json: the mailbox and the other
 			// files beside it change on every message and are no part of the entity.
 			if len(parts) == 2 || len(parts) == 3 && parts[2] == c.leafName() {
-				c.mark(parts[1])
+				c.Mark(parts[1])
 			}
 		case len(parts) == 2:
 			if id, ok := strings.CutSuffix(parts[1], ".json"); ok {
-				c.mark(id)
+				c.Mark(id)
 			}
 		}
 	}
 }
 
 func (d *Dir) markAll() {
-	if d.onMarkAll != nil {
-		d.onMarkAll()
+	if d.OnMarkAll != nil {
+		d.OnMarkAll()
 	}
 	for _, c := range d.caches() {
 		c.markAll()
@@ -1065,7 +1059,7 @@ type anyCache interface {
 	dirName() string
 	nested() bool
 	leafName() string
-	mark(id string)
+	Mark(id string)
 	know(id string, st Stamp, keys []string) bool
 	markAll()
 	follow(before, after int64, known, watched bool)
@@ -1077,10 +1071,10 @@ type anyCache interface {
 // known false) was changed by someone else too. Without a watcher, the directory is then
 // compared file by file; with one, the watcher reports that change, and the index file is
 // not written from this process until the next comparison.
-func (c *dirCache[T]) follow(before, after int64, known, watched bool) {
+func (c *Cache[T]) follow(before, after int64, known, watched bool) {
 	c.dmu.Lock()
 	defer c.dmu.Unlock()
-	if !c.dirAtOK || !c.persist {
+	if !c.dirAtOK || !c.Persist {
 		return
 	}
 	if !known || before != c.dirAt.Mtime && after != c.dirAt.Mtime {
@@ -1094,15 +1088,15 @@ func (c *dirCache[T]) follow(before, after int64, known, watched bool) {
 }
 
 // markCheck asks for checkLocked at the next query.
-func (c *dirCache[T]) markCheck() {
+func (c *Cache[T]) markCheck() {
 	c.dmu.Lock()
 	c.check = true
 	c.dmu.Unlock()
 }
 
-func (c *dirCache[T]) dirName() string  { return c.dir }
-func (c *dirCache[T]) nested() bool     { return c.leaf != "" }
-func (c *dirCache[T]) leafName() string { return c.leaf }
+func (c *Cache[T]) dirName() string  { return c.dir }
+func (c *Cache[T]) nested() bool     { return c.Leaf != "" }
+func (c *Cache[T]) leafName() string { return c.Leaf }
 
 func (d *Dir) caches() []anyCache {
 	return d.cacheList

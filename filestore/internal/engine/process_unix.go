@@ -1,6 +1,6 @@
 //go:build unix
 
-package filestore
+package engine
 
 import (
 	"bytes"
@@ -11,9 +11,9 @@ import (
 	"syscall"
 )
 
-// processAlive reports whether pid is a running process and, where the start time is
+// ProcessAlive reports whether pid is a running process and, where the start time is
 // recorded, the same process (a recycled pid is not the session's server).
-func processAlive(pid int, start string) bool {
+func ProcessAlive(pid int, start string) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -28,7 +28,7 @@ func processAlive(pid int, start string) bool {
 		return false
 	}
 	if start != "" {
-		if now := processStart(pid); now != "" && now != start {
+		if now := ProcessStart(pid); now != "" && now != start {
 			return false
 		}
 	}
@@ -36,12 +36,12 @@ func processAlive(pid int, start string) bool {
 }
 
 // selfStart is this process's start time (processStart of its own pid).
-var selfStart = sync.OnceValue(func() string { return processStart(os.Getpid()) })
+var selfStart = sync.OnceValue(func() string { return ProcessStart(os.Getpid()) })
 
-// processStart returns the process start time in clock ticks since boot from
+// ProcessStart returns the process start time in clock ticks since boot from
 // /proc/<pid>/stat (Linux), or "" where that is not available. A zombie still has its
 // entry, so a dead-but-unreaped server counts as gone by its state field.
-func processStart(pid int) string {
+func ProcessStart(pid int) string {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return ""
@@ -63,14 +63,14 @@ func processStart(pid int) string {
 	return string(fields[19])
 }
 
-// fileIno is the inode number of a file, part of its identity in the caches.
-func fileIno(fi os.FileInfo) uint64 {
+// FileIno is the inode number of a file, part of its identity in the caches.
+func FileIno(fi os.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return uint64(st.Ino)
 	}
 	return 0
 }
 
-// openNoFollow are the open flags that refuse a link at the final component and keep a
+// NoFollow are the open flags that refuse a link at the final component and keep a
 // named pipe from blocking the open.
-const openNoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+const NoFollow = syscall.O_NOFOLLOW | syscall.O_NONBLOCK

@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"bytes"
@@ -105,21 +105,21 @@ var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
 // IndexDir is where the index files live, relative to .ai-pm.
 const IndexDir = "runtime/index"
 
-func (c *dirCache[T]) indexPath() string { return c.d.path(IndexDir, c.dir+".idx") }
+func (c *Cache[T]) indexPath() string { return c.d.Path(IndexDir, c.dir+".idx") }
 
 // lockIndex takes the lock of writing the index file, if no other process holds it. A
 // lock file that cannot be made (a read-only store) lets the process go on alone, as
 // before there was a lock.
-func (c *dirCache[T]) lockIndex() (unlock func(), ok bool) {
-	p := c.d.path(IndexDir, c.dir+".lock")
-	if err := ensureDir(filepath.Dir(p)); err != nil {
+func (c *Cache[T]) lockIndex() (unlock func(), ok bool) {
+	p := c.d.Path(IndexDir, c.dir+".lock")
+	if err := EnsureDir(filepath.Dir(p)); err != nil {
 		return func() {}, true
 	}
-	f, err := openSafe(p, os.O_RDWR|os.O_CREATE, 0o644, 0)
+	f, err := Open(p, os.O_RDWR|os.O_CREATE, 0o644, 0)
 	if err != nil {
 		return func() {}, true
 	}
-	release, ok := tryLockFile(f)
+	release, ok := TryLockFile(f)
 	if !ok {
 		f.Close()
 		return nil, false
@@ -129,7 +129,7 @@ func (c *dirCache[T]) lockIndex() (unlock func(), ok bool) {
 
 // indexHeader is what the first two lines of an index file say.
 type indexHeader struct {
-	journal journalPos
+	journal JournalPos
 	dir     Stamp
 	written time.Time // the file's modification time (readIndexHeader)
 }
@@ -183,7 +183,7 @@ func parseIndexCut(data []byte, dir string, cut int, checked bool) (indexHeader,
 			return h, nil, nil, errors.New("bad header")
 		}
 	}
-	h.journal = journalPos{ino: nums[0], off: int64(nums[1])}
+	h.journal = JournalPos{Ino: nums[0], Off: int64(nums[1])}
 	h.dir = Stamp{Ino: nums[2], Mtime: int64(nums[3])}
 	size := func(prefix string, fields int) []int {
 		l, ok := line()
@@ -227,7 +227,7 @@ func parseIndexCut(data []byte, dir string, cut int, checked bool) (indexHeader,
 // when an entity is compared with its file; it checks the checksum of the whole file.
 // cut is how many bytes were left out (0: the whole file, f nil).
 func readIndexLean(p string) (data []byte, f *os.File, stampsAt int64, cut int, err error) {
-	f, err = openRead(p, indexMax)
+	f, err = OpenRead(p, indexMax)
 	if err != nil {
 		return nil, nil, 0, 0, err
 	}
@@ -323,7 +323,7 @@ func readIndexLean(p string) (data []byte, f *os.File, stampsAt int64, cut int, 
 // loadIndexLocked fills an empty cache from its index file and applies the journal since,
 // and tells whether it did; on false the caller reads the directory. pos is where this
 // process has read the journal to.
-func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
+func (c *Cache[T]) loadIndexLocked(pos JournalPos) (loaded bool) {
 	raw, f, stampsAt, cut, err := readIndexLean(c.indexPath())
 	if err != nil {
 		return false
@@ -340,8 +340,8 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		return false
 	}
 	var dirIno uint64
-	if fi, err := os.Lstat(c.d.path(c.dir)); err == nil {
-		dirIno = fileIno(fi)
+	if fi, err := os.Lstat(c.d.Path(c.dir)); err == nil {
+		dirIno = FileIno(fi)
 	}
 	if h.dir.Ino != 0 && dirIno != h.dir.Ino {
 		return false // another directory: a copied clone, a replaced directory
@@ -349,21 +349,21 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	// Lines written after the index, up to where this process reads the journal on.
 	var since []byte
 	switch {
-	case pos.off-max(h.journal.off, 0) > journalMax:
+	case pos.Off-max(h.journal.Off, 0) > journalMax:
 		// More than a journal holds since the file (one grown by hand, a sparse file of
 		// gigabytes): comparing the files costs less than reading it.
 		return false
-	case h.journal.ino == pos.ino && h.journal.off <= pos.off:
-		since, err = readJournalRange(c.d.journalPath(), h.journal.off, pos.off)
-	case h.journal.ino == 0 && pos.ino != 0:
-		since, err = readJournalRange(c.d.journalPath(), 0, pos.off) // no journal back then
+	case h.journal.Ino == pos.Ino && h.journal.Off <= pos.Off:
+		since, err = ReadJournalRange(c.d.JournalFile(), h.journal.Off, pos.Off)
+	case h.journal.Ino == 0 && pos.Ino != 0:
+		since, err = ReadJournalRange(c.d.JournalFile(), 0, pos.Off) // no journal back then
 	default:
 		return false // the journal was started anew since: it no longer says what changed
 	}
 	if err != nil {
 		return false
 	}
-	cold, err := parseCold(coldPart, c.nidx, c.minKeys, f == nil)
+	cold, err := parseCold(coldPart, c.NIdx, c.MinKeys, f == nil)
 	if err != nil {
 		return false
 	}
@@ -378,10 +378,10 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	}
 	c.ents = make(map[string]*cacheEntry[T], len(ents))
 	c.setCold(cold)
-	c.reset()
+	c.Reset()
 	for id, e := range ents {
 		c.ents[id] = e
-		c.index(id, nil, e.k)
+		c.Index(id, nil, e.k)
 		if _, dup := cold.find(id); dup { // not what aipm writes
 			return false
 		}
@@ -397,18 +397,18 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		l := parseJournalLine(line)
-		dir, name, ok := strings.Cut(l.rel, "/")
+		l := ParseJournalLine(line)
+		dir, name, ok := strings.Cut(l.Rel, "/")
 		if !ok || dir != c.dir {
 			continue
 		}
 		if id, ok := strings.CutSuffix(name, ".json"); ok && (l.keys == nil || !c.know(id, l.st, l.keys)) {
-			c.mark(id)
+			c.Mark(id)
 		}
-		if !l.timed || l.before != at.Mtime && l.after != at.Mtime {
+		if !l.Timed || l.Before != at.Mtime && l.After != at.Mtime {
 			rescan = true
 		}
-		at.Mtime = l.after
+		at.Mtime = l.After
 	}
 	if at.Ino == 0 { // the directory was made since
 		at.Ino = dirIno
@@ -420,12 +420,12 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 	return true
 }
 
-// readJournalRange reads the whole lines of the journal between two offsets.
-func readJournalRange(p string, from, to int64) ([]byte, error) {
+// ReadJournalRange reads the whole lines of the journal between two offsets.
+func ReadJournalRange(p string, from, to int64) ([]byte, error) {
 	if to <= from {
 		return nil, nil
 	}
-	f, err := openRead(p, 0)
+	f, err := OpenRead(p, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -443,7 +443,7 @@ func readJournalRange(p string, from, to int64) ([]byte, error) {
 }
 
 // parseRecord reads one live record of an index file.
-func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
+func (c *Cache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	id, r, ok1 := strings.Cut(r, "\t")
 	ino, r, ok2 := strings.Cut(r, "\t")
 	size, r, ok3 := strings.Cut(r, "\t")
@@ -474,7 +474,7 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	case "k":
 		// The keys only: the file is read when the entity is first asked for.
 		keys, _, tail := c.parseKeys(rest, more)
-		if keys == nil || tail || c.doneKeys == nil || c.doneKeys(keys) {
+		if keys == nil || tail || c.DoneKeys == nil || c.DoneKeys(keys) {
 			return "", nil, false
 		}
 		return id, &cacheEntry[T]{k: keys, st: st, lazy: true}, true
@@ -484,13 +484,13 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 
 // parseKeys reads a record's "<n> <key>×n" from r (more: r is there) and returns the keys
 // (nil if they do not parse), what follows them, and whether a tab followed them.
-func (c *dirCache[T]) parseKeys(r string, more bool) (keys []string, rest string, tail bool) {
+func (c *Cache[T]) parseKeys(r string, more bool) (keys []string, rest string, tail bool) {
 	if !more {
 		return nil, "", false
 	}
 	n, r, more := strings.Cut(r, "\t")
 	nk, err := strconv.Atoi(n)
-	if err != nil || nk < c.minKeys || nk > len(r)+1 {
+	if err != nil || nk < c.MinKeys || nk > len(r)+1 {
 		return nil, "", false
 	}
 	keys = make([]string, nk)
@@ -512,7 +512,7 @@ func (c *dirCache[T]) parseKeys(r string, more bool) (keys []string, rest string
 // file, or has seen many changes and the file on disk lags far behind the journal. pos is
 // where the cache stands in the journal. The process then holds the file's cold part in
 // place of the finished entities it held.
-func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
+func (c *Cache[T]) maybeSaveLocked(pos JournalPos) {
 	now := c.rebuilt || c.coldStale // written at once, however fresh the file
 	if !now && c.since < indexSaveEvery {
 		return
@@ -524,7 +524,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	// once all the same: short-lived processes alone (one-shot commands) must not let every
 	// start read more and more of the journal.
 	if !now && c.fromIndex && time.Since(c.loadedAt) < indexStartGrace {
-		if h, err := c.readIndexHeader(); err == nil && h.journal.ino == pos.ino && pos.off-h.journal.off < indexStartLag {
+		if h, err := c.readIndexHeader(); err == nil && h.journal.Ino == pos.Ino && pos.Off-h.journal.Off < indexStartLag {
 			return
 		}
 	}
@@ -540,7 +540,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	}
 	fresh := func() bool {
 		h, err := c.readIndexHeader()
-		return err == nil && h.journal.ino == pos.ino && indexFresh(pos.off-h.journal.off, time.Since(h.written), entities)
+		return err == nil && h.journal.Ino == pos.Ino && indexFresh(pos.Off-h.journal.Off, time.Since(h.written), entities)
 	}
 	if !now && fresh() {
 		c.since = 0
@@ -563,7 +563,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	// What only the journal told of is read now when its keys cannot tell whether it is
 	// finished; otherwise it is written as the journal named it (a "k" record, or a
 	// record of the cold part), to be read when first asked for.
-	if c.doneKeys == nil {
+	if c.DoneKeys == nil {
 		var lazy []string
 		for id, e := range c.ents {
 			if e.lazy {
@@ -571,14 +571,14 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			}
 		}
 		for _, id := range lazy {
-			c.get(id)
+			c.Get(id)
 		}
 	}
 	var live strings.Builder
 	nlive := 0
 	// keyed starts a live record that carries keys: its id, identity, kind and keys.
 	keyed := func(id, kind string, e *cacheEntry[T]) {
-		live.WriteString(id + "\t" + stampFields(e.st) + "\t" + kind + "\t" + strconv.Itoa(len(e.k)))
+		live.WriteString(id + "\t" + StampFields(e.st) + "\t" + kind + "\t" + strconv.Itoa(len(e.k)))
 		for _, k := range e.k {
 			live.WriteString("\t" + keyEscaper.Replace(k))
 		}
@@ -587,7 +587,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	var hot []coldRec // finished entities held in memory
 	for id, e := range c.ents {
 		switch {
-		case e.raw != "" || e.v != nil && (c.done == nil || !c.done(e.v)):
+		case e.raw != "" || e.v != nil && (c.Done == nil || !c.Done(e.v)):
 			data := []byte(e.raw)
 			if e.raw == "" {
 				var err error
@@ -599,21 +599,21 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 			live.WriteByte('\t')
 			live.Write(data)
 			live.WriteByte('\n')
-		case e.lazy && c.doneKeys != nil && !c.doneKeys(e.k):
+		case e.lazy && c.DoneKeys != nil && !c.DoneKeys(e.k):
 			keyed(id, "k", e)
 			live.WriteByte('\n')
 		case e.k != nil:
 			hot = append(hot, coldRec{id, e.st, e.k})
 		default:
-			live.WriteString(id + "\t" + stampFields(e.st) + "\tx\n")
+			live.WriteString(id + "\t" + StampFields(e.st) + "\tx\n")
 			nlive++
 		}
 	}
-	coldPart := buildCold(c.coldRecsLocked(hot), c.nidx, c.slot)
+	coldPart := buildCold(c.coldRecsLocked(hot), c.NIdx, c.Slot)
 	var b bytes.Buffer
 	b.Grow(live.Len() + len(coldPart) + 256)
 	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
-	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
+	b.WriteString("journal\t" + strconv.FormatUint(pos.Ino, 10) + "\t" + strconv.FormatInt(pos.Off, 10) +
 		"\tdir\t" + strconv.FormatUint(at.Ino, 10) + "\t" + strconv.FormatInt(at.Mtime, 10) + "\n")
 	b.WriteString("live\t" + strconv.Itoa(nlive) + "\t" + strconv.Itoa(live.Len()) + "\n")
 	b.WriteString(live.String())
@@ -627,14 +627,14 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	}
 	c.since, c.rebuilt, c.coldStale = 0, false, false
 	// Hold the file just written: what it has in its cold part leaves memory.
-	cold, err := parseCold(coldPart, c.nidx, c.minKeys, true)
+	cold, err := parseCold(coldPart, c.NIdx, c.MinKeys, true)
 	if err != nil {
 		return
 	}
 	for _, r := range hot {
 		if e := c.ents[r.id]; e != nil {
 			delete(c.ents, r.id)
-			c.index(r.id, e.k, nil)
+			c.Index(r.id, e.k, nil)
 		}
 	}
 	c.setCold(cold)
@@ -645,7 +645,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 // part that memory does not shadow, which come in id order already. The cold part's
 // identities are read in one piece and its keys share one buffer: at 100,000 tasks this
 // is a save's other large cost after buildCold.
-func (c *dirCache[T]) coldRecsLocked(hot []coldRec) []coldRec {
+func (c *Cache[T]) coldRecsLocked(hot []coldRec) []coldRec {
 	slices.SortFunc(hot, cmpRecID)
 	x := c.cold
 	if x == nil {
@@ -669,7 +669,7 @@ func (c *dirCache[T]) coldRecsLocked(hot []coldRec) []coldRec {
 		}
 		st := Stamp{} // a file cut short reads as no identity: the entity is read again
 		if whole {
-			st = stampIn(block, i)
+			st = StampIn(block, i)
 		}
 		from := len(keys)
 		keys = x.appendRecKeys(keys, i)
@@ -685,15 +685,15 @@ func indexFresh(lag int64, age time.Duration, entities int) bool {
 	return lag < indexLag || (age >= 0 && age < time.Duration(entities)*indexSavePace)
 }
 
-func stampFields(st Stamp) string {
+func StampFields(st Stamp) string {
 	return strconv.FormatUint(st.Ino, 10) + "\t" + strconv.FormatInt(st.Size, 10) + "\t" +
 		strconv.FormatInt(st.Mtime, 10) + "\t" + strconv.FormatInt(st.Ctime, 10)
 }
 
 // readIndexHeader reads the first two lines of the index file (not its checksum).
-func (c *dirCache[T]) readIndexHeader() (indexHeader, error) {
+func (c *Cache[T]) readIndexHeader() (indexHeader, error) {
 	var h indexHeader
-	f, err := openRead(c.indexPath(), 0)
+	f, err := OpenRead(c.indexPath(), 0)
 	if err != nil {
 		return h, err
 	}
@@ -716,7 +716,7 @@ func (c *dirCache[T]) readIndexHeader() (indexHeader, error) {
 	if err1 != nil || err2 != nil {
 		return h, errors.New("bad header")
 	}
-	h.journal = journalPos{ino, off}
+	h.journal = JournalPos{ino, off}
 	return h, nil
 }
 
@@ -724,7 +724,7 @@ func (c *dirCache[T]) readIndexHeader() (indexHeader, error) {
 // crash fails its checksum and is rebuilt.
 func writeIndexFile(p string, data []byte) (err error) {
 	dir, base := filepath.Split(p)
-	if err := ensureDir(dir); err != nil {
+	if err := EnsureDir(dir); err != nil {
 		return err
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")

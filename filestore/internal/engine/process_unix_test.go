@@ -1,6 +1,6 @@
 //go:build unix
 
-package filestore
+package engine
 
 import (
 	"os"
@@ -14,17 +14,17 @@ func TestProcessAliveOwnPid(t *testing.T) {
 	if selfStart() == "" {
 		t.Skip("no process start times here")
 	}
-	if !processAlive(os.Getpid(), selfStart()) || !processAlive(os.Getpid(), "") {
+	if !ProcessAlive(os.Getpid(), selfStart()) || !ProcessAlive(os.Getpid(), "") {
 		t.Fatal("this process's own record is not alive")
 	}
-	if processAlive(os.Getpid(), selfStart()+"0") {
+	if ProcessAlive(os.Getpid(), selfStart()+"0") {
 		t.Fatal("a record of an earlier process with this pid counts as alive")
 	}
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		t.Skip(err)
 	}
-	if processAlive(cmd.Process.Pid, "") {
+	if ProcessAlive(cmd.Process.Pid, "") {
 		t.Fatalf("exited child %d counts as alive", cmd.Process.Pid)
 	}
 }

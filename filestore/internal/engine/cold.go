@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"encoding/binary"
@@ -211,9 +211,9 @@ func (x *coldIndex) stamp(i int) Stamp {
 		if _, err := x.f.ReadAt(b[:], x.stampsAt+32*int64(i)); err != nil {
 			return Stamp{}
 		}
-		return stampIn(string(b[:]), 0)
+		return StampIn(string(b[:]), 0)
 	}
-	return stampIn(x.stamps, i)
+	return StampIn(x.stamps, i)
 }
 
 // recKeys returns the index keys of record i (sharing the section's bytes).
@@ -247,8 +247,8 @@ func (x *coldIndex) allStamps() (string, bool) {
 	return string(b), true
 }
 
-// stampIn is record i's identity in a block of allStamps.
-func stampIn(block string, i int) Stamp {
+// StampIn is record i's identity in a block of allStamps.
+func StampIn(block string, i int) Stamp {
 	return Stamp{Ino: u64at(block, 4*i), Size: int64(u64at(block, 4*i+1)),
 		Mtime: int64(u64at(block, 4*i+2)), Ctime: int64(u64at(block, 4*i+3))}
 }
@@ -450,7 +450,7 @@ func buildCold(recs []coldRec, nidx int, slot func(pos int) int) []byte {
 }
 
 // setCold replaces the index file's part the cache uses (nil: none).
-func (c *dirCache[T]) setCold(x *coldIndex) {
+func (c *Cache[T]) setCold(x *coldIndex) {
 	if c.cold != nil && c.cold.f != nil && c.cold != x {
 		c.cold.f.Close()
 	}
@@ -459,7 +459,7 @@ func (c *dirCache[T]) setCold(x *coldIndex) {
 
 // coldEntry is the entry of id as the index file has it (not held; nil when it has none
 // or its record is shadowed). The caller holds mu.
-func (c *dirCache[T]) coldEntry(id string) *cacheEntry[T] {
+func (c *Cache[T]) coldEntry(id string) *cacheEntry[T] {
 	if c.cold == nil {
 		return nil
 	}
@@ -474,7 +474,7 @@ func (c *dirCache[T]) coldEntry(id string) *cacheEntry[T] {
 }
 
 // entry is what the cache knows of id: held in memory, or in the index file.
-func (c *dirCache[T]) entry(id string) *cacheEntry[T] {
+func (c *Cache[T]) entry(id string) *cacheEntry[T] {
 	if e := c.ents[id]; e != nil {
 		return e
 	}
@@ -482,7 +482,7 @@ func (c *dirCache[T]) entry(id string) *cacheEntry[T] {
 }
 
 // shadowLocked says that the index file's record of id, if any, no longer holds.
-func (c *dirCache[T]) shadowLocked(id string) {
+func (c *Cache[T]) shadowLocked(id string) {
 	if c.cold == nil {
 		return
 	}
@@ -497,18 +497,18 @@ func (c *dirCache[T]) shadowLocked(id string) {
 // holdLocked keeps in memory an entry read from the index file, unchanged: not a change
 // to write back. Its id and keys are copied out of the file's bytes, which a later index
 // file replaces.
-func (c *dirCache[T]) holdLocked(id string, e *cacheEntry[T]) {
+func (c *Cache[T]) holdLocked(id string, e *cacheEntry[T]) {
 	id = strings.Clone(id)
 	for i, k := range e.k {
 		e.k[i] = strings.Clone(k)
 	}
 	c.shadowLocked(id)
 	c.ents[id] = e
-	c.index(id, nil, e.k)
+	c.Index(id, nil, e.k)
 }
 
 // eachColdLocked calls fn with each id of the index file whose record holds.
-func (c *dirCache[T]) eachColdLocked(fn func(id string)) {
+func (c *Cache[T]) eachColdLocked(fn func(id string)) {
 	if c.cold == nil {
 		return
 	}
@@ -522,7 +522,7 @@ func (c *dirCache[T]) eachColdLocked(fn func(id string)) {
 
 // coldPosting returns the ids of the index file filed under key in index idx whose
 // record holds, as record numbers in id order.
-func (c *dirCache[T]) coldPosting(idx int, key string) []uint32 {
+func (c *Cache[T]) coldPosting(idx int, key string) []uint32 {
 	p := c.cold.posting(idx, key)
 	out := make([]uint32, 0, len(p)/4)
 	for i := 0; i < len(p)/4; i++ {
@@ -537,10 +537,10 @@ func (c *dirCache[T]) coldPosting(idx int, key string) []uint32 {
 	return out
 }
 
-// lookup returns the ids filed under key in index idx: those held in memory and those of
+// Lookup returns the ids filed under key in index idx: those held in memory and those of
 // the index file. The caller holds mu and must not change the set.
-func (c *dirCache[T]) lookup(idx int, key string) map[string]struct{} {
-	hot := c.sets(idx)[key]
+func (c *Cache[T]) Lookup(idx int, key string) map[string]struct{} {
+	hot := c.Sets(idx)[key]
 	p := c.cold.posting(idx, key)
 	if len(p) == 0 {
 		if hot == nil {
@@ -558,10 +558,10 @@ func (c *dirCache[T]) lookup(idx int, key string) map[string]struct{} {
 	return out
 }
 
-// each calls fn with each id lookup would return, without gathering them in a set: those
+// Each calls fn with Each id lookup would return, without gathering them in a set: those
 // held in memory, then those of the index file. An id may come twice. The caller holds mu.
-func (c *dirCache[T]) each(idx int, key string, fn func(id string)) {
-	for id := range c.sets(idx)[key] {
+func (c *Cache[T]) Each(idx int, key string, fn func(id string)) {
+	for id := range c.Sets(idx)[key] {
 		fn(id)
 	}
 	p := c.cold.posting(idx, key)
@@ -573,13 +573,13 @@ func (c *dirCache[T]) each(idx int, key string, fn func(id string)) {
 	}
 }
 
-// lookupSize is about how many ids lookup returns (shadowed records counted).
-func (c *dirCache[T]) lookupSize(idx int, key string) int {
-	return len(c.sets(idx)[key]) + len(c.cold.posting(idx, key))/4
+// LookupSize is about how many ids lookup returns (shadowed records counted).
+func (c *Cache[T]) LookupSize(idx int, key string) int {
+	return len(c.Sets(idx)[key]) + len(c.cold.posting(idx, key))/4
 }
 
-// allIDs returns the ids of every readable entity.
-func (c *dirCache[T]) allIDs() map[string]struct{} {
+// AllIDs returns the ids of every readable entity.
+func (c *Cache[T]) AllIDs() map[string]struct{} {
 	n := len(c.ents)
 	if c.cold != nil {
 		n += c.cold.n
@@ -594,19 +594,19 @@ func (c *dirCache[T]) allIDs() map[string]struct{} {
 	return out
 }
 
-// countsLocked counts the entities under each key of index idx.
-func (c *dirCache[T]) countsLocked(idx int) map[string]int {
+// CountsLocked counts the entities under each key of index idx.
+func (c *Cache[T]) CountsLocked(idx int) map[string]int {
 	out := c.cold.counts(idx)
 	for _, i := range c.shadow {
 		seen := map[string]bool{} // a key twice in a record is filed once
 		for pos, k := range c.cold.recKeys(int(i)) {
-			if c.slot(pos) == idx && !seen[k] {
+			if c.Slot(pos) == idx && !seen[k] {
 				seen[k] = true
 				out[k]--
 			}
 		}
 	}
-	for k, ids := range c.sets(idx) {
+	for k, ids := range c.Sets(idx) {
 		out[k] += len(ids)
 	}
 	for k, n := range out {
@@ -664,7 +664,7 @@ func (q coldSeq) has(r uint32) bool {
 // (all of them when cons is empty), in id order, shadowed or not (coldShadowedIn). One
 // key's records are its posting list where it lies: a page of a status or of a parent,
 // in a project of a hundred thousand finished tasks, does not copy them all.
-func (c *dirCache[T]) coldMatchLocked(cons []keyed) coldSeq {
+func (c *Cache[T]) coldMatchLocked(cons []Keyed) coldSeq {
 	if c.cold == nil {
 		return coldSeq{kind: seqOrds}
 	}
@@ -673,7 +673,7 @@ func (c *dirCache[T]) coldMatchLocked(cons []keyed) coldSeq {
 	}
 	lists := make([]string, len(cons))
 	for k, con := range cons {
-		lists[k] = c.cold.posting(con.ix, con.key)
+		lists[k] = c.cold.posting(con.Ix, con.Key)
 	}
 	if len(lists) == 1 {
 		return coldSeq{list: lists[0], kind: seqList}
@@ -702,7 +702,7 @@ func (c *dirCache[T]) coldMatchLocked(cons []keyed) coldSeq {
 // coldShadowedIn counts the records of q that memory shadows. The shadowed records are
 // what changed since the index file was written, few beside a project's history: each is
 // looked up in q by its ordinal, rather than q's records among them.
-func (c *dirCache[T]) coldShadowedIn(q coldSeq) int {
+func (c *Cache[T]) coldShadowedIn(q coldSeq) int {
 	n := 0
 	if len(c.shadow) > q.len()/16 {
 		for i := range q.len() {
@@ -720,8 +720,8 @@ func (c *dirCache[T]) coldShadowedIn(q coldSeq) int {
 	return n
 }
 
-// heldIDs returns the ids of the readable entities held in memory: every unfinished one.
-func (c *dirCache[T]) heldIDs() map[string]struct{} {
+// HeldIDs returns the ids of the readable entities held in memory: every unfinished one.
+func (c *Cache[T]) HeldIDs() map[string]struct{} {
 	out := make(map[string]struct{}, len(c.ents))
 	for id, e := range c.ents {
 		if e.readable() {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package filestore
+package engine
 
 import "os"
 
@@ -12,7 +12,7 @@ func (a dirID) same(b dirID) bool { return a.fi != nil && b.fi != nil && os.Same
 
 func (a dirID) isDir() bool { return a.fi != nil && a.fi.IsDir() }
 
-func (a dirID) kind() string { return kindOf(a.fi.Mode()) }
+func (a dirID) kind() string { return KindOf(a.fi.Mode()) }
 
 func dirIDOf(fi os.FileInfo) dirID { return dirID{fi} }
 

@@ -1,10 +1,11 @@
-package filestore
+package engine
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,35 +14,35 @@ import (
 	"time"
 )
 
-// writeFileAtomic replaces path with data so that a reader sees either the old or the new
+// WriteAtomic replaces path with data so that a reader sees either the old or the new
 // content, never a mix, and a crash leaves one of the two: temp file (in runtime/tmp, see
 // below), fsync, rename, then fsync of the file's directory so the rename itself is
 // durable. Under .ai-pm every step goes through the store's os.Root, so no rename of a
 // directory meanwhile can carry the write outside the store.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	return writeFileAtomicThen(path, data, perm, nil)
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteAtomicThen(path, data, perm, nil)
 }
 
-// writeFileAtomicThen is writeFileAtomic that calls renamed, if not nil, right after the
+// WriteAtomicThen is writeFileAtomic that calls renamed, if not nil, right after the
 // rename (before the directory's fsync) with the identity the file was given: the temp
 // file's, taken before the rename (which keeps inode, size and modification time), so
 // that it names this content even if someone changes the file right after. A file
 // outside the store gets no call.
-func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) error {
+func WriteAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) error {
 	cp := filepath.Clean(path)
-	b := storeBase(cp)
+	b := StoreBase(cp)
 	if b < 0 {
 		return writeFileAtomicOutside(path, data, perm)
 	}
-	dir, _, err := openStoreDir(filepath.Dir(cp), true)
+	dir, _, err := StoreDir(filepath.Dir(cp), true)
 	if err != nil {
 		return err
 	}
 	name := filepath.Base(cp)
 	if fi, err := dir.Lstat(name); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fi.Mode())}
 	}
-	store, rel, _, err := openStoreRoot(cp, true)
+	store, rel, _, err := StoreRoot(cp, true)
 	if err != nil {
 		return err
 	}
@@ -51,7 +52,7 @@ func writeFileAtomicThen(path string, data []byte, perm os.FileMode, renamed fun
 	// filesystems (a rename cannot cross them) gets it beside the file, as before.
 	dirRel := filepath.Dir(rel)
 	tmpRel := filepath.FromSlash(TempDir)
-	tmp, _, err := openStoreDir(filepath.Join(cp[:b], tmpRel), true)
+	tmp, _, err := StoreDir(filepath.Join(cp[:b], tmpRel), true)
 	if err != nil || dirRel == tmpRel {
 		tmp, tmpRel = dir, dirRel
 	}
@@ -72,8 +73,8 @@ func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string
 	var f *os.File
 	var name string
 	for range 10 {
-		name = "." + filepath.Base(rel) + "." + newSecret("")[:12] + ".tmp"
-		f, err = tmp.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|openNoFollow, 0o600)
+		name = "." + filepath.Base(rel) + "." + tempSuffix() + ".tmp"
+		f, err = tmp.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|NoFollow, 0o600)
 		if !errors.Is(err, fs.ErrExist) {
 			break
 		}
@@ -117,7 +118,7 @@ func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err err
 		return err
 	}
 	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
-		return &UnsafePathError{Path: path, Problem: kindOf(fi.Mode())}
+		return &UnsafePathError{Path: path, Problem: KindOf(fi.Mode())}
 	}
 	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
@@ -132,7 +133,7 @@ func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err err
 		os.Remove(tmp)
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // fillTemp writes data to a new temp file, gives it perm, makes it durable and closes
@@ -156,7 +157,7 @@ func fillTemp(f *os.File, data []byte, perm os.FileMode) (os.FileInfo, error) {
 	return fi, err
 }
 
-func syncDir(dir string) error {
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -165,9 +166,9 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
-// encodeJSON is the one encoding of persisted entities: two-space indent, keys in struct
+// EncodeJSON is the one encoding of persisted entities: two-space indent, keys in struct
 // order, trailing newline. Writing, reading and rewriting an entity gives identical bytes.
-func encodeJSON(v any) ([]byte, error) {
+func EncodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -178,9 +179,9 @@ func encodeJSON(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// cleanTemp removes temp files left by writers killed between create and rename. Only files
+// CleanTemp removes temp files left by writers killed between create and rename. Only files
 // older than a minute go, so a concurrent writer's live temp file is never pulled away.
-func cleanTemp(dir string, now time.Time) {
+func CleanTemp(dir string, now time.Time) {
 	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(d.Name(), ".tmp") || !strings.HasPrefix(d.Name(), ".") {
 			return nil
@@ -192,67 +193,23 @@ func cleanTemp(dir string, now time.Time) {
 	})
 }
 
-// readJSON decodes the entity at path into v. A file that does not decode becomes a
-// *CorruptError naming the line, so the caller refuses to overwrite a hand-broken file.
-func (s *Store) readJSON(path string, v any) error {
-	data, err := readFileSafe(path, maxEntityFile)
+// WriteJSON atomically writes v to path in the canonical encoding.
+func WriteJSON(path string, v any, perm os.FileMode) error {
+	return WriteJSONThen(path, v, perm, nil)
+}
+
+// WriteJSONThen is writeJSON with a call right after the rename (writeFileAtomicThen).
+func WriteJSONThen(path string, v any, perm os.FileMode, renamed func(os.FileInfo)) error {
+	data, err := EncodeJSON(v)
 	if err != nil {
 		return err
 	}
-	return s.decodeJSON(path, data, v)
+	return WriteAtomicThen(path, data, perm, renamed)
 }
 
-func (s *Store) decodeJSON(path string, data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return s.corrupt(path, data, err)
-	}
-	return nil
-}
-
-func (s *Store) corrupt(path string, data []byte, err error) *CorruptError {
-	line, problem := 0, err.Error()
-	if HasConflictMarkers(data) {
-		return &CorruptError{Path: s.Rel(path), Line: 1, Problem: "unresolved merge conflict (Git's markers): `aipm doctor` says which fields and how to settle them"}
-	}
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		line = lineAt(data, se.Offset)
-		problem = "invalid JSON: " + se.Error()
-	case errors.As(err, &te):
-		line = lineAt(data, te.Offset)
-		problem = fmt.Sprintf("field %q: cannot use JSON %s as %s", te.Field, te.Value, te.Type)
-	}
-	return &CorruptError{Path: s.Rel(path), Line: line, Problem: problem}
-}
-
-func lineAt(data []byte, offset int64) int {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	if offset < 0 {
-		offset = 0
-	}
-	n := bytes.Count(data[:offset], []byte("\n")) + 1
-	// An error reported just after a newline (e.g. unexpected end of input) belongs to the
-	// line before it.
-	if offset > 0 && data[offset-1] == '\n' && n > 1 {
-		n--
-	}
-	return n
-}
-
-// writeJSON atomically writes v to path in the canonical encoding.
-func writeJSON(path string, v any, perm os.FileMode) error {
-	return writeJSONThen(path, v, perm, nil)
-}
-
-// writeJSONThen is writeJSON with a call right after the rename (writeFileAtomicThen).
-func writeJSONThen(path string, v any, perm os.FileMode, renamed func(os.FileInfo)) error {
-	data, err := encodeJSON(v)
-	if err != nil {
-		return err
-	}
-	return writeFileAtomicThen(path, data, perm, renamed)
+// tempSuffix is 12 random hexadecimal digits, for a temp file's name.
+func tempSuffix() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"errors"
@@ -21,8 +21,8 @@ import (
 
 // Size limits by kind of file. A file over its limit is refused, never read into memory.
 const (
-	maxEntityFile = 4 << 20   // one JSON entity (task, agent, conversation, ...)
-	maxJSONLFile  = 256 << 20 // a JSONL log (mailbox, events, notifications)
+	MaxEntityFile = 4 << 20   // one JSON entity (task, agent, conversation, ...)
+	MaxJSONLFile  = 256 << 20 // a JSONL log (mailbox, events, notifications)
 )
 
 // UnsafePathError is a link or a non-regular file where the store expects a plain file or
@@ -47,9 +47,9 @@ func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s is %d bytes, over the %d-byte limit for such a file: it is refused rather than read into memory; inspect it and move it out of %s", e.Path, e.Size, e.Limit, DirName)
 }
 
-// storeBase returns the index in path just past its last ".ai-pm" component, or -1 when
+// StoreBase returns the index in path just past its last ".ai-pm" component, or -1 when
 // the path is not under a store directory.
-func storeBase(path string) int {
+func StoreBase(path string) int {
 	sep := string(filepath.Separator)
 	marker := sep + DirName
 	i := strings.LastIndex(path, marker+sep)
@@ -62,7 +62,7 @@ func storeBase(path string) int {
 	return i + len(marker)
 }
 
-func kindOf(mode fs.FileMode) string {
+func KindOf(mode fs.FileMode) string {
 	switch {
 	case mode&fs.ModeSymlink != 0:
 		return "a symbolic link"
@@ -78,16 +78,16 @@ func kindOf(mode fs.FileMode) string {
 	return "not a regular file"
 }
 
-// openStoreRoot opens the .ai-pm directory holding path as an os.Root, or finds it held
+// StoreRoot opens the .ai-pm directory holding path as an os.Root, or finds it held
 // open (heldRoots: the caller must not close it), and returns the path relative to it.
 // Every access below then resolves inside the directory by construction (openat under
 // the hood): a directory swapped for a link between a check and an open cannot carry the
 // access outside. The .ai-pm directory itself must be a real
 // directory, and the one opened must be the one checked (a swap of .ai-pm itself in that
 // instant is refused). ok is false for a path under no store.
-func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool, err error) {
+func StoreRoot(path string, create bool) (root *os.Root, rel string, ok bool, err error) {
 	path = filepath.Clean(path)
-	b := storeBase(path)
+	b := StoreBase(path)
 	if b < 0 {
 		return nil, "", false, nil
 	}
@@ -107,7 +107,7 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 		return nil, "", true, err
 	}
 	if !id.isDir() {
-		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: id.kind()}
+		return nil, "", true, &UnsafePathError{Path: RelToRepo(dir), Problem: id.kind()}
 	}
 	heldRoots.Lock()
 	h, held := heldRoots.m[dir]
@@ -122,7 +122,7 @@ func openStoreRoot(path string, create bool) (root *os.Root, rel string, ok bool
 	got, err := root.Stat(".")
 	if err != nil || !id.same(dirIDOf(got)) {
 		root.Close()
-		return nil, "", true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
+		return nil, "", true, &UnsafePathError{Path: RelToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
 	}
 	heldRoots.Lock()
 	if len(heldRoots.m) >= maxHeldRoots {
@@ -154,7 +154,7 @@ type heldRoot struct {
 // binary) drops them all past it and starts again.
 const maxHeldRoots = 64
 
-// openStoreDir returns the directory dir (a store's .ai-pm or a directory below it) as
+// StoreDir returns the directory dir (a store's .ai-pm or a directory below it) as
 // an os.Root for opening the files directly in it, held open (heldDirs: the caller must
 // not close it); ok is false for a directory under no store. Each directory from .ai-pm
 // down to dir is checked with one Lstat inside its parent's held root (no link is
@@ -162,17 +162,17 @@ const maxHeldRoots = 64
 // used only while that Lstat finds the identity it was opened with (see heldRoots). An
 // access to agents/<id>/chat.jsonl then costs a stat per directory and one open, where an
 // open through the store's root opens and closes each directory on the way.
-func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
+func StoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 	dir = filepath.Clean(dir)
-	b := storeBase(dir)
+	b := StoreBase(dir)
 	if b < 0 {
 		return nil, false, nil
 	}
 	if b == len(dir) {
-		root, _, _, err := openStoreRoot(dir, create)
+		root, _, _, err := StoreRoot(dir, create)
 		return root, true, err
 	}
-	parent, _, err := openStoreDir(filepath.Dir(dir), create)
+	parent, _, err := StoreDir(filepath.Dir(dir), create)
 	if err != nil {
 		return nil, true, err
 	}
@@ -187,7 +187,7 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 		return nil, true, err
 	}
 	if !id.isDir() {
-		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: id.kind()}
+		return nil, true, &UnsafePathError{Path: RelToRepo(dir), Problem: id.kind()}
 	}
 	heldDirs.Lock()
 	h, held := heldDirs.m[dir]
@@ -205,7 +205,7 @@ func openStoreDir(dir string, create bool) (root *os.Root, ok bool, err error) {
 		if err != nil {
 			return nil, true, err
 		}
-		return nil, true, &UnsafePathError{Path: relToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
+		return nil, true, &UnsafePathError{Path: RelToRepo(dir), Problem: "replaced while it was opened (a directory swapped for a link)"}
 	}
 	heldDirs.Lock()
 	if len(heldDirs.m) >= maxHeldDirs {
@@ -254,57 +254,57 @@ var heldDirs = struct {
 // files in (one per agent, and runtime's); past it, all are dropped and opened again.
 const maxHeldDirs = 256
 
-// checkDirs verifies that the .ai-pm directory and every directory below it down to dir
+// CheckDirs verifies that the .ai-pm directory and every directory below it down to dir
 // are real directories. With create, missing ones are made (one level at a time, so a
 // link is never followed to make them); without, a missing one is os.ErrNotExist.
-func checkDirs(dir string, create bool) error {
-	_, ok, err := openStoreDir(dir, create)
+func CheckDirs(dir string, create bool) error {
+	_, ok, err := StoreDir(dir, create)
 	if !ok && create {
 		return os.MkdirAll(dir, 0o755)
 	}
 	return err
 }
 
-// relToRepo names a path from the repository root (the directory holding .ai-pm).
-func relToRepo(p string) string {
-	if b := storeBase(p); b >= 0 {
+// RelToRepo names a path from the repository root (the directory holding .ai-pm).
+func RelToRepo(p string) string {
+	if b := StoreBase(p); b >= 0 {
 		return filepath.ToSlash(p[b-len(DirName):])
 	}
 	return p
 }
 
-// openSafe opens path with flag, refusing links and non-regular files at the path and in
+// Open opens path with flag, refusing links and non-regular files at the path and in
 // the directories between .ai-pm and it. limit > 0 refuses a file larger than limit. A
 // path under .ai-pm is opened through the store's os.Root, so it cannot resolve outside
 // the store whatever is renamed meanwhile.
-func openSafe(path string, flag int, perm os.FileMode, limit int64) (*os.File, error) {
-	f, _, err := openSafeInfo(path, flag, perm, limit)
+func Open(path string, flag int, perm os.FileMode, limit int64) (*os.File, error) {
+	f, _, err := OpenInfo(path, flag, perm, limit)
 	return f, err
 }
 
-// openSafeInfo is openSafe that also returns what the open file's stat said.
-func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
+// OpenInfo is openSafe that also returns what the open file's stat said.
+func OpenInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
 	var f *os.File
 	cp := filepath.Clean(path)
-	b := storeBase(cp)
+	b := StoreBase(cp)
 	inStore := b >= 0
 	if inStore {
 		if b == len(cp) {
-			return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fs.ModeDir)}
+			return nil, nil, &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fs.ModeDir)}
 		}
-		dir, _, err := openStoreDir(filepath.Dir(cp), flag&os.O_CREATE != 0)
+		dir, _, err := StoreDir(filepath.Dir(cp), flag&os.O_CREATE != 0)
 		if err != nil {
 			return nil, nil, err
 		}
 		name := filepath.Base(cp)
-		f, err = dir.OpenFile(name, flag|openNoFollow, perm)
+		f, err = dir.OpenFile(name, flag|NoFollow, perm)
 		if err != nil {
 			// Nothing there (no link either: a link is refused with ELOOP) needs no look.
 			if errors.Is(err, fs.ErrNotExist) {
 				return nil, nil, err
 			}
 			if fi, lerr := dir.Lstat(name); lerr == nil && !fi.Mode().IsRegular() {
-				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+				return nil, nil, &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fi.Mode())}
 			}
 			return nil, nil, err
 		}
@@ -315,10 +315,10 @@ func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.Fil
 			}
 		}
 		var err error
-		f, err = os.OpenFile(path, flag|openNoFollow, perm)
+		f, err = os.OpenFile(path, flag|NoFollow, perm)
 		if err != nil {
 			if fi, lerr := os.Lstat(path); lerr == nil && !fi.Mode().IsRegular() {
-				return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+				return nil, nil, &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fi.Mode())}
 			}
 			return nil, nil, err
 		}
@@ -330,31 +330,31 @@ func openSafeInfo(path string, flag int, perm os.FileMode, limit int64) (*os.Fil
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: kindOf(fi.Mode())}
+		return nil, nil, &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fi.Mode())}
 	}
 	// A file aipm appends to or rewrites in place must be its own: a hard link would carry
 	// the write to a file elsewhere (a link to a file outside the store).
 	if flag&(os.O_WRONLY|os.O_RDWR) != 0 && inStore {
-		if n, ok := linkCount(fi); ok && n > 1 {
+		if n, ok := LinkCount(fi); ok && n > 1 {
 			f.Close()
-			return nil, nil, &UnsafePathError{Path: relToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
+			return nil, nil, &UnsafePathError{Path: RelToRepo(path), Problem: fmt.Sprintf("a hard link (%d names for one file)", n)}
 		}
 	}
 	if limit > 0 && fi.Size() > limit {
 		f.Close()
-		return nil, nil, &TooLargeError{Path: relToRepo(path), Size: fi.Size(), Limit: limit}
+		return nil, nil, &TooLargeError{Path: RelToRepo(path), Size: fi.Size(), Limit: limit}
 	}
 	return f, fi, nil
 }
 
-// openRead opens a store file for reading (see openSafe).
-func openRead(path string, limit int64) (*os.File, error) {
-	return openSafe(path, os.O_RDONLY, 0, limit)
+// OpenRead opens a store file for reading (see openSafe).
+func OpenRead(path string, limit int64) (*os.File, error) {
+	return Open(path, os.O_RDONLY, 0, limit)
 }
 
-// readFileSafe is os.ReadFile through openSafe.
-func readFileSafe(path string, limit int64) ([]byte, error) {
-	f, fi, err := openSafeInfo(path, os.O_RDONLY, 0, limit)
+// ReadFile is os.ReadFile through openSafe.
+func ReadFile(path string, limit int64) ([]byte, error) {
+	f, fi, err := OpenInfo(path, os.O_RDONLY, 0, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -378,59 +378,5 @@ func readFileSafe(path string, limit int64) ([]byte, error) {
 	}
 }
 
-// ensureDir is os.MkdirAll for directories under .ai-pm, refusing links on the way.
-func ensureDir(dir string) error { return checkDirs(dir, true) }
-
-// ReadFile reads a file under .ai-pm the way the store does: no links followed, no
-// special files, nothing over limit bytes.
-func ReadFile(path string, limit int64) ([]byte, error) { return readFileSafe(path, limit) }
-
-// OpenAppend opens a file under .ai-pm for appending the way the store does.
-func OpenAppend(path string) (*os.File, error) {
-	return openSafe(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644, 0)
-}
-
-// EnsureDir makes a directory under .ai-pm, refusing links on the way.
-func EnsureDir(dir string) error { return ensureDir(dir) }
-
-// WriteFile replaces a file atomically the way the store does (temp file, fsync, rename):
-// a link at the path is refused, never written through.
-func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return writeFileAtomic(path, data, perm)
-}
-
-// MaxEntityFile is the size limit of one JSON entity file; the merge driver and
-// `aipm resolve` apply it too.
-const MaxEntityFile = maxEntityFile
-
-// MaxJSONLFile is the size limit of one JSONL log the store reads; a sync round takes
-// no larger one from a remote.
-const MaxJSONLFile = maxJSONLFile
-
-// Locked runs fn holding the store lock, for commands that rewrite a store file outside
-// the store's own operations (`aipm resolve`).
-func (s *Store) Locked(fn func() error) error { return s.locked(fn) }
-
-// OpenRead opens a file under .ai-pm for reading the way the store does.
-func OpenRead(path string) (*os.File, error) { return openRead(path, 0) }
-
-// OpenFile opens a file under .ai-pm with flag and perm the way the store does.
-func OpenFile(path string, flag int, perm os.FileMode) (*os.File, error) {
-	return openSafe(path, flag, perm, 0)
-}
-
-// ScrubPaths rewrites the absolute paths of this machine's checkout in text that is
-// committed (a blocked reason, a completion summary): the repository root becomes
-// relative, and a sibling of it (an agent's worktree beside the repository) "../…". An
-// agent's error message would otherwise put this machine's layout into every clone.
-func (s *Store) ScrubPaths(text string) string {
-	root := s.Root()
-	if root == "" || !strings.Contains(text, string(filepath.Separator)) {
-		return text
-	}
-	text = strings.ReplaceAll(text, root+string(filepath.Separator), "")
-	if parent := filepath.Dir(root); parent != root && parent != string(filepath.Separator) {
-		text = strings.ReplaceAll(text, parent+string(filepath.Separator), ".."+string(filepath.Separator))
-	}
-	return text
-}
+// EnsureDir is os.MkdirAll for directories under .ai-pm, refusing links on the way.
+func EnsureDir(dir string) error { return CheckDirs(dir, true) }

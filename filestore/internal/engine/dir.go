@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"fmt"
@@ -8,6 +8,9 @@ import (
 	"sync"
 	"sync/atomic"
 )
+
+// DirName is the name of the store directory at the top of a repository.
+const DirName = ".ai-pm"
 
 // Dir is one store directory's files as the engine keeps them: the store lock, the change
 // journal, and the caches of its entity directories.
@@ -24,16 +27,16 @@ type Dir struct {
 	// cacheList are the caches of the entity directories, which the journal and the
 	// watcher's reports reach (markPath).
 	cacheList []anyCache
-	// onJournal, if set, is told of every journal line read: its path and its directory's
+	// OnJournal, if set, is told of every journal line read: its path and its directory's
 	// modification times before and after the write.
-	onJournal func(rel string, before, after int64, timed bool)
-	// onMarkAll, if set, is called when anything may have changed.
-	onMarkAll func()
+	OnJournal func(rel string, before, after int64, timed bool)
+	// OnMarkAll, if set, is called when anything may have changed.
+	OnMarkAll func()
 }
 
-func newDir(dir string) *Dir { return &Dir{dir: dir} }
+func NewDir(dir string) *Dir { return &Dir{dir: dir} }
 
-func (d *Dir) path(elem ...string) string {
+func (d *Dir) Path(elem ...string) string {
 	// Most paths are the store's directory and a few clean names (tasks, an id and
 	// ".json"): they are joined as they are. filepath.Join cleans the whole path again,
 	// and every process of a team builds such a path for each file another one writes.
@@ -54,26 +57,40 @@ func (d *Dir) path(elem ...string) string {
 	return b.String()
 }
 
-// locked runs fn holding the store lock: the in-process mutex first, then an exclusive
+// Locked runs fn holding the store lock: the in-process mutex first, then an exclusive
 // flock on a dedicated lock file that is never replaced (locking a file that is renamed
 // over would lock a dead inode).
-func (d *Dir) locked(fn func() error) error {
+func (d *Dir) Locked(fn func() error) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	lockPath := d.path("runtime", "locks", "store.lock")
+	lockPath := d.Path("runtime", "locks", "store.lock")
 	// Opened the store's way (inside .ai-pm by construction, no link, no hard link), then
 	// locked by its descriptor: a lock taken by path could land on a file elsewhere.
-	f, err := openSafe(lockPath, os.O_RDWR|os.O_CREATE, 0o644, 0)
+	f, err := Open(lockPath, os.O_RDWR|os.O_CREATE, 0o644, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close() // closing the descriptor releases the lock
-	unlock, err := lockFile(f)
+	unlock, err := LockFile(f)
 	if err != nil {
-		return fmt.Errorf("lock %s: %w", relToRepo(lockPath), err)
+		return fmt.Errorf("lock %s: %w", RelToRepo(lockPath), err)
 	}
 	defer unlock()
 	d.inLock.Store(true)
 	defer d.inLock.Store(false)
 	return fn()
+}
+
+// cleanRel tells whether p is a relative slash-separated path that filepath.Clean leaves
+// as it is: not empty, no empty, "." or ".." element.
+func cleanRel(p string) bool {
+	if p == "" {
+		return false
+	}
+	for e := range strings.SplitSeq(p, "/") {
+		if e == "" || e == "." || e == ".." {
+			return false
+		}
+	}
+	return true
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package filestore
+package engine
 
 import (
 	"io/fs"
@@ -8,19 +8,19 @@ import (
 	"syscall"
 )
 
-// fileCtime is a file's status change time: unlike the modification time, no one can set it
+// FileCtime is a file's status change time: unlike the modification time, no one can set it
 // back, so an edit in place that keeps the size and restores the mtime still changes it.
-func fileCtime(fi os.FileInfo) int64 {
+func FileCtime(fi os.FileInfo) int64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ctim.Nano()
 	}
 	return 0
 }
 
-// lstatStamp is the identity of the file at p and whether it is a regular file: os.Lstat
+// LstatStamp is the identity of the file at p and whether it is a regular file: os.Lstat
 // without the FileInfo it allocates. Every process of a team stats the file of each write
 // another one makes (knowLocked), and each query stats the journal.
-func lstatStamp(p string) (Stamp, bool, error) {
+func LstatStamp(p string) (Stamp, bool, error) {
 	var st syscall.Stat_t
 	for {
 		err := syscall.Lstat(p, &st)

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package filestore
+package engine
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 
 // lockFile takes an exclusive lock on an open file's path, waiting for it; unlock releases
 // it.
-func lockFile(f *os.File) (unlock func(), err error) {
+func LockFile(f *os.File) (unlock func(), err error) {
 	lk := flock.New(f.Name())
 	if err := lk.Lock(); err != nil {
 		return nil, err
@@ -20,7 +20,7 @@ func lockFile(f *os.File) (unlock func(), err error) {
 
 // tryLockFile takes an exclusive lock on an open file's path if no one holds it; ok is
 // false when someone does.
-func tryLockFile(f *os.File) (unlock func(), ok bool) {
+func TryLockFile(f *os.File) (unlock func(), ok bool) {
 	lk := flock.New(f.Name())
 	if got, err := lk.TryLock(); err != nil || !got {
 		return nil, false

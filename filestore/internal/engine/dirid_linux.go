@@ -1,6 +1,6 @@
 //go:build linux
 
-package filestore
+package engine
 
 import (
 	"io/fs"
@@ -36,7 +36,7 @@ func (a dirID) kind() string {
 	case syscall.S_IFBLK, syscall.S_IFCHR:
 		m = fs.ModeDevice
 	}
-	return kindOf(m)
+	return KindOf(m)
 }
 
 func dirIDOfStat(st *syscall.Stat_t) dirID {

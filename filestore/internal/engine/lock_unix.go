@@ -1,15 +1,15 @@
 //go:build unix
 
-package filestore
+package engine
 
 import (
 	"os"
 	"syscall"
 )
 
-// lockFile takes an exclusive flock on an open file, waiting for it. The lock is released
+// LockFile takes an exclusive flock on an open file, waiting for it. The lock is released
 // by unlock or by closing the file.
-func lockFile(f *os.File) (unlock func(), err error) {
+func LockFile(f *os.File) (unlock func(), err error) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 		if err == nil {
@@ -21,9 +21,9 @@ func lockFile(f *os.File) (unlock func(), err error) {
 	}
 }
 
-// tryLockFile takes an exclusive flock on an open file if no one holds it; ok is false
+// TryLockFile takes an exclusive flock on an open file if no one holds it; ok is false
 // when someone does.
-func tryLockFile(f *os.File) (unlock func(), ok bool) {
+func TryLockFile(f *os.File) (unlock func(), ok bool) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {

@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"bufio"
@@ -11,21 +11,21 @@ import (
 	"path/filepath"
 )
 
-// appendLine appends one compact JSON record to a JSONL file with a single write(2), after
+// AppendLine appends one compact JSON record to a JSONL file with a single write(2), after
 // repairing a torn tail. The caller holds the store lock, so no two appends interleave and
 // no append lands after a half-written line.
-func appendLine(path string, v any, durable bool) error {
+func AppendLine(path string, v any, durable bool) error {
 	line, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
 	line = append(line, '\n')
-	f, err := openSafe(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644, maxJSONLFile)
+	f, err := Open(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o644, MaxJSONLFile)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	if err := repairTail(f); err != nil {
+	if err := RepairTail(f); err != nil {
 		return fmt.Errorf("repair %s: %w", filepath.Base(path), err)
 	}
 	if _, err := f.Write(line); err != nil {
@@ -37,10 +37,10 @@ func appendLine(path string, v any, durable bool) error {
 	return nil
 }
 
-// repairTail truncates a last line that has no newline: the remains of a writer that died
+// RepairTail truncates a last line that has no newline: the remains of a writer that died
 // mid-write. Without this the next record would be glued onto the garbage and a good record
 // would be lost with it.
-func repairTail(f *os.File) error {
+func RepairTail(f *os.File) error {
 	info, err := f.Stat()
 	if err != nil {
 		return err
@@ -89,9 +89,9 @@ type Line struct {
 	Next int64
 }
 
-// maxJSONLLine is the longest JSONL line aipm reads. The longest a record ever is — a
+// MaxLine is the longest JSONL line aipm reads. The longest a record ever is — a
 // message of 4000 characters, JSON-escaped — is far below it.
-const maxJSONLLine = 1 << 20
+const MaxLine = 1 << 20
 
 // LineTooLongError is a JSONL line longer than any record aipm writes: a hostile or broken
 // file, refused rather than read into memory.
@@ -107,17 +107,17 @@ func (e *LineTooLongError) Error() string {
 		where = fmt.Sprintf("the line at byte %d", e.Offset)
 	}
 	return fmt.Sprintf("%s %s is over %d bytes, far longer than any record aipm writes: it is refused rather than read into memory; "+
-		"delete that line (aipm doctor lists such lines) or move the file out of %s", e.Path, where, maxJSONLLine, DirName)
+		"delete that line (aipm doctor lists such lines) or move the file out of %s", e.Path, where, MaxLine, DirName)
 }
 
-// scanLines calls fn with each complete line of a JSONL file from byte offset on, oldest
+// ScanLines calls fn with each complete line of a JSONL file from byte offset on, oldest
 // first, reading through a fixed buffer: memory does not grow with the file. A last line
 // without '\n' is a write in progress or a crash leftover: it is neither passed nor
 // skipped past, so a later read picks it up once it is finished. Line.Data is valid only
 // during the call. fn returning errStop ends the scan without error. A missing file has no
 // lines.
-func scanLines(path string, offset int64, fn func(Line) error) error {
-	f, err := openRead(path, 0)
+func ScanLines(path string, offset int64, fn func(Line) error) error {
+	f, err := OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil
@@ -132,8 +132,8 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 	// a read cursor) and read a few lines, many times a second in a busy team.
 	size := 64 << 10
 	if fi, err := f.Stat(); err == nil {
-		if fi.Size()-offset > maxJSONLFile {
-			return &TooLargeError{Path: relToRepo(path), Size: fi.Size() - offset, Limit: maxJSONLFile}
+		if fi.Size()-offset > MaxJSONLFile {
+			return &TooLargeError{Path: RelToRepo(path), Size: fi.Size() - offset, Limit: MaxJSONLFile}
 		}
 		size = int(min(max(fi.Size()-offset+1, 512), int64(size)))
 	}
@@ -149,8 +149,8 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) > maxJSONLLine {
-				return &LineTooLongError{Path: relToRepo(path), Line: n + 1}
+			if len(long)+len(chunk) > MaxLine {
+				return &LineTooLongError{Path: RelToRepo(path), Line: n + 1}
 			}
 			long = append(long, chunk...)
 			continue
@@ -163,8 +163,8 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 		}
 		line := chunk[:len(chunk)-1]
 		if long != nil {
-			if len(long)+len(chunk) > maxJSONLLine {
-				return &LineTooLongError{Path: relToRepo(path), Line: n + 1}
+			if len(long)+len(chunk) > MaxLine {
+				return &LineTooLongError{Path: RelToRepo(path), Line: n + 1}
 			}
 			long = append(long, line...)
 			line = long
@@ -172,7 +172,7 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 		n++
 		pos += int64(len(line)) + 1
 		if err := fn(Line{N: n, Data: line, Next: pos}); err != nil {
-			if errors.Is(err, errStop) {
+			if errors.Is(err, ErrStop) {
 				return nil
 			}
 			return err
@@ -181,14 +181,14 @@ func scanLines(path string, offset int64, fn func(Line) error) error {
 	}
 }
 
-// errStop ends a scanLines early.
-var errStop = errors.New("stop")
+// ErrStop ends a scanLines early.
+var ErrStop = errors.New("stop")
 
-// readLines returns the complete lines of a JSONL file from byte offset on (see scanLines),
+// ReadLines returns the complete lines of a JSONL file from byte offset on (see scanLines),
 // for files whose every line the caller keeps anyway.
-func readLines(path string, offset int64) ([]Line, error) {
+func ReadLines(path string, offset int64) ([]Line, error) {
 	var out []Line
-	err := scanLines(path, offset, func(l Line) error {
+	err := ScanLines(path, offset, func(l Line) error {
 		l.Data = bytes.Clone(l.Data)
 		out = append(out, l)
 		return nil

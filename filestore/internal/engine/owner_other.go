@@ -1,11 +1,11 @@
 //go:build !unix
 
-package filestore
+package engine
 
 import "io/fs"
 
 // ownerOf returns the user id owning a file, ok false where the platform has none.
-func ownerOf(fi fs.FileInfo) (uid int, ok bool) { return 0, false }
+func OwnerOf(fi fs.FileInfo) (uid int, ok bool) { return 0, false }
 
 // linkCount returns how many names (hard links) a file has.
-func linkCount(fs.FileInfo) (uint64, bool) { return 0, false }
+func LinkCount(fs.FileInfo) (uint64, bool) { return 0, false }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package filestore
+package engine
 
 import (
 	"os"
