@@ -233,7 +233,7 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 	}
 	var a *Agent
 	err := s.locked(func() error {
-		if _, err := os.Stat(s.agentPath(n.ID)); err == nil {
+		if _, err := engine.Lstat(s.agentPath(n.ID)); err == nil {
 			return newErr(ErrExists, "agent_exists", "pick another id, or inspect it with `aipm agent show "+n.ID+"`", "agent %s already exists", n.ID)
 		}
 		if n.ParentID != "" {
@@ -281,7 +281,7 @@ func (s *Store) writeCredential(agentID, passkey string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := engine.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
 	return engine.WriteJSON(path, c, 0o600)

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"strings"
 
@@ -131,10 +130,10 @@ func (f *Files) Remove(rel string) error {
 		return err
 	}
 	p := f.s.path(strings.Split(rel, "/")...)
-	if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+	if fi, err := engine.Lstat(p); err == nil && fi.IsDir() {
 		return fmt.Errorf("%s is a directory, not a file", f.s.Rel(p))
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := engine.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	f.noted(rel)

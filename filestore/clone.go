@@ -28,7 +28,7 @@ type Prepared struct {
 func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 	out := &Prepared{}
 	// Looked at before Open, which itself makes runtime/locks.
-	if _, err := os.Lstat(filepath.Join(root, DirName, "runtime")); errors.Is(err, os.ErrNotExist) {
+	if _, err := engine.Lstat(filepath.Join(root, DirName, "runtime")); errors.Is(err, os.ErrNotExist) {
 		out.CreatedRuntime = true
 	}
 	s, err := Open(root, opts)
@@ -41,7 +41,7 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 				return err
 			}
 		}
-		if _, err := os.Lstat(s.path(".gitignore")); errors.Is(err, os.ErrNotExist) {
+		if _, err := engine.Lstat(s.path(".gitignore")); errors.Is(err, os.ErrNotExist) {
 			if err := engine.WriteAtomic(s.path(".gitignore"), []byte(gitignore), 0o644); err != nil {
 				return err
 			}
@@ -74,7 +74,7 @@ func Prepare(root string, opts Options) (*Store, *Prepared, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		if _, err := os.Lstat(path); err != nil {
+		if _, err := engine.Lstat(path); err != nil {
 			out.NoPasskey = append(out.NoPasskey, a.ID)
 		}
 	}

@@ -102,7 +102,7 @@ func (s *Store) undoDelivery(m Message, to string, cause error) error {
 // (a link) was not written to.
 func (s *Store) dropLastLine(agentID, id string) error {
 	path := s.mailboxPath(agentID)
-	fi, err := os.Lstat(path)
+	fi, err := engine.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) || (err == nil && !fi.Mode().IsRegular()) {
 		return nil
 	}
@@ -245,7 +245,7 @@ type pairFields struct {
 // mailbox with their receivers' mailboxes, read back to a day before the oldest of them:
 // memory and time stay bounded by the recent past, not by the history.
 func (s *Store) unpairedMessages() ([]unpaired, error) {
-	entries, err := os.ReadDir(s.path("agents"))
+	entries, err := engine.ReadDir(s.path("agents"))
 	if err != nil {
 		return nil, err
 	}

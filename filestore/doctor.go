@@ -164,7 +164,7 @@ func (c *checker) project() {
 
 func (c *checker) agentsDir() {
 	dir := c.s.path("agents")
-	entries, err := os.ReadDir(dir)
+	entries, err := engine.ReadDir(dir)
 	if err != nil {
 		c.add(dir, 1, "cannot read agents directory: %v", err)
 		return
@@ -374,7 +374,7 @@ func (c *checker) startLines() (wait func()) {
 func checkLines(s *Store, jobs []lineJob) []Problem {
 	size := make([]int64, len(jobs))
 	for i, j := range jobs {
-		if fi, err := os.Lstat(j.path); err == nil {
+		if fi, err := engine.Lstat(j.path); err == nil {
 			size[i] = fi.Size()
 		}
 	}
@@ -439,7 +439,7 @@ func (c *checker) lines(path string, fn func([]byte) string) {
 		}
 		return
 	}
-	if fi, err := os.Lstat(path); err == nil && fi.Size() > end {
+	if fi, err := engine.Lstat(path); err == nil && fi.Size() > end {
 		c.add(path, n+1, "torn last line without newline (an interrupted write; the next append repairs it)")
 	}
 }
@@ -464,7 +464,7 @@ type dirFile struct{ id, path string }
 // rest is left alone. Editors' and locks' files (isIgnorable) are never reported.
 func (c *checker) filesIn(rel, suffix string, valid func(string) error, unexpected string) []dirFile {
 	dir := c.s.path(filepath.FromSlash(rel))
-	entries, err := os.ReadDir(dir)
+	entries, err := engine.ReadDir(dir)
 	if err != nil {
 		if !os.IsNotExist(err) {
 			c.add(dir, 1, "cannot read %s directory: %v", rel, err)

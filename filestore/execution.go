@@ -101,7 +101,7 @@ func (s *Store) Execution(id string) (*Execution, error) {
 
 // Executions lists execution records of an agent ("" for all), newest first.
 func (s *Store) Executions(agentID string) ([]*Execution, error) {
-	entries, err := os.ReadDir(s.path("executions"))
+	entries, err := engine.ReadDir(s.path("executions"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

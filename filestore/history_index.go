@@ -9,7 +9,6 @@ import (
 	"hash/fnv"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -206,53 +205,38 @@ func writeEventsBase(p string, ino uint64, off int64, tail string, old *eventsBa
 	}
 	// Written as it is made, through a small buffer: the history's index is not held
 	// twice.
-	dir, base := filepath.Split(p)
-	if err := engine.EnsureDir(dir); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name()) // after the rename, nothing
-	crc := crc32.NewIEEE()
-	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 64<<10)
-	w.WriteString("aipm-events-index\t" + strconv.Itoa(eventsIndexFormat) + "\t" + strconv.FormatUint(ino, 10) + "\t" +
-		strconv.FormatInt(off, 10) + "\t" + strconv.FormatInt(total, 10) + "\t" + tail + "\n")
-	var pair [16]byte
-	put := func(e eventsEntry) {
-		binary.LittleEndian.PutUint64(pair[:8], e.hash)
-		binary.LittleEndian.PutUint64(pair[8:], uint64(e.off))
-		w.Write(pair[:])
-	}
-	j := 0
-	if old != nil {
-		err := old.each(func(h uint64, o int64) {
-			for j < len(add) && (add[j].hash < h || add[j].hash == h && add[j].off < o) {
-				put(add[j])
-				j++
+	return engine.WriteStreamed(p, 0o600, func(f io.Writer) error {
+		crc := crc32.NewIEEE()
+		w := bufio.NewWriterSize(io.MultiWriter(f, crc), 64<<10)
+		w.WriteString("aipm-events-index\t" + strconv.Itoa(eventsIndexFormat) + "\t" + strconv.FormatUint(ino, 10) + "\t" +
+			strconv.FormatInt(off, 10) + "\t" + strconv.FormatInt(total, 10) + "\t" + tail + "\n")
+		var pair [16]byte
+		put := func(e eventsEntry) {
+			binary.LittleEndian.PutUint64(pair[:8], e.hash)
+			binary.LittleEndian.PutUint64(pair[8:], uint64(e.off))
+			w.Write(pair[:])
+		}
+		j := 0
+		if old != nil {
+			err := old.each(func(h uint64, o int64) {
+				for j < len(add) && (add[j].hash < h || add[j].hash == h && add[j].off < o) {
+					put(add[j])
+					j++
+				}
+				put(eventsEntry{h, o})
+			})
+			if err != nil {
+				return err
 			}
-			put(eventsEntry{h, o})
-		})
-		if err != nil {
-			f.Close()
+		}
+		for ; j < len(add); j++ {
+			put(add[j])
+		}
+		if err := w.Flush(); err != nil {
 			return err
 		}
-	}
-	for ; j < len(add); j++ {
-		put(add[j])
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
+		// Not fsynced, like the other index files: one cut short fails its checksum.
+		_, err := io.WriteString(f, "end\t"+crcHex(crc.Sum32())+"\n")
 		return err
-	}
-	// Not fsynced, like the other index files: one cut short fails its checksum.
-	if _, err := f.WriteString("end\t" + crcHex(crc.Sum32()) + "\n"); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), p)
+	})
 }

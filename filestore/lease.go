@@ -98,7 +98,7 @@ func (l *Lease) clamp(now time.Time, ttl time.Duration) {
 // Leases lists every lease, by agent. A file that does not decode is skipped here and
 // reported by `aipm doctor`.
 func (s *Store) Leases() ([]*Lease, error) {
-	entries, err := os.ReadDir(s.path("leases"))
+	entries, err := engine.ReadDir(s.path("leases"))
 	if err != nil {
 		if os.IsNotExist(err) {
 			return nil, nil

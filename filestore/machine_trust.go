@@ -85,23 +85,14 @@ func openMachineDir(storeDir string) (string, []byte, error) {
 		name = name[:40]
 	}
 	dir := filepath.Join(base, "aipm", "repos", name+"-"+hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := engine.PrivateDir(dir); err != nil {
+		var ue *engine.UnsafePathError
+		if errors.As(err, &ue) {
+			err = fmt.Errorf("%s is %s", dir, ue.Problem)
+		}
 		return "", nil, &MachineDirError{Err: err}
 	}
-	fi, err := os.Lstat(dir)
-	if err != nil {
-		return "", nil, &MachineDirError{Err: err}
-	}
-	if !fi.IsDir() {
-		return "", nil, &MachineDirError{Err: fmt.Errorf("%s is %s", dir, engine.KindOf(fi.Mode()))}
-	}
-	if uid, ok := engine.OwnerOf(fi); ok && uid != os.Getuid() {
-		return "", nil, &MachineDirError{Err: fmt.Errorf("%s belongs to user %d, not to you", dir, uid)}
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		os.Chmod(dir, 0o700)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, "repo")); errors.Is(err, fs.ErrNotExist) {
+	if engine.Missing(filepath.Join(dir, "repo")) {
 		engine.WriteAtomic(filepath.Join(dir, "repo"), []byte(real+"\n"), 0o600)
 	}
 	key, err := machineKeyIn(dir)
@@ -116,7 +107,7 @@ func openMachineDir(storeDir string) (string, []byte, error) {
 func machineKeyIn(dir string) ([]byte, error) {
 	path := filepath.Join(dir, "key")
 	read := func() ([]byte, error) {
-		f, err := os.OpenFile(path, os.O_RDONLY|engine.NoFollow, 0)
+		f, err := engine.Open(path, os.O_RDONLY, 0, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -135,21 +126,7 @@ func machineKeyIn(dir string) ([]byte, error) {
 	if _, err := rand.Read(key[:]); err != nil {
 		return nil, err
 	}
-	tmp, err := os.CreateTemp(dir, ".key.*.tmp")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(key[:]); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, err
-	}
-	tmp.Close()
-	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := engine.CreateOnce(path, key[:], 0o600); err != nil {
 		return nil, err
 	}
 	return read()

@@ -236,7 +236,7 @@ func (s *Store) target(id string) (*Agent, error) {
 // mailbox, an fsync of its directory: without it a crash could lose the new file's name,
 // and with it an acknowledged first message.
 func (s *Store) appendMessage(agentID string, m Message) error {
-	_, statErr := os.Stat(s.mailboxPath(agentID))
+	_, statErr := engine.Lstat(s.mailboxPath(agentID))
 	if err := s.appendMailbox(agentID, m); err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ type rebuiltCursor struct {
 func (s *Store) rebuildKey(agentID string) ([3]engine.Stamp, bool) {
 	var k [3]engine.Stamp
 	for i, p := range []string{s.cursorPath(agentID), s.mailboxPath(agentID), s.readLogOf(agentID)} {
-		fi, err := os.Stat(p)
+		fi, err := engine.Lstat(p)
 		if err != nil {
 			if errors.Is(err, os.ErrNotExist) {
 				continue

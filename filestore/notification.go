@@ -172,7 +172,7 @@ func (s *Store) markTakenLocked(se *Session, ns []Notification, at time.Time) er
 		if !n.UntilRead {
 			continue
 		}
-		if err := os.MkdirAll(filepath.Dir(s.takenPath(se.AgentID)), 0o755); err != nil {
+		if err := engine.MkdirAll(filepath.Dir(s.takenPath(se.AgentID)), 0o755); err != nil {
 			return err
 		}
 		if err := engine.AppendLine(s.takenPath(se.AgentID), takenMark{ID: n.ID, SessionID: se.ID, At: at}, true); err != nil {
@@ -329,7 +329,7 @@ func (s *Store) addNotificationLocked(actor Actor, n Notification) (*Notificatio
 	n.ID = NewID(PrefixNotification, now)
 	n.CreatedAt = now
 	path := s.inboxPath(n.TargetAgentID)
-	_, statErr := os.Stat(path)
+	_, statErr := engine.Lstat(path)
 	if err := engine.AppendLine(path, n, true); err != nil {
 		return nil, false, err
 	}

@@ -275,7 +275,7 @@ func Init(root string, o InitOptions, opts Options) (*Store, error) {
 		o.OwnerName = o.OwnerID
 	}
 	err = s.locked(func() error {
-		if _, err := os.Stat(s.path("project.json")); err == nil {
+		if _, err := engine.Lstat(s.path("project.json")); err == nil {
 			return newErr(ErrExists, "project_exists", "inspect it with `aipm status`", "%s already holds a project", s.Rel(s.path("project.json")))
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return err

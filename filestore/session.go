@@ -152,7 +152,7 @@ func (s *Store) readSession(id string) (*Session, error) {
 // read (a change in between shows as another identity).
 func (s *Store) readLiveSession(id string) (*Session, error) {
 	path := s.sessionPath(id)
-	fi, statErr := os.Lstat(path)
+	fi, statErr := engine.Lstat(path)
 	regular := statErr == nil && fi.Mode().IsRegular()
 	if regular {
 		s.sessMu.Lock()
@@ -223,7 +223,7 @@ func (s *Store) writeSessionLocked(se *Session) error {
 	if err := engine.WriteJSON(s.endedSessionPath(se.ID), se, 0o600); err != nil {
 		return err
 	}
-	if err := os.Remove(s.sessionPath(se.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := engine.Remove(s.sessionPath(se.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -521,7 +521,7 @@ func (s *Store) detectChatWork(a *Agent, lastChat time.Time, w *Work) error {
 
 // Sessions lists the session records of an agent ("" for all), oldest first.
 func (s *Store) Sessions(agentID string) ([]*Session, error) {
-	entries, err := os.ReadDir(s.path("runtime", "sessions"))
+	entries, err := engine.ReadDir(s.path("runtime", "sessions"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

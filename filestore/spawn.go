@@ -113,7 +113,7 @@ func (s *Store) Spawn(id string) (*Spawn, error) {
 
 // Spawns lists the spawn records, oldest first.
 func (s *Store) Spawns() ([]*Spawn, error) {
-	entries, err := os.ReadDir(s.path("runtime", "spawns"))
+	entries, err := engine.ReadDir(s.path("runtime", "spawns"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, nil

@@ -80,7 +80,7 @@ func Find(start string) (string, error) {
 		return "", err
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, DirName, "project.json")); err == nil {
+		if _, err := engine.Lstat(filepath.Join(dir, DirName, "project.json")); err == nil {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
@@ -99,7 +99,7 @@ func Open(root string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := newStore(root, opts)
-	if _, err := os.Stat(s.path("project.json")); err != nil {
+	if _, err := engine.Lstat(s.path("project.json")); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: %w", root, ErrNoStore)
 		}
@@ -117,7 +117,7 @@ func (s *Store) sweepTemp() {
 	marker := s.path("runtime", "locks", "temp-swept.lock")
 	// A marker dated in the future (a clock set back, a hand-made file) is stale, not
 	// fresh: otherwise the temp files would never be cleaned again.
-	if fi, err := os.Lstat(marker); err == nil {
+	if fi, err := engine.Lstat(marker); err == nil {
 		if age := s.Now().Sub(fi.ModTime()); age >= 0 && age < time.Minute {
 			return
 		}
@@ -135,17 +135,17 @@ func (s *Store) sweepTemp() {
 // find a new journal re-check their caches by file identity).
 func (s *Store) adoptLegacyRuntime() {
 	oldJournal, oldDelivery := s.path(legacyRuntimeFiles[0]), s.path(legacyRuntimeFiles[1])
-	os.Remove(oldJournal)
-	fi, err := os.Lstat(oldDelivery)
+	engine.Remove(oldJournal)
+	fi, err := engine.Lstat(oldDelivery)
 	if err != nil || !fi.Mode().IsRegular() {
 		return
 	}
 	s.locked(func() error {
-		if cur, err := os.Lstat(s.deliveryPath()); err == nil && cur.Size() > 0 {
+		if cur, err := engine.Lstat(s.deliveryPath()); err == nil && cur.Size() > 0 {
 			return nil // a send of this version is under way or unfinished: the old one waits for doctor
 		}
 		if fi.Size() == 0 {
-			return os.Remove(oldDelivery)
+			return engine.Remove(oldDelivery)
 		}
 		if err := EnsureDir(s.path(JournalDir)); err != nil {
 			return err

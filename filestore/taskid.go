@@ -114,7 +114,7 @@ func (q *seqState) forget() {
 // The caller holds the store lock.
 func (s *Store) nextTaskSeq() (int, error) {
 	pos := s.eng.PullJournal() // counts the writes of other processes (journaled)
-	fi, statErr := os.Lstat(s.path("tasks"))
+	fi, statErr := engine.Lstat(s.path("tasks"))
 	q := &s.seq
 	q.mu.Lock()
 	known := q.ok
@@ -149,15 +149,10 @@ func (s *Store) nextTaskSeq() (int, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	// The names alone, unsorted and unvalidated (taskSeq reads only a well-formed number).
-	d, err := os.Open(s.path("tasks"))
+	names, err := engine.ReadDirNames(s.path("tasks"))
 	if errors.Is(err, os.ErrNotExist) {
 		return seqMin, nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
 	q.listings++
 	if err != nil {
 		return 0, err

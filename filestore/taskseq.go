@@ -2,7 +2,6 @@ package filestore
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -38,7 +37,7 @@ func (s *Store) saveSeq(pos engine.JournalPos) {
 	if err := engine.EnsureDir(s.path(IndexDir)); err != nil {
 		return
 	}
-	os.WriteFile(s.path(seqFile), []byte(line), 0o600) // a cache: a failed write costs the next process a listing
+	engine.WriteCache(s.path(seqFile), []byte(line), 0o600) // a cache: a failed write costs the next process a listing
 }
 
 // seqFromFile seeds s.seq from seqFile and the journal lines written after it, up to pos
@@ -91,6 +90,6 @@ func (s *Store) seqFromFile(pos engine.JournalPos) bool {
 // hasSeqFile tells whether a mint left seqFile: a one-shot command creating a task then
 // need not load the tasks' index first (CreateTask).
 func (s *Store) hasSeqFile() bool {
-	_, err := os.Lstat(s.path(seqFile))
+	_, err := engine.Lstat(s.path(seqFile))
 	return err == nil
 }

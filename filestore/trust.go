@@ -123,12 +123,12 @@ func (s *Store) CommandProgram(ac AgentCommand, aipm, dir string) (Program, erro
 }
 
 func isExecutable(p string) bool {
-	fi, err := os.Stat(p)
+	fi, err := engine.StatFollow(p)
 	return err == nil && fi.Mode().IsRegular() && fi.Mode().Perm()&0o111 != 0
 }
 
 func hashFile(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := engine.OpenFollow(p)
 	if err != nil {
 		return "", err
 	}

@@ -52,11 +52,7 @@ func (s *Store) WriteUsage(sessionID string, u Usage) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(data, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return engine.ReplaceQuick(path, append(data, '\n'), 0o600)
 }
 
 // usageDirs holds each usage directory as ensureDir last found it safe.
@@ -66,17 +62,17 @@ var usageDirs sync.Map // directory path → os.FileInfo
 // the directories on the way were found real, a stat that finds the same directory at the
 // path is enough (a link anywhere on the way would show another one, or none).
 func ensureUsageDir(dir string) error {
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+	if fi, err := engine.Lstat(dir); err == nil && fi.IsDir() {
 		if was, ok := usageDirs.Load(dir); ok && os.SameFile(was.(os.FileInfo), fi) {
 			return nil
 		}
 	}
-	before, _ := os.Lstat(dir)
+	before, _ := engine.Lstat(dir)
 	if err := engine.EnsureDir(dir); err != nil {
 		return err
 	}
 	// Remembered only if nothing was swapped while ensureDir looked.
-	if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && before != nil && os.SameFile(before, fi) {
+	if fi, err := engine.Lstat(dir); err == nil && fi.IsDir() && before != nil && os.SameFile(before, fi) {
 		usageDirs.Store(dir, fi)
 	}
 	return nil

@@ -45,6 +45,8 @@ func TestImportDirection(t *testing.T) {
 	}{
 		{func(p string) bool { return under(p, "filestore") }, func(d string) bool { return under(d, "filestore") },
 			"filestore imports no aipm package but its own sub-packages"},
+		{func(p string) bool { return under(p, "filestore/internal/engine") }, func(string) bool { return false },
+			"the store's engine imports no aipm package: it knows files, not tasks"},
 		{func(p string) bool { return under(p, "watch") }, func(string) bool { return false },
 			"watch imports no aipm package"},
 		{func(p string) bool { return under(p, "tools") }, func(d string) bool { return !under(d, "cmd") },
@@ -67,7 +69,7 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"filestore", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim", "cmd/aipm/internal/ui"} {
+	for _, p := range []string{"filestore", "filestore/internal/engine", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim", "cmd/aipm/internal/ui"} {
 		if _, ok := deps[mod+"/"+p]; !ok {
 			t.Errorf("go list did not list %s: the test no longer sees the layout it checks", p)
 		}
