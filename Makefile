@@ -43,8 +43,8 @@ bench:
 
 # Short fuzzing runs of the store's parsers (kept out of `make test`).
 fuzz:
-	$(GO) test -run='^$$' -fuzz=FuzzReadLines -fuzztime=20s ./filestore/
-	$(GO) test -run='^$$' -fuzz=FuzzRepairTail -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzReadLines -fuzztime=20s ./filestore/internal/engine/
+	$(GO) test -run='^$$' -fuzz=FuzzRepairTail -fuzztime=20s ./filestore/internal/engine/
 	$(GO) test -run='^$$' -fuzz=FuzzValidateIDs -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/

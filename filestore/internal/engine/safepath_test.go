@@ -1,4 +1,4 @@
-package filestore
+package engine
 
 import (
 	"errors"
@@ -7,8 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-
-	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
@@ -31,19 +29,19 @@ func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
 	}
 
 	var ue *UnsafePathError
-	if err := engine.AppendLine(link, map[string]int{"x": 1}, false); !errors.As(err, &ue) || ue.Path != ".ai-pm/agents/a/chat.jsonl" {
+	if err := AppendLine(link, map[string]int{"x": 1}, false); !errors.As(err, &ue) || ue.Path != ".ai-pm/agents/a/chat.jsonl" {
 		t.Errorf("append through a linked file: %v", err)
 	}
-	if _, err := engine.ReadLines(link, 0); !errors.As(err, &ue) {
+	if _, err := ReadLines(link, 0); !errors.As(err, &ue) {
 		t.Errorf("read through a linked file: %v", err)
 	}
-	if err := engine.WriteJSON(filepath.Join(dir, "tasks", "t.json"), 1, 0o644); !errors.As(err, &ue) || ue.Path != ".ai-pm/tasks" {
+	if err := WriteJSON(filepath.Join(dir, "tasks", "t.json"), 1, 0o644); !errors.As(err, &ue) || ue.Path != ".ai-pm/tasks" {
 		t.Errorf("write into a linked directory: %v", err)
 	}
-	if err := engine.WriteJSON(link, 1, 0o644); !errors.As(err, &ue) {
+	if err := WriteJSON(link, 1, 0o644); !errors.As(err, &ue) {
 		t.Errorf("replace a link: %v", err)
 	}
-	if _, err := engine.ReadLines(fifo, 0); !errors.As(err, &ue) || ue.Problem != "a named pipe" {
+	if _, err := ReadLines(fifo, 0); !errors.As(err, &ue) || ue.Problem != "a named pipe" {
 		t.Errorf("read a fifo: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "keep" {
@@ -53,7 +51,7 @@ func TestOpenSafeRefusesLinksAndSpecialFiles(t *testing.T) {
 		t.Errorf("files appeared outside: %v", ents)
 	}
 	// a plain path works, and its missing directories are made
-	if err := engine.AppendLine(filepath.Join(dir, "agents", "b", "chat.jsonl"), 1, false); err != nil {
+	if err := AppendLine(filepath.Join(dir, "agents", "b", "chat.jsonl"), 1, false); err != nil {
 		t.Errorf("plain append: %v", err)
 	}
 }
@@ -64,10 +62,10 @@ func TestReadFileSafeLimit(t *testing.T) {
 	p := filepath.Join(dir, "big.json")
 	os.WriteFile(p, make([]byte, 2048), 0o644)
 	var te *TooLargeError
-	if _, err := engine.ReadFile(p, 1024); !errors.As(err, &te) || te.Size != 2048 {
+	if _, err := ReadFile(p, 1024); !errors.As(err, &te) || te.Size != 2048 {
 		t.Errorf("oversized read: %v", err)
 	}
-	if b, err := engine.ReadFile(p, 4096); err != nil || len(b) != 2048 {
+	if b, err := ReadFile(p, 4096); err != nil || len(b) != 2048 {
 		t.Errorf("read under the limit: %d %v", len(b), err)
 	}
 }
@@ -79,11 +77,11 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, DirName)
 	file := filepath.Join(dir, "tasks", "t.json")
-	if err := engine.WriteJSON(file, "old", 0o644); err != nil {
+	if err := WriteJSON(file, "old", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
-		if b, err := engine.ReadFile(file, engine.MaxEntityFile); err != nil || !strings.Contains(string(b), "old") {
+		if b, err := ReadFile(file, MaxEntityFile); err != nil || !strings.Contains(string(b), "old") {
 			t.Fatalf("read before the move: %q, %v", b, err)
 		}
 	}
@@ -93,10 +91,10 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 	if err := os.Rename(dir, moved); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.ReadFile(file, engine.MaxEntityFile); !errors.Is(err, os.ErrNotExist) {
+	if _, err := ReadFile(file, MaxEntityFile); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("read after the store moved away: %v, want not found", err)
 	}
-	if err := engine.WriteJSON(file, "new", 0o644); err != nil {
+	if err := WriteJSON(file, "new", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "new") {
@@ -114,13 +112,13 @@ func TestHeldStoreRootFollowsItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ue *UnsafePathError
-	if _, err := engine.ReadFile(filepath.Join(moved, "tasks", "t.json"), engine.MaxEntityFile); err != nil {
+	if _, err := ReadFile(filepath.Join(moved, "tasks", "t.json"), MaxEntityFile); err != nil {
 		t.Fatalf("read of the moved store by its own path: %v", err)
 	}
-	if _, err := engine.ReadFile(file, engine.MaxEntityFile); !errors.As(err, &ue) || ue.Path != DirName {
+	if _, err := ReadFile(file, MaxEntityFile); !errors.As(err, &ue) || ue.Path != DirName {
 		t.Errorf("read through a store swapped for a link: %v", err)
 	}
-	if err := engine.WriteJSON(file, "through the link", 0o644); !errors.As(err, &ue) {
+	if err := WriteJSON(file, "through the link", 0o644); !errors.As(err, &ue) {
 		t.Errorf("write through a store swapped for a link: %v", err)
 	}
 }
@@ -133,10 +131,10 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	file := filepath.Join(dir, "agents", "w1", "chat.jsonl")
 	read := func() (string, error) {
-		b, err := engine.ReadFile(file, engine.MaxJSONLFile)
+		b, err := ReadFile(file, MaxJSONLFile)
 		return string(b), err
 	}
-	if err := engine.WriteJSON(file, "first", 0o644); err != nil {
+	if err := WriteJSON(file, "first", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -159,7 +157,7 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	if _, err := read(); !errors.As(err, &ue) || ue.Path != DirName+"/agents/w1" {
 		t.Errorf("read through a directory swapped for a link: %v", err)
 	}
-	if f, err := engine.Open(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644, 0); !errors.As(err, &ue) {
+	if f, err := Open(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644, 0); !errors.As(err, &ue) {
 		if f != nil {
 			f.Close()
 		}
@@ -179,7 +177,7 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 	}
 	// Made anew: the new directory is read.
 	os.Remove(filepath.Join(dir, "agents"))
-	if err := engine.WriteJSON(file, "second", 0o644); err != nil {
+	if err := WriteJSON(file, "second", 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := read(); err != nil || !strings.Contains(b, "second") {
@@ -190,7 +188,7 @@ func TestHeldStoreDirFollowsItsPath(t *testing.T) {
 // A store path is what filepath.Join makes of the store's directory and the elements,
 // built in one piece when they are clean already.
 func TestStorePathAsJoin(t *testing.T) {
-	s := newTestStore(t)
+	s := NewDir(filepath.Join(t.TempDir(), DirName))
 	for _, elem := range [][]string{
 		{"tasks", "tsk_1.json"},
 		{JournalPath},
@@ -208,11 +206,11 @@ func TestStorePathAsJoin(t *testing.T) {
 		{".."},
 		{"...", ".x", "x."},
 	} {
-		if got, want := s.path(elem...), filepath.Join(append([]string{s.dir}, elem...)...); got != want {
+		if got, want := s.Path(elem...), filepath.Join(append([]string{s.dir}, elem...)...); got != want {
 			t.Errorf("path(%q) = %q, want %q", elem, got, want)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = s.path("tasks", "tsk_1.json") }); n > 1 {
+	if n := testing.AllocsPerRun(100, func() { _ = s.Path("tasks", "tsk_1.json") }); n > 1 {
 		t.Errorf("a clean path: %v allocations, want 1", n)
 	}
 }

@@ -1,12 +1,10 @@
-package filestore
+package engine
 
 import (
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
-
-	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // lstatStamp gives the identity os.Lstat does, tells regular files from the rest, and on
@@ -30,17 +28,17 @@ func TestLstatStampAsLstat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, regular, err := engine.LstatStamp(c.path)
-		if err != nil || st != engine.StampOf(fi) || regular != c.regular {
-			t.Errorf("engine.LstatStamp(%s) = %+v, %v, %v; want %+v, %v", c.path, st, regular, err, engine.StampOf(fi), c.regular)
+		st, regular, err := LstatStamp(c.path)
+		if err != nil || st != StampOf(fi) || regular != c.regular {
+			t.Errorf("LstatStamp(%s) = %+v, %v, %v; want %+v, %v", c.path, st, regular, err, StampOf(fi), c.regular)
 		}
 	}
-	if _, _, err := engine.LstatStamp(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
+	if _, _, err := LstatStamp(filepath.Join(dir, "missing")); !os.IsNotExist(err) {
 		t.Errorf("a missing file: %v, want one that is not there", err)
 	}
 	if runtime.GOOS == "linux" {
-		if n := testing.AllocsPerRun(100, func() { engine.LstatStamp(file) }); n > 1 {
-			t.Errorf("engine.LstatStamp: %v allocations, want at most the path's", n)
+		if n := testing.AllocsPerRun(100, func() { LstatStamp(file) }); n > 1 {
+			t.Errorf("LstatStamp: %v allocations, want at most the path's", n)
 		}
 	}
 }

@@ -1,11 +1,9 @@
-package filestore
+package engine
 
 import (
 	"os"
 	"path/filepath"
 	"testing"
-
-	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // BenchmarkReadEntityFile is what every read of an entity file costs through the store's
@@ -22,7 +20,7 @@ func BenchmarkReadEntityFile(b *testing.B) {
 	}
 	b.Run("safe", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := engine.ReadFile(path, engine.MaxEntityFile); err != nil {
+			if _, err := ReadFile(path, MaxEntityFile); err != nil {
 				b.Fatal(err)
 			}
 		}
