@@ -94,3 +94,84 @@ func cleanRel(p string) bool {
 	}
 	return true
 }
+
+// OneShot tells the store that this process is a command that runs for a moment (`aipm
+// status`, `aipm task add`): each cache compares the files it holds with the files at its
+// first query, as every query of a process without a watcher does, and its later queries
+// read only the journal, which names every write made through aipm. A command makes many
+// queries, and at 100,000 tasks each comparison stats thousands of files of unfinished
+// work. An edit beside aipm while it runs is seen by the next command.
+func (d *Dir) OneShot() { d.oneShot.Store(true) }
+
+// IsOneShot tells whether OneShot was called.
+func (d *Dir) IsOneShot() bool { return d.oneShot.Load() }
+
+// Watched tells the store that a watcher of its directory reports every change through
+// Changed from now on, so queries trust the cache between reports instead of comparing
+// every file. Call it after the watcher is watching.
+func (d *Dir) Watched() {
+	d.journal.mu.Lock()
+	d.journal.watched = true
+	d.journal.mu.Unlock()
+	// Whatever happened before the watcher started: a change of a directory's list of
+	// names, or of a file held in full.
+	for _, c := range d.caches() {
+		c.markCheck()
+	}
+}
+
+func (d *Dir) watched() bool {
+	d.journal.mu.Lock()
+	defer d.journal.mu.Unlock()
+	return d.journal.watched
+}
+
+// Changed is the watcher's report: paths relative to .ai-pm, slash-separated, that may have
+// changed; an empty path means events were lost and anything may have changed.
+func (d *Dir) Changed(paths ...string) {
+	for _, p := range paths {
+		if p == "" {
+			d.markAll()
+			continue
+		}
+		d.MarkPath(p)
+	}
+}
+
+// MarkPath routes one changed path to the cache of its directory. A whole directory (a
+// checkout that replaced it, a rename) is a rescan of that cache.
+func (d *Dir) MarkPath(rel string) {
+	parts := strings.Split(rel, "/")
+	for _, c := range d.caches() {
+		if parts[0] != c.dirName() {
+			continue
+		}
+		switch {
+		case len(parts) == 1: // the whole directory
+			c.markAll()
+		case c.nested():
+			// agents/<id> itself or its agents/<id>/agent.json: the mailbox and the other
+			// files beside it change on every message and are no part of the entity.
+			if len(parts) == 2 || len(parts) == 3 && parts[2] == c.leafName() {
+				c.Mark(parts[1])
+			}
+		case len(parts) == 2:
+			if id, ok := strings.CutSuffix(parts[1], ".json"); ok {
+				c.Mark(id)
+			}
+		}
+	}
+}
+
+func (d *Dir) markAll() {
+	if d.OnMarkAll != nil {
+		d.OnMarkAll()
+	}
+	for _, c := range d.caches() {
+		c.markAll()
+	}
+}
+
+func (d *Dir) caches() []anyCache {
+	return d.cacheList
+}

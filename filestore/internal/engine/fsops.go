@@ -235,5 +235,5 @@ func CreateOnce(path string, data []byte, perm os.FileMode) error {
 	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
 	}
-	return nil
+	return SyncDir(filepath.Dir(path))
 }

@@ -722,27 +722,9 @@ func (c *Cache[T]) readIndexHeader() (indexHeader, error) {
 
 // writeIndexFile replaces an index file by rename, without fsync: a file cut short by a
 // crash fails its checksum and is rebuilt.
-func writeIndexFile(p string, data []byte) (err error) {
-	dir, base := filepath.Split(p)
-	if err := EnsureDir(dir); err != nil {
+func writeIndexFile(p string, data []byte) error {
+	return WriteStreamed(p, 0o600, func(w io.Writer) error {
+		_, err := w.Write(data)
 		return err
-	}
-	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	})
 }
