@@ -47,7 +47,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzRepairTail -fuzztime=20s ./filestore/internal/engine/
 	$(GO) test -run='^$$' -fuzz=FuzzValidateIDs -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
-	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/merge/
 	$(GO) test -run='^$$' -fuzz=FuzzQuickMessage -fuzztime=20s ./filestore/
 
 # Rewrite golden sections of testscript scenarios (e.g. the tools/list snapshot).

@@ -383,7 +383,7 @@
 //
 // In a clone with a remote, .ai-pm is instead a worktree of its own branch, aipm/state,
 // which the code branches ignore; `aipm sync` merges another clone's changes path by path
-// from Git's objects — entity files by Merge, JSONL files by MergeLines (each record once,
+// from Git's objects — entity files by merge.Merge, JSONL files by merge.Lines (each record once,
 // in time order) — and writes the results through Files (Store.Exclusive): atomically,
 // under the store lock, noted in the change journal like any write of the store's own.
 //

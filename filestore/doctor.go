@@ -759,12 +759,12 @@ func (c *checker) conflict(path string, data []byte) {
 		c.add(path, line, "unresolved merge conflict in %s: edit the file keeping one side of each conflict (`git show :2:%s` is ours, `:3:` theirs), then `git add` it", what, rel)
 		return
 	}
-	var o, t obj
+	var o, t Object
 	json.Unmarshal(ours, &o)
 	json.Unmarshal(theirs, &t)
 	var parts []string
 	for _, f := range fields {
-		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(compact(o[f])), clip(compact(t[f]))))
+		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(CompactJSON(o[f])), clip(CompactJSON(t[f]))))
 	}
 	c.add(path, line, "unresolved merge conflict in %s: both sides changed %s; keep one side with `aipm resolve %s --ours` or `--theirs` (or edit the file), then `git add %s` and finish the merge or rebase",
 		what, strings.Join(parts, ", "), rel, rel)

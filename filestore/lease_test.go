@@ -150,33 +150,6 @@ func TestConversationAcrossMachines(t *testing.T) {
 	}
 }
 
-func TestMergeLease(t *testing.T) {
-	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	base := Lease{AgentID: "w1", MachineID: "m-a", AcquiredAt: at(0), RenewedAt: at(0), ExpiresAt: at(60), UpdatedAt: at(0), Version: 1}
-	renewed := base
-	renewed.RenewedAt, renewed.ExpiresAt, renewed.UpdatedAt, renewed.Version = at(20), at(80), at(20), 2
-	moved := base
-	moved.MachineID, moved.AcquiredAt, moved.RenewedAt, moved.ExpiresAt, moved.UpdatedAt, moved.Version = "m-b", at(10), at(10), at(70), at(10), 2
-	for _, sides := range [][2]Lease{{renewed, moved}, {moved, renewed}} {
-		r, err := Merge(KindLease, enc(t, &base), enc(t, &sides[0]), enc(t, &sides[1]))
-		if err != nil || len(r.Conflicts) > 0 {
-			t.Fatalf("merge: %v %v", err, r)
-		}
-		var got Lease
-		if err := json.Unmarshal(r.Data, &got); err != nil {
-			t.Fatal(err)
-		}
-		// The move is the later taking: it wins whole, though the renewal is later.
-		if got.MachineID != "m-b" || !got.ExpiresAt.Equal(at(70)) || got.Version != 3 {
-			t.Errorf("merged %+v", got)
-		}
-	}
-	if EntityKind(".ai-pm/leases/w1.json") != KindLease {
-		t.Errorf("leases are not entity files")
-	}
-}
-
 func TestDoctorChecksLeases(t *testing.T) {
 	s, clk := clockedStore(t)
 	claim(t, s, "m-a", "w1")

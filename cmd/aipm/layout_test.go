@@ -47,6 +47,10 @@ func TestImportDirection(t *testing.T) {
 			"filestore imports no aipm package but its own sub-packages"},
 		{func(p string) bool { return under(p, "filestore/internal/engine") }, func(string) bool { return false },
 			"the store's engine imports no aipm package: it knows files, not tasks"},
+		{func(p string) bool { return p == "github.com/aipm/aipm/filestore" }, func(d string) bool {
+			return d == "github.com/aipm/aipm/filestore/internal/engine" || d == "github.com/aipm/aipm/filestore/msg"
+		},
+			"the domain stands on the engine alone: the merge rules sit above it"},
 		{func(p string) bool { return under(p, "watch") }, func(string) bool { return false },
 			"watch imports no aipm package"},
 		{func(p string) bool { return under(p, "tools") }, func(d string) bool { return !under(d, "cmd") },
@@ -69,7 +73,7 @@ func TestImportDirection(t *testing.T) {
 			}
 		}
 	}
-	for _, p := range []string{"filestore", "filestore/internal/engine", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim", "cmd/aipm/internal/ui"} {
+	for _, p := range []string{"filestore", "filestore/internal/engine", "filestore/merge", "filestore/msg", "watch", "tools", "cmd/aipm/internal/coordinator", "cmd/aipm/internal/sim", "cmd/aipm/internal/ui"} {
 		if _, ok := deps[mod+"/"+p]; !ok {
 			t.Errorf("go list did not list %s: the test no longer sees the layout it checks", p)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/filestore/merge"
 )
 
 // cmdMergeDriver is the merge driver Git runs (merge=aipm in .ai-pm/.gitattributes, the
@@ -46,9 +47,9 @@ func (a *app) cmdMergeDriver(args []string) error {
 	}
 	base, ours, theirs := sides[0], sides[1], sides[2]
 	kind := filestore.EntityKind(name)
-	var r *filestore.MergeResult
+	var r *merge.Result
 	if kind != "" {
-		r, err = filestore.Merge(kind, base, ours, theirs)
+		r, err = merge.Merge(kind, base, ours, theirs)
 	} else {
 		err = fmt.Errorf("not an aipm entity file")
 	}

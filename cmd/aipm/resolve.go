@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/filestore/merge"
 )
 
 // cmdResolve settles a conflict Git left in an entity file under .ai-pm: it keeps one
@@ -61,7 +62,7 @@ func (a *app) resolveLocked(path, kind string, ours bool) error {
 	if err != nil {
 		return fmt.Errorf("%s: %v: edit the file by hand", path, err)
 	}
-	out, err := filestore.ResolveConflict(kind, data, ours)
+	out, err := merge.ResolveConflict(kind, data, ours)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

@@ -36,8 +36,8 @@
 // then, holding the store lock, commit what changed locally since the last round, and
 // merge: for every path that differs between the merge base and theirs, a three-way
 // merge of its three versions read from Git's objects — JSONL files by
-// filestore.MergeLines (each record once, in time order), entity files by
-// filestore.Merge (the merge driver's field-wise rules; free text changed on both sides
+// merge.Lines (each record once, in time order), entity files by
+// merge.Merge (the merge driver's field-wise rules; free text changed on both sides
 // is kept with conflict markers around those fields, which `aipm doctor` names and
 // `aipm resolve` settles), other files by `git merge-file`. The results are written
 // through the store, staged, and recorded as a merge commit (or, when this clone had

@@ -14,6 +14,7 @@ import (
 	"github.com/gofrs/flock"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/filestore/merge"
 )
 
 // Syncer moves one clone's state to and from its remote. Its zero hooks do nothing.
@@ -401,7 +402,7 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 			// Another clone's version, as it is: one that does not decode is not taken,
 			// and this clone keeps using its own.
 			if kind := filestore.EntityKind(p); kind != "" {
-				if cerr := filestore.CheckEntity(kind, data); cerr != nil {
+				if cerr := merge.CheckEntity(kind, data); cerr != nil {
 					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", p, cerr, short))
 					continue
 				}
@@ -444,13 +445,13 @@ func merge3(g gitCmd, p string, b, o, t object) (data []byte, write, remove, con
 	// Both sides changed it.
 	switch {
 	case strings.HasSuffix(p, ".jsonl"):
-		data = filestore.MergeLines(p, b.data, o.data, t.data)
+		data = merge.Lines(p, b.data, o.data, t.data)
 	case filestore.EntityKind(p) != "":
 		base := b.data
 		if !b.ok {
 			base = o.data // added on both sides: ours stands for the ancestor
 		}
-		res, merr := filestore.Merge(filestore.EntityKind(p), base, o.data, t.data)
+		res, merr := merge.Merge(filestore.EntityKind(p), base, o.data, t.data)
 		if merr != nil {
 			data, conflict, err = lineMerge(g, b.data, o.data, t.data)
 			break

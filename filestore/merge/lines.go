@@ -1,4 +1,4 @@
-package filestore
+package merge
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// MergeLines is the three-way merge of a JSONL file (a mailbox, an inbox, the history):
+// Lines is the three-way merge of a JSONL file (a mailbox, an inbox, the history):
 // the union of both sides' lines, each record once, in time order. Lines are append-only,
 // so base only tells what both sides already had; a line is the same record on both
 // sides (both already hold every line of base, so a union needs only them) when it has the same "id" (a message, a notification) or, in events.jsonl whose
@@ -17,7 +17,7 @@ import (
 // wrote in time order stays in time order and a line already read keeps its place
 // whenever the other side's lines are newer. A last line without '\n' (a torn write) is
 // dropped, as readers ignore it.
-func MergeLines(name string, _, ours, theirs []byte) []byte {
+func Lines(name string, _, ours, theirs []byte) []byte {
 	byBytes := path.Base(name) == "events.jsonl"
 	type rec struct {
 		line []byte

@@ -1,70 +1,34 @@
-package filestore
+package merge
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
-// Entity kinds that Merge knows, named after what their files hold.
-const (
-	KindTask         = "task"
-	KindConversation = "conversation"
-	KindDelegation   = "delegation"
-	KindExecution    = "execution"
-	KindAgent        = "agent"
-	KindProject      = "project"
-	KindLease        = "lease"
-)
+// obj is one JSON object (filestore.Object), its values kept raw.
+type obj = filestore.Object
 
-// EntityKind returns the kind of entity file a path under .ai-pm holds ("tasks/<id>.json"
-// is a task; a leading ".ai-pm/" or any directories above it are allowed), or "" for a
-// path that is not an entity file.
-func EntityKind(p string) string {
-	p = path.Clean(strings.ReplaceAll(p, "\\", "/"))
-	if i := strings.LastIndex(p, DirName+"/"); i >= 0 {
-		p = p[i+len(DirName)+1:]
-	}
-	dir, file := path.Split(p)
-	switch {
-	case p == "project.json":
-		return KindProject
-	case dir == "tasks/" && strings.HasSuffix(file, ".json"):
-		return KindTask
-	case dir == "conversations/" && strings.HasSuffix(file, ".json"):
-		return KindConversation
-	case dir == "delegations/" && strings.HasSuffix(file, ".json"):
-		return KindDelegation
-	case dir == "executions/" && strings.HasSuffix(file, ".json"):
-		return KindExecution
-	case strings.HasPrefix(dir, "agents/") && strings.Count(dir, "/") == 2 && file == "agent.json":
-		return KindAgent
-	case dir == "leases/" && strings.HasSuffix(file, ".json"):
-		return KindLease
-	}
-	return ""
-}
-
-// MergeConflict is a field both sides changed in a way no rule decides: free text, or a
+// Conflict is a field both sides changed in a way no rule decides: free text, or a
 // status neither side reached by the transition table.
-type MergeConflict struct {
+type Conflict struct {
 	Field  string `json:"field"` // dotted for nested fields: settings.language
 	Ours   string `json:"ours"`  // compact JSON of each side's value
 	Theirs string `json:"theirs"`
 }
 
-// MergeResult is what Merge made of three versions of one entity file.
-type MergeResult struct {
+// Result is what Merge made of three versions of one entity file.
+type Result struct {
 	// Data is the merged file, stably formatted; with conflicts it holds, around each
 	// conflicting field, Git's conflict markers (ours first), and the rest merged.
 	Data      []byte
-	Conflicts []MergeConflict
+	Conflicts []Conflict
 }
 
 // Merge is the three-way merge of an entity file of the given kind (see EntityKind), the
@@ -94,7 +58,7 @@ type MergeResult struct {
 //
 // version becomes one more than the larger of both sides. Merge is symmetric: swapping
 // ours and theirs gives the same Data when there is no conflict.
-func Merge(kind string, base, ours, theirs []byte) (*MergeResult, error) {
+func Merge(kind string, base, ours, theirs []byte) (*Result, error) {
 	r, ok := mergeRulesFor[kind]
 	if !ok {
 		return nil, fmt.Errorf("merge: unknown entity kind %q", kind)
@@ -102,13 +66,13 @@ func Merge(kind string, base, ours, theirs []byte) (*MergeResult, error) {
 	var b, o, t obj
 	if len(bytes.TrimSpace(base)) == 0 {
 		b = obj{}
-	} else if err := decodeObj(base, &b); err != nil {
+	} else if err := filestore.DecodeObject(base, &b); err != nil {
 		return nil, fmt.Errorf("merge base: %w", err)
 	}
-	if err := decodeObj(ours, &o); err != nil {
+	if err := filestore.DecodeObject(ours, &o); err != nil {
 		return nil, fmt.Errorf("ours: %w", err)
 	}
-	if err := decodeObj(theirs, &t); err != nil {
+	if err := filestore.DecodeObject(theirs, &t); err != nil {
 		return nil, fmt.Errorf("theirs: %w", err)
 	}
 	m := &merger{rules: r, b: b, o: o, t: t, later: laterSide(o, t)}
@@ -119,7 +83,7 @@ func Merge(kind string, base, ours, theirs []byte) (*MergeResult, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &MergeResult{Data: data}, nil
+		return &Result{Data: data}, nil
 	}
 	// Two documents, each with one side's values for the conflicting fields and the merge
 	// elsewhere, differ only in those fields: the markers go around them.
@@ -136,21 +100,7 @@ func Merge(kind string, base, ours, theirs []byte) (*MergeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MergeResult{Data: markConflicts(od, td), Conflicts: conflicts}, nil
-}
-
-// obj is one JSON object, its values kept raw so that a field nobody changed is written
-// back exactly.
-type obj = map[string]json.RawMessage
-
-func decodeObj(data []byte, v *obj) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return err
-	}
-	if *v == nil {
-		return fmt.Errorf("not a JSON object")
-	}
-	return nil
+	return &Result{Data: filestore.MarkConflicts(od, td), Conflicts: conflicts}, nil
 }
 
 func cloneObj(o obj) obj {
@@ -195,7 +145,7 @@ type mergeRules struct {
 }
 
 var mergeRulesFor = map[string]mergeRules{
-	KindTask: {
+	filestore.KindTask: {
 		text: []string{"title", "description"},
 		sets: []string{"dependencies"},
 		groups: []statusGroup{
@@ -203,47 +153,47 @@ var mergeRulesFor = map[string]mergeRules{
 				"status_before_cascade", "completion_result", "completion_summary", "completed_at"}, pick: pickTaskStatus},
 			{members: []string{"approval", "approved_by", "rejected_reason"}, pick: pickLaterUpdate},
 		},
-		encode: encodeAs[Task],
+		encode: encodeAs[filestore.Task],
 	},
-	KindConversation: {
+	filestore.KindConversation: {
 		text:     []string{"purpose"},
 		sets:     []string{"notified"},
 		counters: []string{"turns"},
 		groups: []statusGroup{{members: []string{"state", "ended_at", "ended_by", "end_reason"},
-			pick: pickByRank("state", "ended_at", map[string]int{ConvPending: 0, ConvActive: 1, ConvTerminating: 2, ConvEnded: 3, ConvExpired: 3})}},
-		encode: encodeAs[Conversation],
+			pick: pickByRank("state", "ended_at", map[string]int{filestore.ConvPending: 0, filestore.ConvActive: 1, filestore.ConvTerminating: 2, filestore.ConvEnded: 3, filestore.ConvExpired: 3})}},
+		encode: encodeAs[filestore.Conversation],
 	},
-	KindDelegation: {
+	filestore.KindDelegation: {
 		text: []string{"purpose", "context"},
 		groups: []statusGroup{{members: []string{"status", "result", "completed_at"},
-			pick: pickByRank("status", "completed_at", map[string]int{DelegationPending: 0, DelegationProcessing: 1, DelegationCompleted: 2, DelegationFailed: 2})}},
-		encode: encodeAs[Delegation],
+			pick: pickByRank("status", "completed_at", map[string]int{filestore.DelegationPending: 0, filestore.DelegationProcessing: 1, filestore.DelegationCompleted: 2, filestore.DelegationFailed: 2})}},
+		encode: encodeAs[filestore.Delegation],
 	},
-	KindExecution: {
+	filestore.KindExecution: {
 		groups: []statusGroup{{members: []string{"status", "completed_at", "duration_seconds", "exit_code", "summary"},
-			pick: pickByRank("status", "completed_at", map[string]int{ExecRunning: 0, ExecCompleted: 1, ExecFailed: 1})}},
-		encode: encodeAs[Execution],
+			pick: pickByRank("status", "completed_at", map[string]int{filestore.ExecRunning: 0, filestore.ExecCompleted: 1, filestore.ExecFailed: 1})}},
+		encode: encodeAs[filestore.Execution],
 	},
-	KindAgent: {
+	filestore.KindAgent: {
 		text:   []string{"name", "role", "system_prompt"},
-		encode: encodeAs[Agent],
+		encode: encodeAs[filestore.Agent],
 	},
-	KindProject: {
+	filestore.KindProject: {
 		text:   []string{"name", "description", "settings.agent_commands"},
-		encode: encodeAs[Project],
+		encode: encodeAs[filestore.Project],
 	},
 	// Two machines that each took an agent's lease: the later taking (a move, a takeover)
 	// wins whole, so one machine runs the agent and the other stops it; the same machine's
 	// renewals merge field by field (the later times).
-	KindLease: {
+	filestore.KindLease: {
 		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at"},
 			pick: pickLease}},
-		encode: encodeAs[Lease],
+		encode: encodeAs[filestore.Lease],
 	},
 }
 
 func pickLease(b, o, t obj) (int, bool) {
-	if compact(o["machine_id"]) == compact(t["machine_id"]) {
+	if filestore.CompactJSON(o["machine_id"]) == filestore.CompactJSON(t["machine_id"]) {
 		if c := cmpTime(o["renewed_at"], t["renewed_at"]); c != 0 {
 			return -c, false
 		}
@@ -279,9 +229,9 @@ type merger struct {
 }
 
 // object merges one JSON object; prefix is the dotted path to it ("" at the top).
-func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
+func (m *merger) object(prefix string, b, o, t obj) (obj, []Conflict) {
 	out := obj{}
-	var conflicts []MergeConflict
+	var conflicts []Conflict
 	decided := map[string]bool{}
 	if prefix == "" {
 		for _, g := range m.rules.groups {
@@ -291,7 +241,7 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 			side, conflict := g.pick(b, o, t)
 			if conflict {
 				f := g.members[0]
-				conflicts = append(conflicts, MergeConflict{Field: f, Ours: compact(o[f]), Theirs: compact(t[f])})
+				conflicts = append(conflicts, Conflict{Field: f, Ours: filestore.CompactJSON(o[f]), Theirs: filestore.CompactJSON(t[f])})
 				setOrDelete(out, f, o[f])
 				decided[f] = true
 				continue
@@ -315,7 +265,7 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 			keys[k] = true
 		}
 	}
-	for _, k := range sortedKeys(keys) {
+	for _, k := range filestore.SortedKeys(keys) {
 		if decided[k] {
 			continue
 		}
@@ -325,15 +275,15 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 		}
 		bv, ov, tv := b[k], o[k], t[k]
 		switch {
-		case slices.Contains(m.rules.counters, field) && !same(bv, ov) && !same(bv, tv):
+		case slices.Contains(m.rules.counters, field) && !filestore.SameJSON(bv, ov) && !filestore.SameJSON(bv, tv):
 			// Both counted, the same number or not: both happened.
 			v, _ := m.both(field, bv, ov, tv)
 			setOrDelete(out, k, v)
-		case same(ov, tv):
+		case filestore.SameJSON(ov, tv):
 			setOrDelete(out, k, ov)
-		case same(bv, ov):
+		case filestore.SameJSON(bv, ov):
 			setOrDelete(out, k, tv)
-		case same(bv, tv):
+		case filestore.SameJSON(bv, tv):
 			setOrDelete(out, k, ov)
 		default:
 			v, c := m.both(field, bv, ov, tv)
@@ -347,8 +297,8 @@ func (m *merger) object(prefix string, b, o, t obj) (obj, []MergeConflict) {
 }
 
 // both decides a field both sides changed differently.
-func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage, []MergeConflict) {
-	conflict := []MergeConflict{{Field: field, Ours: compact(ov), Theirs: compact(tv)}}
+func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage, []Conflict) {
+	conflict := []Conflict{{Field: field, Ours: filestore.CompactJSON(ov), Theirs: filestore.CompactJSON(tv)}}
 	if slices.Contains(m.rules.text, field) || slices.Contains(identityFields, field) {
 		return ov, conflict
 	}
@@ -378,7 +328,7 @@ func (m *merger) both(field string, bv, ov, tv json.RawMessage) (json.RawMessage
 		}
 		return tv, nil
 	}
-	if side := m.later; side < 0 || (side == 0 && compact(ov) > compact(tv)) {
+	if side := m.later; side < 0 || (side == 0 && filestore.CompactJSON(ov) > filestore.CompactJSON(tv)) {
 		return ov, nil
 	}
 	return tv, nil
@@ -421,10 +371,10 @@ func tieBreak(o, t obj) int {
 // reach from the base's is possible; of two, the later change wins.
 func pickTaskStatus(b, o, t obj) (int, bool) {
 	bs, sO, sT := str(b["status"]), str(o["status"]), str(t["status"])
-	oOK := sO == bs || Reachable(bs, sO)
-	tOK := sT == bs || Reachable(bs, sT)
+	oOK := sO == bs || filestore.Reachable(bs, sO)
+	tOK := sT == bs || filestore.Reachable(bs, sT)
 	if len(b) == 0 {
-		oOK, tOK = slices.Contains(Statuses, sO), slices.Contains(Statuses, sT)
+		oOK, tOK = slices.Contains(filestore.Statuses, sO), slices.Contains(filestore.Statuses, sT)
 	}
 	switch {
 	case oOK && !tOK:
@@ -440,8 +390,8 @@ func pickTaskStatus(b, o, t obj) (int, bool) {
 	case c < 0:
 		return 1, false
 	}
-	if Finished(sO) != Finished(sT) {
-		if Finished(sO) {
+	if filestore.Finished(sO) != filestore.Finished(sT) {
+		if filestore.Finished(sO) {
 			return -1, false
 		}
 		return 1, false
@@ -485,31 +435,10 @@ func pickByRank(field, endField string, rank map[string]int) func(b, o, t obj) (
 	}
 }
 
-// Reachable reports whether the transition table leads from one status to another in one
-// or more steps.
-func Reachable(from, to string) bool {
-	seen := map[string]bool{from: true}
-	next := []string{from}
-	for len(next) > 0 {
-		cur := next[0]
-		next = next[1:]
-		for _, s := range transitions[cur] {
-			if s == to {
-				return true
-			}
-			if !seen[s] {
-				seen[s] = true
-				next = append(next, s)
-			}
-		}
-	}
-	return false
-}
-
 // changed reports whether side differs from base in any of the fields.
 func changed(base, side obj, fields []string) bool {
 	for _, f := range fields {
-		if !same(base[f], side[f]) {
+		if !filestore.SameJSON(base[f], side[f]) {
 			return true
 		}
 	}
@@ -545,26 +474,6 @@ func setOrDelete(o obj, k string, v json.RawMessage) {
 		return
 	}
 	o[k] = v
-}
-
-// same compares two raw values as JSON, whatever their formatting; an absent value is
-// only the same as another absent one.
-func same(a, b json.RawMessage) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return compact(a) == compact(b)
-}
-
-func compact(v json.RawMessage) string {
-	if v == nil {
-		return "null"
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, v) != nil {
-		return string(v)
-	}
-	return buf.String()
 }
 
 func str(v json.RawMessage) string {
@@ -604,166 +513,6 @@ func timeOf(v json.RawMessage) (time.Time, bool) {
 	return *t, true
 }
 
-func sortedKeys(m map[string]bool) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-// Conflict markers, as Git writes them.
-const (
-	markerOurs   = "<<<<<<< "
-	markerBase   = "||||||| "
-	markerSep    = "======="
-	markerTheirs = ">>>>>>> "
-)
-
-// markConflicts writes ours with Git's conflict markers around the top-level fields in
-// which theirs differs. Both are the store's formatting of one entity struct: the same
-// keys, one top-level field starting each chunk of lines.
-func markConflicts(ours, theirs []byte) []byte {
-	oc, tc := topChunks(ours), topChunks(theirs)
-	var out bytes.Buffer
-	var hunkO, hunkT []string
-	flush := func() {
-		if len(hunkO) == 0 && len(hunkT) == 0 {
-			return
-		}
-		out.WriteString(markerOurs + "ours\n")
-		for _, s := range hunkO {
-			out.WriteString(s)
-		}
-		out.WriteString(markerSep + "\n")
-		for _, s := range hunkT {
-			out.WriteString(s)
-		}
-		out.WriteString(markerTheirs + "theirs\n")
-		hunkO, hunkT = nil, nil
-	}
-	i, j := 0, 0
-	for i < len(oc) || j < len(tc) {
-		switch {
-		case i < len(oc) && j < len(tc) && oc[i].key == tc[j].key:
-			if oc[i].text == tc[j].text {
-				flush()
-				out.WriteString(oc[i].text)
-			} else {
-				hunkO, hunkT = append(hunkO, oc[i].text), append(hunkT, tc[j].text)
-			}
-			i, j = i+1, j+1
-		case i < len(oc) && !slices.ContainsFunc(tc[j:], func(c chunk) bool { return c.key == oc[i].key }):
-			hunkO = append(hunkO, oc[i].text)
-			i++
-		default:
-			hunkT = append(hunkT, tc[j].text)
-			j++
-		}
-	}
-	flush()
-	return out.Bytes()
-}
-
-type chunk struct{ key, text string }
-
-// topChunks splits an indented JSON object into its opening line, one chunk per
-// top-level field (the field's lines), and the closing line.
-func topChunks(data []byte) []chunk {
-	var out []chunk
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		if line == "" {
-			continue
-		}
-		key := ""
-		switch {
-		case strings.HasPrefix(line, "  \""):
-			key, _, _ = strings.Cut(line[3:], "\"")
-		case strings.HasPrefix(line, "  "):
-			out[len(out)-1].text += line
-			continue
-		default:
-			key = "\x00" + line // the braces
-		}
-		out = append(out, chunk{key: key, text: line})
-	}
-	return out
-}
-
-// HasConflictMarkers reports whether data holds a line Git writes around a conflict.
-func HasConflictMarkers(data []byte) bool {
-	for _, m := range []string{markerOurs, markerSep + "\n", markerTheirs} {
-		if bytes.HasPrefix(data, []byte(m)) || bytes.Contains(data, []byte("\n"+m)) {
-			return true
-		}
-	}
-	return false
-}
-
-// SplitConflict returns the two sides of a file holding conflict markers: ours keeps the
-// first part of every conflict, theirs the last (a diff3 base part is dropped). ok is
-// false when the markers are not well nested.
-func SplitConflict(data []byte) (ours, theirs []byte, ok bool) {
-	var o, t bytes.Buffer
-	state := 0 // 0 outside, 1 ours, 2 base, 3 theirs
-	for _, line := range strings.SplitAfter(string(data), "\n") {
-		switch {
-		case strings.HasPrefix(line, markerOurs) || line == strings.TrimSpace(markerOurs)+"\n":
-			if state != 0 {
-				return nil, nil, false
-			}
-			state = 1
-		case strings.HasPrefix(line, markerBase) && state == 1:
-			state = 2
-		case strings.TrimRight(line, "\r\n") == markerSep && (state == 1 || state == 2):
-			state = 3
-		case (strings.HasPrefix(line, markerTheirs) || line == strings.TrimSpace(markerTheirs)+"\n") && state == 3:
-			state = 0
-		default:
-			switch state {
-			case 0:
-				o.WriteString(line)
-				t.WriteString(line)
-			case 1:
-				o.WriteString(line)
-			case 3:
-				t.WriteString(line)
-			}
-		}
-	}
-	if state != 0 {
-		return nil, nil, false
-	}
-	return o.Bytes(), t.Bytes(), true
-}
-
-// ConflictFields lists, sorted, the top-level fields in which the two sides of a
-// conflicted JSON file differ. An error says a side is not a JSON object.
-func ConflictFields(ours, theirs []byte) ([]string, error) {
-	var o, t obj
-	if err := decodeObj(ours, &o); err != nil {
-		return nil, fmt.Errorf("ours: %w", err)
-	}
-	if err := decodeObj(theirs, &t); err != nil {
-		return nil, fmt.Errorf("theirs: %w", err)
-	}
-	keys := map[string]bool{}
-	for k := range o {
-		keys[k] = true
-	}
-	for k := range t {
-		keys[k] = true
-	}
-	var out []string
-	for _, k := range sortedKeys(keys) {
-		if !same(o[k], t[k]) && k != "version" {
-			out = append(out, k)
-		}
-	}
-	return out, nil
-}
-
 // ResolveConflict takes one side (ours true: the first part of every conflict) of a JSON
 // entity file holding conflict markers and returns it stably formatted, with version one
 // more than either side's, ready to be written back.
@@ -772,15 +521,15 @@ func ResolveConflict(kind string, data []byte, takeOurs bool) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("resolve: unknown entity kind %q", kind)
 	}
-	ours, theirs, ok := SplitConflict(data)
+	ours, theirs, ok := filestore.SplitConflict(data)
 	if !ok {
 		return nil, fmt.Errorf("the conflict markers are not well nested: edit the file by hand")
 	}
 	var o, t obj
-	if err := decodeObj(ours, &o); err != nil {
+	if err := filestore.DecodeObject(ours, &o); err != nil {
 		return nil, fmt.Errorf("our side is not valid JSON (%v): edit the file by hand", err)
 	}
-	if err := decodeObj(theirs, &t); err != nil {
+	if err := filestore.DecodeObject(theirs, &t); err != nil {
 		return nil, fmt.Errorf("their side is not valid JSON (%v): edit the file by hand", err)
 	}
 	v := fmt.Sprint(max(intField(o, "version"), intField(t, "version")) + 1)
@@ -798,32 +547,32 @@ func ResolveConflict(kind string, data []byte, takeOurs bool) ([]byte, error) {
 // resolve` settles it. A sync round keeps its own version of a file that fails, so a
 // garbage project.json from a remote does not stop every clone.
 func CheckEntity(kind string, data []byte) error {
-	if HasConflictMarkers(data) {
+	if filestore.HasConflictMarkers(data) {
 		return nil
 	}
 	var v any
 	switch kind {
-	case KindTask:
-		v = &Task{}
-	case KindProject:
-		v = &Project{}
-	case KindAgent:
-		v = &Agent{}
-	case KindConversation:
-		v = &Conversation{}
-	case KindDelegation:
-		v = &Delegation{}
-	case KindExecution:
-		v = &Execution{}
-	case KindLease:
-		v = &Lease{}
+	case filestore.KindTask:
+		v = &filestore.Task{}
+	case filestore.KindProject:
+		v = &filestore.Project{}
+	case filestore.KindAgent:
+		v = &filestore.Agent{}
+	case filestore.KindConversation:
+		v = &filestore.Conversation{}
+	case filestore.KindDelegation:
+		v = &filestore.Delegation{}
+	case filestore.KindExecution:
+		v = &filestore.Execution{}
+	case filestore.KindLease:
+		v = &filestore.Lease{}
 	default:
 		return nil
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("not a valid %s file: %v", kind, err)
 	}
-	if p, ok := v.(*Project); ok && (p.ID == "" || p.OwnerID == "") {
+	if p, ok := v.(*filestore.Project); ok && (p.ID == "" || p.OwnerID == "") {
 		return fmt.Errorf("a project file with no id or owner_id")
 	}
 	return nil
