@@ -204,27 +204,6 @@ func (s *Store) humanAncestors(agentID string) ([]string, error) {
 	return out, nil
 }
 
-// appendMailbox appends one message line to an agent's mailbox, durably (a message is
-// acknowledged only once it is on disk). The caller holds the store lock. It writes one
-// mailbox only: system messages have no sender copy.
-func (s *Store) appendMailbox(agentID string, m Message) error {
-	if err := ValidateAgentID(agentID); err != nil {
-		return err
-	}
-	return engine.AppendLine(s.mailboxPath(agentID), m, true)
-}
-
-// LastSender returns the sender of the most recent message the agent received, system
-// messages aside, or "" if there is none: in a chat session, whoever spoke last is who
-// asked for what the agent is doing (the original's requester of request_task).
-func (s *Store) LastSender(agentID string) (string, error) {
-	senders, err := s.recentSenders(agentID, 1)
-	if err != nil || len(senders) == 0 {
-		return "", err
-	}
-	return senders[0], nil
-}
-
 // recentSenders returns the senders of the agent's last n received messages (system
 // messages aside), newest first. Only the tail of the mailbox is read, so the cost does
 // not grow with its history.
