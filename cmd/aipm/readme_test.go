@@ -160,7 +160,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	if err != nil || string(out) != "Double it\nPick a number\nfirst commit\n" {
 		t.Errorf("git log = %q, %v; want a commit per task on the first", out, err)
 	}
-	list := exec.Command("aipm", "--json", "task", "list")
+	list := exec.Command(filepath.Join(bin, "aipm"), "--json", "task", "list")
 	list.Dir, list.Env = dir, env
 	out, err = list.Output()
 	if err != nil {
