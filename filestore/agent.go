@@ -254,7 +254,7 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 		if err := writeJSON(s.agentPath(a.ID), a, 0o644); err != nil {
 			return err
 		}
-		s.noteWrite("agents/" + a.ID + "/agent.json")
+		s.eng.noteWrite("agents/" + a.ID + "/agent.json")
 		return s.appendEvent(Event{At: now, Actor: actor.ID, Via: actor.Via, Entity: "agent", ID: a.ID, Change: "created", To: a.Hierarchy})
 	})
 	if err != nil {

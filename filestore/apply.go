@@ -142,6 +142,6 @@ func (f *Files) Remove(rel string) error {
 // noted tells the other processes (the journal) and this one (its caches) that rel
 // changed.
 func (f *Files) noted(rel string) {
-	f.s.noteWrite(rel)
-	f.s.markPath(rel)
+	f.s.eng.noteWrite(rel)
+	f.s.eng.markPath(rel)
 }

@@ -32,7 +32,7 @@ func TestJournalGrowthBounded(t *testing.T) {
 	if _, err := o.SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(s.journalPath(), 64<<30); err != nil {
+	if err := os.Truncate(s.eng.journalPath(), 64<<30); err != nil {
 		t.Skipf("no sparse 64 GB file here: %v", err)
 	}
 	var got string

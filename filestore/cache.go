@@ -39,17 +39,17 @@ import (
 // one; readers that see a new journal re-check every cached file by identity.
 const journalMax = 16 << 20
 
-// stamp identifies the content a file had when it was read: an atomic write makes a new
+// Stamp identifies the content a file had when it was read: an atomic write makes a new
 // inode, an in-place edit a new size or modification time.
-type stamp struct {
-	ino   uint64
-	size  int64
-	mtime int64
-	ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
+type Stamp struct {
+	Ino   uint64
+	Size  int64
+	Mtime int64
+	Ctime int64 // catches an in-place edit that keeps the size and sets the mtime back
 }
 
-func stampOf(fi os.FileInfo) stamp {
-	return stamp{ino: fileIno(fi), size: fi.Size(), mtime: fi.ModTime().UnixNano(), ctime: fileCtime(fi)}
+func stampOf(fi os.FileInfo) Stamp {
+	return Stamp{Ino: fileIno(fi), Size: fi.Size(), Mtime: fi.ModTime().UnixNano(), Ctime: fileCtime(fi)}
 }
 
 // cacheEntry is one file as last read. v is the parsed value of a file the cache holds;
@@ -58,7 +58,7 @@ func stampOf(fi os.FileInfo) stamp {
 type cacheEntry[T any] struct {
 	v  *T
 	k  []string
-	st stamp
+	st Stamp
 	// raw is the JSON of an unfinished entity from the index file, parsed when first
 	// asked for (v is nil until then).
 	raw string
@@ -72,9 +72,10 @@ func (e *cacheEntry[T]) readable() bool { return e.v != nil || e.k != nil }
 
 // dirCache caches the JSON entities of one directory under .ai-pm, by id.
 type dirCache[T any] struct {
-	s      *Store
+	d      *Dir
 	dir    string // relative to .ai-pm, e.g. "tasks"
-	prefix string // id prefix, e.g. "tsk_"; "" for agent ids
+	// valid tells a name of the directory that is an entity's id (the domain's rule).
+	valid func(id string) bool
 	// nested: each entity is dir/<id>/<leaf> (agents/<id>/agent.json), not dir/<id>.json.
 	leaf string
 	read func(id string) (*T, error)
@@ -143,20 +144,22 @@ type dirCache[T any] struct {
 	rescan, check bool
 	// dirAt is the directory's identity once every change to it made through aipm is
 	// applied: a different one means someone else created, removed or renamed a file.
-	dirAt   stamp
+	dirAt   Stamp
 	dirAtOK bool
 	// unsure: a change beside aipm was seen while watched (follow); the index file is not
 	// written until the next comparison file by file.
 	unsure bool
 }
 
-func newDirCache[T any](s *Store, dir, prefix string, read func(id string) (*T, error)) *dirCache[T] {
-	return &dirCache[T]{s: s, dir: dir, prefix: prefix, read: read, dirty: map[string]struct{}{},
+func newDirCache[T any](d *Dir, dir string, valid func(id string) bool, read func(id string) (*T, error)) *dirCache[T] {
+	c := &dirCache[T]{d: d, dir: dir, valid: valid, read: read, dirty: map[string]struct{}{},
 		index: func(string, []string, []string) {}, reset: func() {}}
+	d.cacheList = append(d.cacheList, c)
+	return c
 }
 
 // entryOf is the cache entry of a value read at st (v nil: unreadable).
-func (c *dirCache[T]) entryOf(v *T, st stamp) *cacheEntry[T] {
+func (c *dirCache[T]) entryOf(v *T, st Stamp) *cacheEntry[T] {
 	e := &cacheEntry[T]{v: v, st: st}
 	if v == nil || c.keys == nil {
 		return e
@@ -215,14 +218,14 @@ func (c *dirCache[T]) changedSince(g uint64) ([]string, bool) {
 
 // knownWrite is what a write through aipm left in a file, as its journal line says.
 type knownWrite struct {
-	st   stamp
+	st   Stamp
 	keys []string
 }
 
 // know records what the journal says a write left in the file of id: its identity and
 // index keys. The next query takes them with a stat of the file instead of a read, if the
 // file still has that identity (knowLocked).
-func (c *dirCache[T]) know(id string, st stamp, keys []string) bool {
+func (c *dirCache[T]) know(id string, st Stamp, keys []string) bool {
 	if c.keys == nil || len(keys) < c.minKeys || !c.validID(id) {
 		return false
 	}
@@ -275,7 +278,7 @@ func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 	c.mu.Lock()
 	loaded := c.loaded
 	c.mu.Unlock()
-	if c.s.inLock.Load() || !loaded {
+	if c.d.inLock.Load() || !loaded {
 		return nil
 	}
 	var out *T
@@ -292,7 +295,7 @@ func (c *dirCache[T]) cachedCopy(id string, clone func(*T) *T) *T {
 // with brings the cache up to date and runs fn on it, holding the cache's mutex: fn must
 // not keep or hand out the cached values, only copies.
 func (c *dirCache[T]) with(fn func()) error {
-	check := !c.s.watched() && !c.s.inLock.Load() && !(c.s.oneShot.Load() && c.checked.Load())
+	check := !c.d.watched() && !c.d.inLock.Load() && !(c.d.oneShot.Load() && c.checked.Load())
 	return c.sync(check, fn)
 }
 
@@ -300,7 +303,7 @@ func (c *dirCache[T]) with(fn func()) error {
 // watcher named is re-checked; check (a process without a watcher asks for it on each
 // query) also looks at the directory and at the files held in full (checkLocked).
 func (c *dirCache[T]) sync(check bool, fn func()) error {
-	pos := c.s.pullJournal()
+	pos := c.d.pullJournal()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.syncLocked(check, pos); err != nil {
@@ -358,13 +361,13 @@ func (c *dirCache[T]) syncLocked(check bool, pos journalPos) error {
 // unreadable files, the few that rules look at — are compared by identity. A finished
 // entity's file is compared when it is read (get).
 func (c *dirCache[T]) checkLocked() error {
-	fi, err := os.Lstat(c.s.path(c.dir))
-	var now stamp
+	fi, err := os.Lstat(c.d.path(c.dir))
+	var now Stamp
 	if err == nil {
 		now = dirStamp(fi)
 	}
 	c.dmu.Lock()
-	same := c.dirAtOK && now.mtime == c.dirAt.mtime && (c.dirAt.ino == 0 || now.ino == c.dirAt.ino)
+	same := c.dirAtOK && now.Mtime == c.dirAt.Mtime && (c.dirAt.Ino == 0 || now.Ino == c.dirAt.Ino)
 	c.dmu.Unlock()
 	if !same {
 		return c.validateLocked()
@@ -379,16 +382,16 @@ func (c *dirCache[T]) checkLocked() error {
 
 // dirStamp is what identifies a directory's list of names: its inode and modification
 // time (size changes little with the entries of a directory).
-func dirStamp(fi os.FileInfo) stamp {
-	return stamp{ino: fileIno(fi), mtime: fi.ModTime().UnixNano()}
+func dirStamp(fi os.FileInfo) Stamp {
+	return Stamp{Ino: fileIno(fi), Mtime: fi.ModTime().UnixNano()}
 }
 
 // validateLocked compares the whole directory with the cache by file identity, reading
 // only the files that are new or changed. The first call reads everything.
 func (c *dirCache[T]) validateLocked() error {
 	// The directory's identity before the listing: a change during it shows next time.
-	var at stamp
-	fi, statErr := os.Lstat(c.s.path(c.dir))
+	var at Stamp
+	fi, statErr := os.Lstat(c.d.path(c.dir))
 	if statErr == nil {
 		at = dirStamp(fi)
 	}
@@ -429,7 +432,7 @@ func (c *dirCache[T]) validateLocked() error {
 func (c *dirCache[T]) loadLocked(ids []string) {
 	type loaded struct {
 		v  *T
-		st stamp
+		st Stamp
 		ok bool
 	}
 	out := make([]loaded, len(ids))
@@ -473,7 +476,7 @@ func (s *Store) Warm() {
 // listIDs lists the ids of the directory's entities from the directory alone, in
 // directory order.
 func (c *dirCache[T]) listIDs() ([]string, error) {
-	entries, err := os.ReadDir(c.s.path(c.dir))
+	entries, err := os.ReadDir(c.d.path(c.dir))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -488,25 +491,20 @@ func (c *dirCache[T]) listIDs() ([]string, error) {
 
 func (c *dirCache[T]) idOf(e os.DirEntry) (string, bool) {
 	if c.leaf != "" {
-		return e.Name(), e.IsDir() && ValidateAgentID(e.Name()) == nil
+		return e.Name(), e.IsDir() && c.valid(e.Name())
 	}
 	id, ok := strings.CutSuffix(e.Name(), ".json")
 	return id, ok && !e.IsDir() && c.validID(id)
 }
 
-func (c *dirCache[T]) validID(id string) bool {
-	if c.leaf != "" {
-		return ValidateAgentID(id) == nil
-	}
-	return ValidateEntityID(c.prefix, id) == nil
-}
+func (c *dirCache[T]) validID(id string) bool { return c.valid(id) }
 
 // file is the path of id's file.
 func (c *dirCache[T]) file(id string) string {
 	if c.leaf != "" {
-		return c.s.path(c.dir, id, c.leaf)
+		return c.d.path(c.dir, id, c.leaf)
 	}
-	return c.s.path(c.dir, id+".json")
+	return c.d.path(c.dir, id+".json")
 }
 
 // refreshLocked re-reads one file if its identity changed since it was cached, and
@@ -664,14 +662,14 @@ const JournalPath = JournalDir + "/changes.log"
 // in runtime/ itself (adoptLegacyRuntime).
 var legacyRuntimeFiles = [...]string{"runtime/changes.log", "runtime/delivery.json"}
 
-func (s *Store) journalPath() string { return s.path(JournalPath) }
+func (d *Dir) journalPath() string { return d.path(JournalPath) }
 
 // dirBefore is the identity of the directory of rel (a path under .ai-pm) before a write
 // into it; the caller holds the store lock and passes it to noteWrite after the write.
-func (s *Store) dirBefore(rel string) stamp {
-	fi, err := os.Lstat(s.path(path.Dir(rel)))
+func (d *Dir) dirBefore(rel string) Stamp {
+	fi, err := os.Lstat(d.path(path.Dir(rel)))
 	if err != nil {
-		return stamp{}
+		return Stamp{}
 	}
 	return dirStamp(fi)
 }
@@ -683,24 +681,24 @@ func (s *Store) dirBefore(rel string) stamp {
 // the store lock and has just replaced the file. A journal that cannot be written costs
 // other processes freshness only until their watcher reports the file, so it is not an
 // error of the write.
-func (s *Store) noteWrite(rel string, before ...stamp) {
-	s.noteWriteKnown(rel, "", before...)
+func (d *Dir) noteWrite(rel string, before ...Stamp) {
+	d.noteWriteKnown(rel, "", before...)
 }
 
 // noteWriteKnown is noteWrite with, for an entity, what the write left (known, from
 // written): the file's identity and its index keys. It is written only with the
 // directory's times.
-func (s *Store) noteWriteKnown(rel, known string, before ...stamp) {
+func (d *Dir) noteWriteKnown(rel, known string, before ...Stamp) {
 	line := rel
 	if len(before) > 0 { // before is zero when the directory did not exist
-		if fi, err := os.Lstat(s.path(path.Dir(rel))); err == nil {
-			line += "\t" + strconv.FormatInt(before[0].mtime, 10) + "\t" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
+		if fi, err := os.Lstat(d.path(path.Dir(rel))); err == nil {
+			line += "\t" + strconv.FormatInt(before[0].Mtime, 10) + "\t" + strconv.FormatInt(fi.ModTime().UnixNano(), 10)
 			if known != "" {
 				line += "\t" + known
 			}
 		}
 	}
-	s.journal.append(s.journalPath(), line+"\n")
+	d.journal.append(d.journalPath(), line+"\n")
 }
 
 // append writes one line at the end of the journal at p, starting it anew past
@@ -740,9 +738,10 @@ func (j *journal) append(p, line string) {
 // indexes up to date with a stat instead of reading the file (know); this process's cache
 // holds v, which the caller must not change afterwards. The keys are told only when the
 // file is still the one written: the temp file's inode, size and modification time.
-func writeEntity[T any](s *Store, c *dirCache[T], id string, v *T) error {
+func writeEntity[T any](c *dirCache[T], id string, v *T) error {
+	d := c.d
 	rel := c.dir + "/" + id + ".json"
-	before := s.dirBefore(rel)
+	before := d.dirBefore(rel)
 	var fi os.FileInfo
 	var statErr error
 	noted := false
@@ -755,7 +754,7 @@ func writeEntity[T any](s *Store, c *dirCache[T], id string, v *T) error {
 				known = stampFields(stampOf(fi)) + "\t" + string(k)
 			}
 		}
-		s.noteWriteKnown(rel, known, before)
+		d.noteWriteKnown(rel, known, before)
 		noted = true
 	})
 	if err != nil {
@@ -776,7 +775,7 @@ type journalLine struct {
 	rel           string
 	before, after int64
 	timed         bool
-	st            stamp
+	st            Stamp
 	keys          []string
 }
 
@@ -796,12 +795,12 @@ func parseJournalLine(line string) journalLine {
 	if !l.timed || len(fs) != 7 {
 		return l
 	}
-	var st stamp
+	var st Stamp
 	var err [4]error
-	st.ino, err[0] = strconv.ParseUint(fs[2], 10, 64)
-	st.size, err[1] = strconv.ParseInt(fs[3], 10, 64)
-	st.mtime, err[2] = strconv.ParseInt(fs[4], 10, 64)
-	st.ctime, err[3] = strconv.ParseInt(fs[5], 10, 64)
+	st.Ino, err[0] = strconv.ParseUint(fs[2], 10, 64)
+	st.Size, err[1] = strconv.ParseInt(fs[3], 10, 64)
+	st.Mtime, err[2] = strconv.ParseInt(fs[4], 10, 64)
+	st.Ctime, err[3] = strconv.ParseInt(fs[5], 10, 64)
 	keys, ok := parseJournalKeys(fs[6])
 	if errors.Join(err[:]...) != nil || !ok {
 		return l
@@ -858,31 +857,31 @@ func parseJournalKeysJSON(s string) ([]string, bool) {
 // pullJournal reads what other writers appended to the journal since the last look and
 // marks those paths in the caches. A journal that was started anew marks everything. It
 // returns the position read to.
-func (s *Store) pullJournal() journalPos {
-	j := &s.journal
+func (d *Dir) pullJournal() journalPos {
+	j := &d.journal
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	// Most looks find nothing new: a stat says so for a fraction of an open and a read.
-	lst, regular, lerr := lstatStamp(s.journalPath())
-	if j.started && lerr == nil && regular && lst.ino == j.ino && lst.size == j.off {
+	lst, regular, lerr := lstatStamp(d.journalPath())
+	if j.started && lerr == nil && regular && lst.Ino == j.ino && lst.Size == j.off {
 		return journalPos{j.ino, j.off}
 	}
 	// The journal grew: read on from the file kept open, while the path still names it.
-	if j.f != nil && lerr == nil && regular && lst.ino == j.ino && lst.size > j.off {
-		return s.readJournalLocked(j.f, lst.size)
+	if j.f != nil && lerr == nil && regular && lst.Ino == j.ino && lst.Size > j.off {
+		return d.readJournalLocked(j.f, lst.Size)
 	}
 	if j.f != nil {
 		j.f.Close()
 		j.f = nil
 	}
-	f, err := openRead(s.journalPath(), 0)
+	f, err := openRead(d.journalPath(), 0)
 	if err != nil {
 		if !j.started {
 			j.started = true
 		}
 		if j.off > 0 || j.ino != 0 {
 			j.off, j.ino = 0, 0
-			s.markAll()
+			d.markAll()
 		}
 		return journalPos{}
 	}
@@ -901,15 +900,15 @@ func (s *Store) pullJournal() journalPos {
 	}
 	if ino != j.ino || fi.Size() < j.off {
 		j.ino, j.off = ino, 0
-		s.markAll()
+		d.markAll()
 	}
-	return s.readJournalLocked(f, fi.Size())
+	return d.readJournalLocked(f, fi.Size())
 }
 
 // readJournalLocked reads the journal f (size: its size now) on from the position of
 // the last look, and marks what it names.
-func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
-	j := &s.journal
+func (d *Dir) readJournalLocked(f *os.File, size int64) journalPos {
+	j := &d.journal
 	if size == j.off {
 		return journalPos{j.ino, j.off}
 	}
@@ -919,7 +918,7 @@ func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 		// proportion, while comparing every cached file costs what the store holds. So
 		// the caches are rescanned and the journal is followed from its end.
 		j.off = size
-		s.markAll()
+		d.markAll()
 		return journalPos{j.ino, j.off}
 	}
 	want := int(size - j.off)
@@ -941,7 +940,7 @@ func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 	}
 	for rest := buf[:end+1]; len(rest) > 0; {
 		i := bytes.IndexByte(rest, '\n')
-		s.markJournalLine(string(rest[:i]), j.watched)
+		d.markJournalLine(string(rest[:i]), j.watched)
 		rest = rest[i+1:]
 	}
 	j.off += int64(end + 1)
@@ -950,16 +949,18 @@ func (s *Store) readJournalLocked(f *os.File, size int64) journalPos {
 
 // markJournalLine marks the path of one journal line, or tells its cache what the write
 // left (know), and follows its directory's modification times.
-func (s *Store) markJournalLine(line string, watched bool) {
+func (d *Dir) markJournalLine(line string, watched bool) {
 	l := parseJournalLine(line)
-	if l.keys == nil || !s.knowPath(l) {
-		s.markPath(l.rel)
+	if l.keys == nil || !d.knowPath(l) {
+		d.markPath(l.rel)
 	}
 	dir, _, _ := strings.Cut(l.rel, "/")
-	if dir == "tasks" {
-		s.seq.journaled(l.rel, l.before, l.after, l.timed)
+	{
+		if d.onJournal != nil {
+			d.onJournal(l.rel, l.before, l.after, l.timed)
+		}
 	}
-	for _, c := range s.caches() {
+	for _, c := range d.caches() {
 		if c.dirName() == dir {
 			c.follow(l.before, l.after, l.timed, watched)
 		}
@@ -968,7 +969,7 @@ func (s *Store) markJournalLine(line string, watched bool) {
 
 // knowPath hands a journal line that says what a write left to the cache of its
 // directory; false when no cache takes it.
-func (s *Store) knowPath(l journalLine) bool {
+func (d *Dir) knowPath(l journalLine) bool {
 	dir, name, ok := strings.Cut(l.rel, "/")
 	if !ok {
 		return false
@@ -977,7 +978,7 @@ func (s *Store) knowPath(l journalLine) bool {
 	if !ok {
 		return false
 	}
-	for _, c := range s.caches() {
+	for _, c := range d.caches() {
 		if c.dirName() == dir && !c.nested() {
 			return c.know(id, l.st, l.keys)
 		}
@@ -991,45 +992,45 @@ func (s *Store) knowPath(l journalLine) bool {
 // read only the journal, which names every write made through aipm. A command makes many
 // queries, and at 100,000 tasks each comparison stats thousands of files of unfinished
 // work. An edit beside aipm while it runs is seen by the next command.
-func (s *Store) OneShot() { s.oneShot.Store(true) }
+func (d *Dir) OneShot() { d.oneShot.Store(true) }
 
 // Watched tells the store that a watcher of its directory reports every change through
 // Changed from now on, so queries trust the cache between reports instead of comparing
 // every file. Call it after the watcher is watching.
-func (s *Store) Watched() {
-	s.journal.mu.Lock()
-	s.journal.watched = true
-	s.journal.mu.Unlock()
+func (d *Dir) Watched() {
+	d.journal.mu.Lock()
+	d.journal.watched = true
+	d.journal.mu.Unlock()
 	// Whatever happened before the watcher started: a change of a directory's list of
 	// names, or of a file held in full.
-	for _, c := range s.caches() {
+	for _, c := range d.caches() {
 		c.markCheck()
 	}
 }
 
-func (s *Store) watched() bool {
-	s.journal.mu.Lock()
-	defer s.journal.mu.Unlock()
-	return s.journal.watched
+func (d *Dir) watched() bool {
+	d.journal.mu.Lock()
+	defer d.journal.mu.Unlock()
+	return d.journal.watched
 }
 
 // Changed is the watcher's report: paths relative to .ai-pm, slash-separated, that may have
 // changed; an empty path means events were lost and anything may have changed.
-func (s *Store) Changed(paths ...string) {
+func (d *Dir) Changed(paths ...string) {
 	for _, p := range paths {
 		if p == "" {
-			s.markAll()
+			d.markAll()
 			continue
 		}
-		s.markPath(p)
+		d.markPath(p)
 	}
 }
 
 // markPath routes one changed path to the cache of its directory. A whole directory (a
 // checkout that replaced it, a rename) is a rescan of that cache.
-func (s *Store) markPath(rel string) {
+func (d *Dir) markPath(rel string) {
 	parts := strings.Split(rel, "/")
-	for _, c := range s.caches() {
+	for _, c := range d.caches() {
 		if parts[0] != c.dirName() {
 			continue
 		}
@@ -1050,9 +1051,11 @@ func (s *Store) markPath(rel string) {
 	}
 }
 
-func (s *Store) markAll() {
-	s.seq.forget()
-	for _, c := range s.caches() {
+func (d *Dir) markAll() {
+	if d.onMarkAll != nil {
+		d.onMarkAll()
+	}
+	for _, c := range d.caches() {
 		c.markAll()
 	}
 }
@@ -1063,7 +1066,7 @@ type anyCache interface {
 	nested() bool
 	leafName() string
 	mark(id string)
-	know(id string, st stamp, keys []string) bool
+	know(id string, st Stamp, keys []string) bool
 	markAll()
 	follow(before, after int64, known, watched bool)
 	markCheck()
@@ -1080,14 +1083,14 @@ func (c *dirCache[T]) follow(before, after int64, known, watched bool) {
 	if !c.dirAtOK || !c.persist {
 		return
 	}
-	if !known || before != c.dirAt.mtime && after != c.dirAt.mtime {
+	if !known || before != c.dirAt.Mtime && after != c.dirAt.Mtime {
 		if watched {
 			c.unsure = true
 		} else {
 			c.rescan = true
 		}
 	}
-	c.dirAt.mtime = after
+	c.dirAt.Mtime = after
 }
 
 // markCheck asks for checkLocked at the next query.
@@ -1101,6 +1104,6 @@ func (c *dirCache[T]) dirName() string  { return c.dir }
 func (c *dirCache[T]) nested() bool     { return c.leaf != "" }
 func (c *dirCache[T]) leafName() string { return c.leaf }
 
-func (s *Store) caches() []anyCache {
-	return []anyCache{s.tasks, s.convs, s.dlgs, s.agents}
+func (d *Dir) caches() []anyCache {
+	return d.cacheList
 }

@@ -178,7 +178,7 @@ func TestJournalStartedAnew(t *testing.T) {
 	// Another process starts a new journal (it grew too large) after a hand edit nobody
 	// reported: the reader re-checks every cached file.
 	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = StatusTodo })
-	os.Remove(s.journalPath())
+	os.Remove(s.eng.journalPath())
 	o := reopen(t, s)
 	mustTask(t, o, NewTask{Title: "B"})
 	if got := statusOf(t, s, a.ID); got != StatusTodo {

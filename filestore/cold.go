@@ -204,12 +204,12 @@ func (x *coldIndex) find(id string) (int, bool) {
 	return i, i < x.n && x.id(i) == id
 }
 
-func (x *coldIndex) stamp(i int) stamp {
+func (x *coldIndex) stamp(i int) Stamp {
 	if x.f != nil {
 		// A file cut short since reads as no identity: the entity's file is read again.
 		var b [32]byte
 		if _, err := x.f.ReadAt(b[:], x.stampsAt+32*int64(i)); err != nil {
-			return stamp{}
+			return Stamp{}
 		}
 		return stampIn(string(b[:]), 0)
 	}
@@ -248,9 +248,9 @@ func (x *coldIndex) allStamps() (string, bool) {
 }
 
 // stampIn is record i's identity in a block of allStamps.
-func stampIn(block string, i int) stamp {
-	return stamp{ino: u64at(block, 4*i), size: int64(u64at(block, 4*i+1)),
-		mtime: int64(u64at(block, 4*i+2)), ctime: int64(u64at(block, 4*i+3))}
+func stampIn(block string, i int) Stamp {
+	return Stamp{Ino: u64at(block, 4*i), Size: int64(u64at(block, 4*i+1)),
+		Mtime: int64(u64at(block, 4*i+2)), Ctime: int64(u64at(block, 4*i+3))}
 }
 
 // keyOrdinal returns the ordinal of a key.
@@ -302,7 +302,7 @@ func (x *coldIndex) counts(idx int) map[string]int {
 // coldRec is one finished entity to write in a cold section.
 type coldRec struct {
 	id   string
-	st   stamp
+	st   Stamp
 	keys []string
 }
 
@@ -406,10 +406,10 @@ func buildCold(recs []coldRec, nidx int, slot func(pos int) int) []byte {
 		put(end)
 	}
 	for _, r := range recs {
-		b = le.AppendUint64(b, r.st.ino)
-		b = le.AppendUint64(b, uint64(r.st.size))
-		b = le.AppendUint64(b, uint64(r.st.mtime))
-		b = le.AppendUint64(b, uint64(r.st.ctime))
+		b = le.AppendUint64(b, r.st.Ino)
+		b = le.AppendUint64(b, uint64(r.st.Size))
+		b = le.AppendUint64(b, uint64(r.st.Mtime))
+		b = le.AppendUint64(b, uint64(r.st.Ctime))
 	}
 	end = 0
 	for _, k := range keys {

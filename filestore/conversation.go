@@ -451,7 +451,7 @@ func (s *Store) saveConversationLocked(actor Actor, c *Conversation, ev Event) e
 	c.UpdatedAt = now
 	c.Version++
 	c.normalize()
-	if err := writeEntity(s, s.convs, c.ID, cloneConv(c)); err != nil {
+	if err := writeEntity(s.convs, c.ID, cloneConv(c)); err != nil {
 		return err
 	}
 	if ev.Change == "" {

@@ -20,7 +20,7 @@ func fileCtime(fi os.FileInfo) int64 {
 // lstatStamp is the identity of the file at p and whether it is a regular file: os.Lstat
 // without the FileInfo it allocates. Every process of a team stats the file of each write
 // another one makes (knowLocked), and each query stats the journal.
-func lstatStamp(p string) (stamp, bool, error) {
+func lstatStamp(p string) (Stamp, bool, error) {
 	var st syscall.Stat_t
 	for {
 		err := syscall.Lstat(p, &st)
@@ -28,8 +28,8 @@ func lstatStamp(p string) (stamp, bool, error) {
 			break
 		}
 		if err != syscall.EINTR {
-			return stamp{}, false, &fs.PathError{Op: "lstat", Path: p, Err: err}
+			return Stamp{}, false, &fs.PathError{Op: "lstat", Path: p, Err: err}
 		}
 	}
-	return stamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}, st.Mode&syscall.S_IFMT == syscall.S_IFREG, nil
+	return Stamp{Ino: st.Ino, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}, st.Mode&syscall.S_IFMT == syscall.S_IFREG, nil
 }

@@ -374,7 +374,7 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 	d.UpdatedAt = now
 	d.Version++
 	c := *d
-	if err := writeEntity(s, s.dlgs, d.ID, &c); err != nil {
+	if err := writeEntity(s.dlgs, d.ID, &c); err != nil {
 		return err
 	}
 	ev.At, ev.Actor, ev.Via, ev.Entity, ev.ID = now, actor.ID, actor.Via, "delegation", d.ID

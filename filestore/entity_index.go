@@ -56,7 +56,7 @@ func (x *convIndex) update(id string, old, cur []string) {
 }
 
 func newConvCache(s *Store) *dirCache[Conversation] {
-	c := newDirCache(s, "conversations", PrefixConversation, s.readConversation)
+	c := newDirCache(s.eng, "conversations", isEntityID(PrefixConversation), s.readConversation)
 	c.keys, c.done, c.persist = convKeys, convFinished, true
 	c.doneKeys = func(k []string) bool { return convStateFinished(k[3]) }
 	c.reset = s.cix.reset
@@ -97,7 +97,7 @@ func (x *dlgIndex) update(id string, old, cur []string) {
 }
 
 func newDlgCache(s *Store) *dirCache[Delegation] {
-	c := newDirCache(s, "delegations", PrefixDelegation, s.readDelegation)
+	c := newDirCache(s.eng, "delegations", isEntityID(PrefixDelegation), s.readDelegation)
 	c.keys, c.done, c.persist = dlgKeys, dlgFinished, true
 	c.doneKeys = func(k []string) bool { return dlgStatusFinished(k[2]) }
 	c.reset = s.dix.reset

@@ -156,3 +156,11 @@ func clip(s string) string {
 	}
 	return string([]rune(s)[:max]) + "…"
 }
+
+// isEntityID is ValidateEntityID as a test, for the caches of the entity directories.
+func isEntityID(prefix string) func(id string) bool {
+	return func(id string) bool { return validEntityID(id) && strings.HasPrefix(id, prefix+"_") }
+}
+
+// isAgentID is ValidateAgentID as a test, for the cache of agents/.
+func isAgentID(id string) bool { return validName(id) }

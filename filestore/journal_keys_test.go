@@ -151,7 +151,7 @@ func TestJournalKeysCheckedAgainstTheFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := "tasks/" + a.ID + ".json\t1\t2\t" + stampFields(stampOf(fi)) + "\t[\"\",\"w5\",\"done\"]\n"
-	f, err := os.OpenFile(s.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
+	f, err := os.OpenFile(s.eng.journalPath(), os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

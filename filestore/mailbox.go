@@ -312,12 +312,12 @@ func (s *Store) currentCursor(agentID string) (cursor, error) {
 // rebuiltCursor is a cursor rebuilt from the read log, valid while key (the identities of
 // the cursor, the mailbox and the read log) holds.
 type rebuiltCursor struct {
-	key [3]stamp
+	key [3]Stamp
 	c   cursor
 }
 
-func (s *Store) rebuildKey(agentID string) ([3]stamp, bool) {
-	var k [3]stamp
+func (s *Store) rebuildKey(agentID string) ([3]Stamp, bool) {
+	var k [3]Stamp
 	for i, p := range []string{s.cursorPath(agentID), s.mailboxPath(agentID), s.readLogOf(agentID)} {
 		fi, err := os.Stat(p)
 		if err != nil {

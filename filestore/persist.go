@@ -105,13 +105,13 @@ var keyUnescaper = strings.NewReplacer(`\\`, `\`, `\t`, "\t", `\n`, "\n")
 // IndexDir is where the index files live, relative to .ai-pm.
 const IndexDir = "runtime/index"
 
-func (c *dirCache[T]) indexPath() string { return c.s.path(IndexDir, c.dir+".idx") }
+func (c *dirCache[T]) indexPath() string { return c.d.path(IndexDir, c.dir+".idx") }
 
 // lockIndex takes the lock of writing the index file, if no other process holds it. A
 // lock file that cannot be made (a read-only store) lets the process go on alone, as
 // before there was a lock.
 func (c *dirCache[T]) lockIndex() (unlock func(), ok bool) {
-	p := c.s.path(IndexDir, c.dir+".lock")
+	p := c.d.path(IndexDir, c.dir+".lock")
 	if err := ensureDir(filepath.Dir(p)); err != nil {
 		return func() {}, true
 	}
@@ -130,7 +130,7 @@ func (c *dirCache[T]) lockIndex() (unlock func(), ok bool) {
 // indexHeader is what the first two lines of an index file say.
 type indexHeader struct {
 	journal journalPos
-	dir     stamp
+	dir     Stamp
 	written time.Time // the file's modification time (readIndexHeader)
 }
 
@@ -184,7 +184,7 @@ func parseIndexCut(data []byte, dir string, cut int, checked bool) (indexHeader,
 		}
 	}
 	h.journal = journalPos{ino: nums[0], off: int64(nums[1])}
-	h.dir = stamp{ino: nums[2], mtime: int64(nums[3])}
+	h.dir = Stamp{Ino: nums[2], Mtime: int64(nums[3])}
 	size := func(prefix string, fields int) []int {
 		l, ok := line()
 		f := strings.Split(l, "\t")
@@ -340,10 +340,10 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		return false
 	}
 	var dirIno uint64
-	if fi, err := os.Lstat(c.s.path(c.dir)); err == nil {
+	if fi, err := os.Lstat(c.d.path(c.dir)); err == nil {
 		dirIno = fileIno(fi)
 	}
-	if h.dir.ino != 0 && dirIno != h.dir.ino {
+	if h.dir.Ino != 0 && dirIno != h.dir.Ino {
 		return false // another directory: a copied clone, a replaced directory
 	}
 	// Lines written after the index, up to where this process reads the journal on.
@@ -354,9 +354,9 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		// gigabytes): comparing the files costs less than reading it.
 		return false
 	case h.journal.ino == pos.ino && h.journal.off <= pos.off:
-		since, err = readJournalRange(c.s.journalPath(), h.journal.off, pos.off)
+		since, err = readJournalRange(c.d.journalPath(), h.journal.off, pos.off)
 	case h.journal.ino == 0 && pos.ino != 0:
-		since, err = readJournalRange(c.s.journalPath(), 0, pos.off) // no journal back then
+		since, err = readJournalRange(c.d.journalPath(), 0, pos.off) // no journal back then
 	default:
 		return false // the journal was started anew since: it no longer says what changed
 	}
@@ -405,13 +405,13 @@ func (c *dirCache[T]) loadIndexLocked(pos journalPos) (loaded bool) {
 		if id, ok := strings.CutSuffix(name, ".json"); ok && (l.keys == nil || !c.know(id, l.st, l.keys)) {
 			c.mark(id)
 		}
-		if !l.timed || l.before != at.mtime && l.after != at.mtime {
+		if !l.timed || l.before != at.Mtime && l.after != at.Mtime {
 			rescan = true
 		}
-		at.mtime = l.after
+		at.Mtime = l.after
 	}
-	if at.ino == 0 { // the directory was made since
-		at.ino = dirIno
+	if at.Ino == 0 { // the directory was made since
+		at.Ino = dirIno
 	}
 	c.dmu.Lock()
 	c.dirAt, c.dirAtOK = at, true
@@ -450,7 +450,7 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	mtime, r, ok4 := strings.Cut(r, "\t")
 	ctime, r, ok5 := strings.Cut(r, "\t")
 	kind, rest, more := strings.Cut(r, "\t")
-	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !plainEntityID(c.prefix, id) {
+	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !c.valid(id) {
 		return "", nil, false
 	}
 	i, err1 := strconv.ParseUint(ino, 10, 64)
@@ -460,7 +460,7 @@ func (c *dirCache[T]) parseRecord(r string) (string, *cacheEntry[T], bool) {
 	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
 		return "", nil, false
 	}
-	st := stamp{ino: i, size: n, mtime: m, ctime: ct}
+	st := Stamp{Ino: i, Size: n, Mtime: m, Ctime: ct}
 	switch kind {
 	case "x":
 		return id, &cacheEntry[T]{st: st}, !more
@@ -614,7 +614,7 @@ func (c *dirCache[T]) maybeSaveLocked(pos journalPos) {
 	b.Grow(live.Len() + len(coldPart) + 256)
 	b.WriteString("aipm-index\t" + strconv.Itoa(indexFormat) + "\t" + c.dir + "\n")
 	b.WriteString("journal\t" + strconv.FormatUint(pos.ino, 10) + "\t" + strconv.FormatInt(pos.off, 10) +
-		"\tdir\t" + strconv.FormatUint(at.ino, 10) + "\t" + strconv.FormatInt(at.mtime, 10) + "\n")
+		"\tdir\t" + strconv.FormatUint(at.Ino, 10) + "\t" + strconv.FormatInt(at.Mtime, 10) + "\n")
 	b.WriteString("live\t" + strconv.Itoa(nlive) + "\t" + strconv.Itoa(live.Len()) + "\n")
 	b.WriteString(live.String())
 	b.WriteString("cold\t" + strconv.Itoa(len(coldPart)) + "\n")
@@ -667,7 +667,7 @@ func (c *dirCache[T]) coldRecsLocked(hot []coldRec) []coldRec {
 		if h < len(hot) && hot[h].id == id {
 			continue // held in memory as well: memory's record counts
 		}
-		st := stamp{} // a file cut short reads as no identity: the entity is read again
+		st := Stamp{} // a file cut short reads as no identity: the entity is read again
 		if whole {
 			st = stampIn(block, i)
 		}
@@ -685,9 +685,9 @@ func indexFresh(lag int64, age time.Duration, entities int) bool {
 	return lag < indexLag || (age >= 0 && age < time.Duration(entities)*indexSavePace)
 }
 
-func stampFields(st stamp) string {
-	return strconv.FormatUint(st.ino, 10) + "\t" + strconv.FormatInt(st.size, 10) + "\t" +
-		strconv.FormatInt(st.mtime, 10) + "\t" + strconv.FormatInt(st.ctime, 10)
+func stampFields(st Stamp) string {
+	return strconv.FormatUint(st.Ino, 10) + "\t" + strconv.FormatInt(st.Size, 10) + "\t" +
+		strconv.FormatInt(st.Mtime, 10) + "\t" + strconv.FormatInt(st.Ctime, 10)
 }
 
 // readIndexHeader reads the first two lines of the index file (not its checksum).
@@ -745,23 +745,4 @@ func writeIndexFile(p string, data []byte) (err error) {
 		return err
 	}
 	return os.Rename(tmp, p)
-}
-
-// plainEntityID is ValidateEntityID's rule without its regular expression, which costs
-// more than the rest of reading an index record.
-func plainEntityID(prefix, id string) bool {
-	rest, ok := strings.CutPrefix(id, prefix+"_")
-	if !ok || len(prefix) != 3 || len(rest) == 0 || len(rest) > 63 {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		ch := rest[i]
-		switch {
-		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9':
-		case i > 0 && (ch == '.' || ch == '_' || ch == '-'):
-		default:
-			return false
-		}
-	}
-	return true
 }

@@ -246,7 +246,7 @@ func TestIndexFileOfAnotherClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustTask(t, s, NewTask{Title: "B"}) // in the original only
-	os.Remove(s.journalPath())
+	os.Remove(s.eng.journalPath())
 	if fromIndex(t, c) {
 		t.Error("the copy trusted the original's index file")
 	}
@@ -264,7 +264,7 @@ func TestIndexFileJournalStartedAnew(t *testing.T) {
 	if _, err := reopen(t, s).SetTaskStatus(human, a.ID, StatusInProgress, ""); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(s.journalPath())
+	os.Remove(s.eng.journalPath())
 	o := reopen(t, s)
 	mustTask(t, o, NewTask{Title: "B"}) // a write: a new journal starts
 	if fromIndex(t, o) {
@@ -326,7 +326,7 @@ func TestCacheTruthFromIndexFile(t *testing.T) {
 	}
 	// The journal started anew after an edit nobody reported.
 	handEdit(t, s, a.ID, func(tk *Task) { tk.Status = StatusTodo })
-	os.Remove(s.journalPath())
+	os.Remove(s.eng.journalPath())
 	mustTask(t, next(), NewTask{Title: "Z"})
 	if got := statusOf(t, next(), a.ID); got != StatusTodo {
 		t.Errorf("after a new journal: status = %s, want todo", got)
@@ -340,11 +340,11 @@ func TestCacheTruthFromIndexFile(t *testing.T) {
 	}
 }
 
-func TestPlainEntityID(t *testing.T) {
+func TestIsEntityID(t *testing.T) {
 	for _, id := range []string{"tsk_01jd2x0k8m3q7v5w9z1b4c6e8f", "tsk_a", "tsk_a.b-c_d", "tsk_", "cnv_01jd", "tsk_-a", "tsk_A1",
 		"tsk_../x", "tsk_a/b", "tsk_" + strings.Repeat("a", 63), "tsk_" + strings.Repeat("a", 64), "tsk_a\tb", "tsk_é"} {
-		if got, want := plainEntityID(PrefixTask, id), ValidateEntityID(PrefixTask, id) == nil; got != want {
-			t.Errorf("plainEntityID(%q) = %v, ValidateEntityID says %v", id, got, want)
+		if got, want := isEntityID(PrefixTask)(id), ValidateEntityID(PrefixTask, id) == nil; got != want {
+			t.Errorf("isEntityID(%q) = %v, ValidateEntityID says %v", id, got, want)
 		}
 	}
 }
@@ -598,7 +598,7 @@ func TestIndexFileBehindAHugeJournal(t *testing.T) {
 	s := newTestStore(t)
 	mustTask(t, s, NewTask{Title: "a"})
 	saveIndex(t, s)
-	if err := os.Truncate(s.journalPath(), 1<<30); err != nil {
+	if err := os.Truncate(s.eng.journalPath(), 1<<30); err != nil {
 		t.Fatal(err)
 	}
 	o := reopen(t, s)
@@ -758,7 +758,7 @@ func TestColdSectionRoundTrip(t *testing.T) {
 				keys[0] = keys[1] // a key filed in two indexes
 			}
 			recs = append(recs, coldRec{id: fmt.Sprintf("tsk_%06d", rng.IntN(1_000_000)*10+i%10),
-				st: stamp{ino: rng.Uint64(), size: rng.Int64(), mtime: rng.Int64(), ctime: rng.Int64()}, keys: keys})
+				st: Stamp{Ino: rng.Uint64(), Size: rng.Int64(), Mtime: rng.Int64(), Ctime: rng.Int64()}, keys: keys})
 		}
 		recs = slices.CompactFunc(recs, func(a, b coldRec) bool { return a.id == b.id })
 		want := slices.Clone(recs)
@@ -823,7 +823,7 @@ func BenchmarkIndexSave(b *testing.B) {
 	if err := c.with(func() {}); err != nil { // reads every file and writes the index file
 		b.Fatal(err)
 	}
-	pos := s.pullJournal()
+	pos := s.eng.pullJournal()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cold == nil || c.cold.n != len(ids) {

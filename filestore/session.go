@@ -195,7 +195,7 @@ func (s *Store) forgetSessionsBut(ids map[string]struct{}) {
 
 // memoSession is a live session record as last read, with the identity of its file then.
 type memoSession struct {
-	st stamp
+	st Stamp
 	se Session
 }
 

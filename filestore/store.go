@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -28,16 +27,11 @@ type Store struct {
 	root string // repository root, parent of .ai-pm
 	dir  string // the .ai-pm directory
 	now  func() time.Time
-	mu   sync.Mutex // flock does not exclude goroutines sharing a process (libs.md §3.2)
-	// inLock is set while the store lock is held: caches then read only the journal, so no
-	// scan holds up the writers of other processes.
-	inLock atomic.Bool
-	// oneShot: a command that runs for a moment compares each cache with the files once
-	// (OneShot).
-	oneShot atomic.Bool
+	// eng is the store's files: the lock, the change journal, the caches of the entity
+	// directories.
+	eng *Dir
 
 	// The in-memory caches of the files (cache.go): disposable, rebuilt from the files.
-	journal journal
 	seq     seqState // the highest task sequence number (taskid.go)
 	tasks   *dirCache[Task]
 	tix     taskIndex
@@ -50,7 +44,7 @@ type Store struct {
 	// project.json as last read, with the identity of the file it came from.
 	projMu    sync.Mutex
 	proj      *Project
-	projStamp stamp
+	projStamp Stamp
 	// sessMemo holds live session records as last read (readSession).
 	sessMu   sync.Mutex
 	sessMemo map[string]memoSession
@@ -168,12 +162,19 @@ func newStore(root string, opts Options) *Store {
 		now = time.Now
 	}
 	s := &Store{root: root, dir: filepath.Join(root, DirName), now: now}
+	s.eng = newDir(s.dir)
+	s.eng.onJournal = func(rel string, before, after int64, timed bool) {
+		if strings.HasPrefix(rel, "tasks/") {
+			s.seq.journaled(rel, before, after, timed)
+		}
+	}
+	s.eng.onMarkAll = s.seq.forget
 	s.history = newHistoryIndex(filepath.Join(s.dir, filepath.FromSlash(EventsIndexPath)))
 	s.inboxKeys = map[string]*lineIndex{}
 	s.tasks = newTaskCache(s)
 	s.convs = newConvCache(s)
 	s.dlgs = newDlgCache(s)
-	s.agents = newDirCache(s, "agents", "", s.readAgent)
+	s.agents = newDirCache(s.eng, "agents", isAgentID, s.readAgent)
 	s.agents.leaf = "agent.json"
 	return s
 }
@@ -196,26 +197,7 @@ func (s *Store) Rel(path string) string {
 	return path
 }
 
-func (s *Store) path(elem ...string) string {
-	// Most paths are the store's directory and a few clean names (tasks, an id and
-	// ".json"): they are joined as they are. filepath.Join cleans the whole path again,
-	// and every process of a team builds such a path for each file another one writes.
-	n := len(s.dir)
-	for _, e := range elem {
-		if filepath.Separator != '/' || !cleanRel(e) {
-			return filepath.Join(append([]string{s.dir}, elem...)...)
-		}
-		n += 1 + len(e)
-	}
-	var b strings.Builder
-	b.Grow(n)
-	b.WriteString(s.dir)
-	for _, e := range elem {
-		b.WriteByte('/')
-		b.WriteString(e)
-	}
-	return b.String()
-}
+func (s *Store) path(elem ...string) string { return s.eng.path(elem...) }
 
 // cleanRel tells whether p is a relative slash-separated path that filepath.Clean leaves
 // as it is: not empty, no empty, "." or ".." element.
@@ -231,26 +213,14 @@ func cleanRel(p string) bool {
 	return true
 }
 
-// locked runs fn holding the store lock: the in-process mutex first, then an exclusive
-// flock on a dedicated lock file that is never replaced (locking a file that is renamed
-// over would lock a dead inode).
-func (s *Store) locked(fn func() error) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	lockPath := s.path("runtime", "locks", "store.lock")
-	// Opened the store's way (inside .ai-pm by construction, no link, no hard link), then
-	// locked by its descriptor: a lock taken by path could land on a file elsewhere.
-	f, err := openSafe(lockPath, os.O_RDWR|os.O_CREATE, 0o644, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close() // closing the descriptor releases the lock
-	unlock, err := lockFile(f)
-	if err != nil {
-		return fmt.Errorf("lock %s: %w", s.Rel(lockPath), err)
-	}
-	defer unlock()
-	s.inLock.Store(true)
-	defer s.inLock.Store(false)
-	return fn()
-}
+// locked runs fn holding the store lock (Dir.locked).
+func (s *Store) locked(fn func() error) error { return s.eng.locked(fn) }
+
+// OneShot: see Dir.OneShot.
+func (s *Store) OneShot() { s.eng.OneShot() }
+
+// Watched: see Dir.Watched.
+func (s *Store) Watched() { s.eng.Watched() }
+
+// Changed: see Dir.Changed.
+func (s *Store) Changed(paths ...string) { s.eng.Changed(paths...) }

@@ -604,7 +604,7 @@ func (s *Store) CreateTask(actor Actor, n NewTask) (*Task, error) {
 	// the index file), and then the new id's sequence comes from them, not from a listing
 	// of tasks/ under the lock: it loads them first, unless the last mint left the
 	// sequence where the next one reads it (seqFile).
-	if s.oneShot.Load() && !s.hasSeqFile() {
+	if s.eng.oneShot.Load() && !s.hasSeqFile() {
 		s.warmTasks()
 	}
 	var t *Task
@@ -975,7 +975,7 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
-	return writeEntity(s, s.tasks, t.ID, cloneTask(t))
+	return writeEntity(s.tasks, t.ID, cloneTask(t))
 }
 
 // checkStatus applies the transition table and the entry rules of the target status.

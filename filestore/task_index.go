@@ -195,7 +195,7 @@ func (x *taskIndex) update(id string, old, cur []string) {
 }
 
 func newTaskCache(s *Store) *dirCache[Task] {
-	c := newDirCache(s, "tasks", PrefixTask, s.readTask)
+	c := newDirCache(s.eng, "tasks", isEntityID(PrefixTask), s.readTask)
 	c.keys, c.done, c.persist = taskKeys, taskFinished, true
 	c.doneKeys = func(k []string) bool { return Finished(k[tkStatus]) }
 	c.reset = s.tix.reset
@@ -284,7 +284,7 @@ func (v cachedTasks) ids(m func() map[string]struct{}) []*Task {
 	c := v.s.tasks
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.s.collectLocked(m())
+	return v.s.collectLocked(m())
 }
 
 func (v cachedTasks) children(id string) []*Task {

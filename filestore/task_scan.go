@@ -25,12 +25,12 @@ func (s *Store) TaskEntries(f TaskFilter) ([]TaskEntry, error) {
 	var out []TaskEntry
 	err := s.tasks.with(func() {
 		c := s.tasks
-		add := func(id string, k []string, st stamp) {
+		add := func(id string, k []string, st Stamp) {
 			if k == nil || !f.matchKeys(k) {
 				return
 			}
 			out = append(out, TaskEntry{TaskRef: TaskRef{ID: id, ParentID: k[tkParent], AssigneeID: k[tkAssignee], Status: k[tkStatus]},
-				Dependencies: slices.Clone(k[tkDeps:]), Changed: time.Unix(0, st.mtime)})
+				Dependencies: slices.Clone(k[tkDeps:]), Changed: time.Unix(0, st.Mtime)})
 		}
 		if len(f.constraints()) > 0 || f.Unfinished {
 			for id := range s.candidatesLocked(f) {
@@ -50,7 +50,7 @@ func (s *Store) TaskEntries(f TaskFilter) ([]TaskEntry, error) {
 					if _, gone := c.shadow[id]; gone {
 						continue
 					}
-					var st stamp
+					var st Stamp
 					if ok {
 						st = stampIn(stamps, i)
 					}

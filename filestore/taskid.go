@@ -80,7 +80,7 @@ func (s *Store) mintTaskIDs(n int, now time.Time) ([]string, error) {
 type seqState struct {
 	mu sync.Mutex
 	hi int
-	at stamp
+	at Stamp
 	ok bool
 	// listings counts the listings of tasks/ (for tests).
 	listings int
@@ -96,11 +96,11 @@ func (q *seqState) journaled(rel string, before, after int64, known bool) {
 	}
 	name := path.Base(rel)
 	q.hi = max(q.hi, taskSeq(name))
-	if !known || before != q.at.mtime && after != q.at.mtime {
+	if !known || before != q.at.Mtime && after != q.at.Mtime {
 		q.ok = false // something else changed the directory in between
 		return
 	}
-	q.at.mtime = after
+	q.at.Mtime = after
 }
 
 // forget drops what is known: the journal no longer says what changed.
@@ -113,7 +113,7 @@ func (q *seqState) forget() {
 // nextTaskSeq is one more than the highest sequence number in tasks/ (at least seqMin).
 // The caller holds the store lock.
 func (s *Store) nextTaskSeq() (int, error) {
-	pos := s.pullJournal() // counts the writes of other processes (journaled)
+	pos := s.eng.pullJournal() // counts the writes of other processes (journaled)
 	fi, statErr := os.Lstat(s.path("tasks"))
 	q := &s.seq
 	q.mu.Lock()
@@ -124,7 +124,7 @@ func (s *Store) nextTaskSeq() (int, error) {
 	}
 	q.mu.Lock()
 	if statErr == nil && q.ok {
-		if now := dirStamp(fi); now.mtime == q.at.mtime && now.ino == q.at.ino {
+		if now := dirStamp(fi); now.Mtime == q.at.Mtime && now.Ino == q.at.Ino {
 			hi := q.hi
 			q.mu.Unlock()
 			s.saveSeq(pos)
@@ -139,7 +139,7 @@ func (s *Store) nextTaskSeq() (int, error) {
 	// a server's first mint then reads its cache, not a listing of the directory.
 	if statErr == nil {
 		now := dirStamp(fi)
-		if hi, at, ok := s.tasks.maxSeq(); ok && now.mtime == at.mtime && (at.ino == 0 || now.ino == at.ino) {
+		if hi, at, ok := s.tasks.maxSeq(); ok && now.Mtime == at.Mtime && (at.Ino == 0 || now.Ino == at.Ino) {
 			q.mu.Lock()
 			q.hi, q.at, q.ok = hi, now, true
 			q.mu.Unlock()
@@ -177,12 +177,12 @@ func (s *Store) nextTaskSeq() (int, error) {
 // its index file, with the directory identity they account for; ok is false when the
 // cache may miss a change made beside aipm, or is not loaded yet: a one-shot command
 // lists the directory rather than load every task for one id.
-func (c *dirCache[T]) maxSeq() (hi int, at stamp, ok bool) {
+func (c *dirCache[T]) maxSeq() (hi int, at Stamp, ok bool) {
 	c.mu.Lock()
 	loaded := c.loaded
 	c.mu.Unlock()
 	if !loaded {
-		return 0, stamp{}, false
+		return 0, Stamp{}, false
 	}
 	err := c.with(func() {
 		c.dmu.Lock()

@@ -32,7 +32,7 @@ func (s *Store) saveSeq(pos journalPos) {
 	if !ok || pos.ino == 0 {
 		return
 	}
-	line := fmt.Sprintf("seq1\t%d\t%d\t%d\t%d\t%d\n", hi, at.ino, at.mtime, pos.ino, pos.off)
+	line := fmt.Sprintf("seq1\t%d\t%d\t%d\t%d\t%d\n", hi, at.Ino, at.Mtime, pos.ino, pos.off)
 	if err := ensureDir(s.path(IndexDir)); err != nil {
 		return
 	}
@@ -57,11 +57,11 @@ func (s *Store) seqFromFile(pos journalPos) bool {
 			return false
 		}
 	}
-	hi, at, from := int(n[0]), stamp{ino: uint64(n[1]), mtime: n[2]}, journalPos{ino: uint64(n[3]), off: n[4]}
+	hi, at, from := int(n[0]), Stamp{Ino: uint64(n[1]), Mtime: n[2]}, journalPos{ino: uint64(n[3]), off: n[4]}
 	if from.ino != pos.ino || from.off > pos.off || pos.off-from.off > seqFileMaxReplay {
 		return false
 	}
-	since, err := readJournalRange(s.journalPath(), from.off, pos.off)
+	since, err := readJournalRange(s.eng.journalPath(), from.off, pos.off)
 	// Whole lines up to pos (a line is appended under the lock, so the last one is whole).
 	if err != nil || pos.off > from.off && int64(len(since))+1 != pos.off-from.off {
 		return false
@@ -74,10 +74,10 @@ func (s *Store) seqFromFile(pos journalPos) bool {
 		}
 		l := parseJournalLine(line)
 		hi = max(hi, taskSeq(strings.TrimPrefix(l.rel, "tasks/")))
-		if !l.timed || l.before != at.mtime && l.after != at.mtime {
+		if !l.timed || l.before != at.Mtime && l.after != at.Mtime {
 			return false
 		}
-		at.mtime = l.after
+		at.Mtime = l.after
 	}
 	q := &s.seq
 	q.mu.Lock()
