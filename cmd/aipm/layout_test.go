@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestImportDirection keeps the floors of the code in order (README, "Layout of the code"):
+// TestImportDirection keeps the floors of the code in order (docs/CONTRIBUTING.md, "Layout of the code"):
 // filestore at the bottom with nothing of aipm but its own sub-packages, watch beside it
 // with nothing of aipm, tools above them and never the command, and the command's own
 // packages (cmd/aipm/internal/...) independent of one another. It reads every package's
