@@ -364,7 +364,7 @@ func TestTornMailboxTail(t *testing.T) {
 	}
 }
 
-// TestScanBack compares the backward reader with readLines on files with torn tails,
+// TestScanBack compares the backward reader with engine.ReadLines on files with torn tails,
 // empty lines and lines longer than its chunk.
 func TestScanBack(t *testing.T) {
 	long := strings.Repeat("x", 150_000)

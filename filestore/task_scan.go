@@ -158,8 +158,8 @@ func (s *Store) readTaskIn(dir *os.Root, id string) (*Task, error) {
 }
 
 // readIn reads the regular file name in dir (an os.Root of a store directory, checked
-// when opened: openStoreDir) without following a link: an open, a stat and a read, as
-// `cat` pays. ok is false for anything readFileSafe would refuse or fail on, which the
+// when opened: engine.StoreDir) without following a link: an open, a stat and a read, as
+// `cat` pays. ok is false for anything engine.ReadFile would refuse or fail on, which the
 // caller then asks for its error.
 func readIn(dir *os.Root, name string) (data []byte, ok bool) {
 	f, err := dir.OpenFile(name, os.O_RDONLY|engine.NoFollow, 0)

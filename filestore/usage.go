@@ -55,10 +55,10 @@ func (s *Store) WriteUsage(sessionID string, u Usage) error {
 	return engine.ReplaceQuick(path, append(data, '\n'), 0o600)
 }
 
-// usageDirs holds each usage directory as ensureDir last found it safe.
+// usageDirs holds each usage directory as engine.EnsureDir last found it safe.
 var usageDirs sync.Map // directory path → os.FileInfo
 
-// ensureUsageDir is ensureDir for the usage directory, which every tool call writes to: once
+// ensureUsageDir is engine.EnsureDir for the usage directory, which every tool call writes to: once
 // the directories on the way were found real, a stat that finds the same directory at the
 // path is enough (a link anywhere on the way would show another one, or none).
 func ensureUsageDir(dir string) error {
@@ -71,7 +71,7 @@ func ensureUsageDir(dir string) error {
 	if err := engine.EnsureDir(dir); err != nil {
 		return err
 	}
-	// Remembered only if nothing was swapped while ensureDir looked.
+	// Remembered only if nothing was swapped while engine.EnsureDir looked.
 	if fi, err := engine.Lstat(dir); err == nil && fi.IsDir() && before != nil && os.SameFile(before, fi) {
 		usageDirs.Store(dir, fi)
 	}

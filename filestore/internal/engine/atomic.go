@@ -23,7 +23,7 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	return WriteAtomicThen(path, data, perm, nil)
 }
 
-// WriteAtomicThen is writeFileAtomic that calls renamed, if not nil, right after the
+// WriteAtomicThen is WriteAtomic that calls renamed, if not nil, right after the
 // rename (before the directory's fsync) with the identity the file was given: the temp
 // file's, taken before the rename (which keeps inode, size and modification time), so
 // that it names this content even if someone changes the file right after. A file
@@ -32,7 +32,7 @@ func WriteAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os
 	cp := filepath.Clean(path)
 	b := StoreBase(cp)
 	if b < 0 {
-		return writeFileAtomicOutside(path, data, perm)
+		return writeAtomicOutside(path, data, perm)
 	}
 	dir, _, err := StoreDir(filepath.Dir(cp), true)
 	if err != nil {
@@ -63,10 +63,10 @@ func WriteAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os
 	return err
 }
 
-// TempDir is where writeFileAtomic makes its temp files, relative to .ai-pm.
+// TempDir is where WriteAtomic makes its temp files, relative to .ai-pm.
 const TempDir = "runtime/tmp"
 
-// writeAtomicVia is writeFileAtomic with its temp file in the directory tmp (tmpRel from
+// writeAtomicVia is WriteAtomic with its temp file in the directory tmp (tmpRel from
 // the store's root): write, fsync, rename to rel, call renamed (if not nil) with the temp
 // file's identity, fsync rel's directory dir.
 func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) (err error) {
@@ -110,9 +110,9 @@ func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string
 	return df.Sync()
 }
 
-// writeFileAtomicOutside is writeFileAtomic for a file under no store (the machine
+// writeAtomicOutside is WriteAtomic for a file under no store (the machine
 // directory, a config file of the repository).
-func writeFileAtomicOutside(path string, data []byte, perm os.FileMode) (err error) {
+func writeAtomicOutside(path string, data []byte, perm os.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -198,7 +198,7 @@ func WriteJSON(path string, v any, perm os.FileMode) error {
 	return WriteJSONThen(path, v, perm, nil)
 }
 
-// WriteJSONThen is writeJSON with a call right after the rename (writeFileAtomicThen).
+// WriteJSONThen is WriteJSON with a call right after the rename (WriteAtomicThen).
 func WriteJSONThen(path string, v any, perm os.FileMode, renamed func(os.FileInfo)) error {
 	data, err := EncodeJSON(v)
 	if err != nil {

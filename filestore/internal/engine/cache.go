@@ -14,7 +14,7 @@ import (
 
 // The files are the truth; what a Store keeps in memory is a cache of them that can be
 // thrown away at any moment without changing an answer. Each entity directory that a hot
-// path scans (tasks/, conversations/, delegations/) has a dirCache: every file parsed once,
+// path scans (tasks/, conversations/, delegations/) has a Cache: every file parsed once,
 // kept with the identity it was read at (inode, size, modification time), and re-read only
 // when something says it may have changed:
 //
@@ -642,7 +642,7 @@ func WriteEntity[T any](c *Cache[T], id string, v *T) error {
 // the same content. The caller holds the cache (With).
 func (c *Cache[T]) Gen() uint64 { return c.gen }
 
-// anyCache is what the journal and the watcher need of a dirCache.
+// anyCache is what the journal and the watcher need of a Cache.
 type anyCache interface {
 	dirName() string
 	nested() bool

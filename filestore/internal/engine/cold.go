@@ -16,7 +16,7 @@ import (
 // entity: which ids it holds (sorted, binary searched), each one's identity and index keys,
 // and for each secondary index the ids filed under a key (a posting list of record
 // numbers, ascending, hence in id order). It is never changed: what changed since is
-// held by the cache in memory, which shadows the records it replaces (dirCache.shadow).
+// held by the cache in memory, which shadows the records it replaces (Cache.shadow).
 //
 // Binary layout (little-endian uint32 unless named otherwise), after the "cold" line:
 //

@@ -7,7 +7,7 @@ import "os"
 // fileCtime is a file's status change time where the platform gives it; 0 here.
 func FileCtime(fi os.FileInfo) int64 { return 0 }
 
-// lstatStamp is the identity of the file at p and whether it is a regular file.
+// LstatStamp is the identity of the file at p and whether it is a regular file.
 func LstatStamp(p string) (Stamp, bool, error) {
 	fi, err := os.Lstat(p)
 	if err != nil {

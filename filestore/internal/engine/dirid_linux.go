@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// dirID is what the checks of a store's directories compare (openStoreRoot,
-// openStoreDir): device, inode and file type. The check of .ai-pm itself, made by every
+// dirID is what the checks of a store's directories compare (StoreRoot,
+// StoreDir): device, inode and file type. The check of .ai-pm itself, made by every
 // access to a file under it, reads them into a Stat_t on the stack rather than into an
 // os.FileInfo allocated per check.
 type dirID struct {

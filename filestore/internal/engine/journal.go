@@ -44,7 +44,7 @@ type JournalPos struct {
 	Off int64
 }
 
-// journalChunk is the most of the journal's growth read at once (see pullJournal).
+// journalChunk is the most of the journal's growth read at once (see PullJournal).
 const journalChunk = 1 << 20
 
 // journalBufKeep is the largest read buffer a store keeps between looks of the journal:
@@ -63,7 +63,7 @@ const JournalPath = JournalDir + "/changes.log"
 func (d *Dir) JournalFile() string { return d.Path(JournalPath) }
 
 // DirBefore is the identity of the directory of rel (a path under .ai-pm) before a write
-// into it; the caller holds the store lock and passes it to noteWrite after the write.
+// into it; the caller holds the store lock and passes it to NoteWrite after the write.
 func (d *Dir) DirBefore(rel string) Stamp {
 	fi, err := os.Lstat(d.Path(path.Dir(rel)))
 	if err != nil {
@@ -83,7 +83,7 @@ func (d *Dir) NoteWrite(rel string, before ...Stamp) {
 	d.noteWriteKnown(rel, "", before...)
 }
 
-// noteWriteKnown is noteWrite with, for an entity, what the write left (known, from
+// noteWriteKnown is NoteWrite with, for an entity, what the write left (known, from
 // written): the file's identity and its index keys. It is written only with the
 // directory's times.
 func (d *Dir) noteWriteKnown(rel, known string, before ...Stamp) {

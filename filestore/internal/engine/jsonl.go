@@ -114,7 +114,7 @@ func (e *LineTooLongError) Error() string {
 // first, reading through a fixed buffer: memory does not grow with the file. A last line
 // without '\n' is a write in progress or a crash leftover: it is neither passed nor
 // skipped past, so a later read picks it up once it is finished. Line.Data is valid only
-// during the call. fn returning errStop ends the scan without error. A missing file has no
+// during the call. fn returning ErrStop ends the scan without error. A missing file has no
 // lines.
 func ScanLines(path string, offset int64, fn func(Line) error) error {
 	f, err := OpenRead(path, 0)
@@ -181,10 +181,10 @@ func ScanLines(path string, offset int64, fn func(Line) error) error {
 	}
 }
 
-// ErrStop ends a scanLines early.
+// ErrStop ends a ScanLines early.
 var ErrStop = errors.New("stop")
 
-// ReadLines returns the complete lines of a JSONL file from byte offset on (see scanLines),
+// ReadLines returns the complete lines of a JSONL file from byte offset on (see ScanLines),
 // for files whose every line the caller keeps anyway.
 func ReadLines(path string, offset int64) ([]Line, error) {
 	var out []Line

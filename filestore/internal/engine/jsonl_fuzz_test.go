@@ -16,7 +16,7 @@ import (
 //	go test -run='^$' -fuzz=FuzzReadLines -fuzztime=30s ./filestore/internal/engine/
 
 // FuzzReadLines: whatever a JSONL file holds (a torn tail, no newline at all, empty lines,
-// binary junk), readLines returns exactly its complete lines from the offset on, each with
+// binary junk), ReadLines returns exactly its complete lines from the offset on, each with
 // the offset just past it, and never skips past an unfinished last line.
 func FuzzReadLines(f *testing.F) {
 	for _, s := range []string{
@@ -67,7 +67,7 @@ func FuzzReadLines(f *testing.F) {
 	})
 }
 
-// FuzzRepairTail: repairTail cuts a file back to its last complete line (the longest prefix
+// FuzzRepairTail: RepairTail cuts a file back to its last complete line (the longest prefix
 // ending in '\n', or nothing), whatever the bytes and wherever the 4 KiB chunks fall, and an
 // append afterwards lands on a clean line boundary.
 func FuzzRepairTail(f *testing.F) {
@@ -88,7 +88,7 @@ func FuzzRepairTail(f *testing.F) {
 	path := filepath.Join(f.TempDir(), "x.jsonl")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		fzWriteFile(t, path, data)
-		// Opened as appendLine opens it.
+		// Opened as AppendLine opens it.
 		fh, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
 		if err != nil {
 			t.Fatal(err)

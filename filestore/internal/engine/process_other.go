@@ -13,5 +13,5 @@ func ProcessStart(pid int) string { return "" }
 // fileIno is not available here: size and modification time alone identify a file.
 func FileIno(fi os.FileInfo) uint64 { return 0 }
 
-// NoFollow: no O_NOFOLLOW here; openSafe's Lstat and Stat checks still apply.
+// NoFollow: no O_NOFOLLOW here; Open's Lstat and Stat checks still apply.
 const NoFollow = 0

@@ -244,7 +244,7 @@ var dirFiles = struct {
 }{m: map[*os.Root]*os.File{}}
 
 // heldDirs are the directories below a store's .ai-pm this process opened as os.Roots
-// (openStoreDir), by path, kept as heldRoots keeps the store directories.
+// (StoreDir), by path, kept as heldRoots keeps the store directories.
 var heldDirs = struct {
 	sync.Mutex
 	m map[string]heldRoot
@@ -282,7 +282,7 @@ func Open(path string, flag int, perm os.FileMode, limit int64) (*os.File, error
 	return f, err
 }
 
-// OpenInfo is openSafe that also returns what the open file's stat said.
+// OpenInfo is Open that also returns what the open file's stat said.
 func OpenInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
 	var f *os.File
 	cp := filepath.Clean(path)
@@ -347,12 +347,12 @@ func OpenInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, o
 	return f, fi, nil
 }
 
-// OpenRead opens a store file for reading (see openSafe).
+// OpenRead opens a store file for reading (see Open).
 func OpenRead(path string, limit int64) (*os.File, error) {
 	return Open(path, os.O_RDONLY, 0, limit)
 }
 
-// ReadFile is os.ReadFile through openSafe.
+// ReadFile is os.ReadFile through Open.
 func ReadFile(path string, limit int64) ([]byte, error) {
 	f, fi, err := OpenInfo(path, os.O_RDONLY, 0, limit)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// lstatStamp gives the identity os.Lstat does, tells regular files from the rest, and on
+// LstatStamp gives the identity os.Lstat does, tells regular files from the rest, and on
 // Linux allocates no FileInfo: every process of a team stats the file of each write the
 // others make.
 func TestLstatStampAsLstat(t *testing.T) {
