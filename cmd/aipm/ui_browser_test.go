@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -185,7 +186,8 @@ func TestUIBrowser(t *testing.T) {
 		// is changes no node, and would otherwise be looked at again only if something else
 		// on the page happened to change.
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(limit))); err != nil {
-			t.Fatalf("%s: not on the page within %v: %v\nfilters: %s\nboard: %s", what, limit, err,
+			t.Fatalf("%s: not on the page within %v: %v\nfocus: %s\ndetails: %s\nfilters: %s\nboard: %s", what, limit, err,
+				eval(`document.activeElement.outerHTML.slice(0, 120)`), eval(`document.getElementById('details').hidden + ' ' + document.getElementById('details').innerText.slice(0, 200)`),
 				eval(`['search', 'f-assignee', 'f-status', 'f-priority', 'f-mine'].map(id => id + '=' + (document.getElementById(id).value || document.getElementById(id).getAttribute('aria-pressed'))).join(' ')`),
 				eval(`document.getElementById('board').innerText`))
 		}
@@ -272,10 +274,17 @@ func TestUIBrowser(t *testing.T) {
 	git(repo, "commit", "-q", "-m", "local work")
 	live("a git pull", card("backlog", translate), func() { git(repo, "pull", "-q", "--no-rebase", "--no-edit", clone, "main") })
 
-	// Approving the request from the page approves it, as alice, via ui.
+	// Approving the request from the page approves it, as alice, via ui. The request is
+	// one item in Needs you (not also the store's message asking for it), in short ids.
 	req := eval(`document.querySelector('#attention [data-kind="approval"]').dataset.taskId`)
+	if got := eval(`[...document.querySelectorAll('#attention li')].filter(li => li.dataset.taskId === ` + jsString(req) + ` || li.innerText.includes(` + jsString(req[:len("tsk_")+4]) + `)).map(li => li.dataset.kind).join(',')`); got != "approval" {
+		t.Errorf("Needs you about the request %s: %q, want one approval item", req, got)
+	}
+	if got := eval(`document.getElementById('attention').innerText`); regexp.MustCompile(`tsk_[0-9a-z]{26}`).MatchString(got) {
+		t.Errorf("Needs you prints whole ids:\n%s", got)
+	}
 	click("clicking Approve", `#attention [data-kind="approval"] button.approve`)
-	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]')`, 5*time.Second)
+	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]') && ![...document.querySelectorAll('#attention li')].some(li => li.dataset.taskId === `+jsString(req)+`)`, 5*time.Second)
 	var shown struct {
 		Approval   string `json:"approval"`
 		ApprovedBy string `json:"approved_by"`
@@ -300,9 +309,18 @@ func TestUIBrowser(t *testing.T) {
 	}
 	click("opening a task's details", `[data-task-id="`+checkout+`"]`)
 	waitFor("the details", `!!document.querySelector('#details input[name=reason]')`, 5*time.Second)
-	// The status menu offers only the moves the status table allows from todo.
-	if got := eval(`[...document.querySelectorAll('#details select[name=status] option')].map(o => o.value).join(',')`); got != ",backlog,in_progress,blocked,cancelled" {
-		t.Errorf("status menu of a todo task offers %q", got)
+	// The status menu offers only the moves the store's rules allow now: in progress waits
+	// for the orders API, and says so beside the menu, in short ids. No part of the details
+	// prints "false" (a left-out part).
+	if got := eval(`[...document.querySelectorAll('#details select[name=status] option:not([disabled])')].map(o => o.value).join(',')`); got != ",backlog,blocked,cancelled" {
+		t.Errorf("status menu of a todo task waiting for a dependency offers %q", got)
+	}
+	shortCheckout := checkout[:len("tsk_")+4]
+	if got := eval(`document.querySelector('#details ul.refused li[data-status="in_progress"]').innerText`); !strings.Contains(got, "task "+shortCheckout+" depends on unfinished tasks: "+api[:len("tsk_")+4]) || strings.Contains(got, api) {
+		t.Errorf("the refused move reads %q, want the store's reason in short ids", got)
+	}
+	if got := eval(`document.getElementById('details').innerText`); strings.Contains(got, "false") || strings.Contains(got, "undefined") {
+		t.Errorf("the details print a left-out part:\n%s", got)
 	}
 	do("typing a reason", chromedp.SendKeys(`#details input[name=reason]`, "half-typed reason"))
 	loads := eval(`document.body.dataset.loaded`)
@@ -384,6 +402,21 @@ func TestUIBrowser(t *testing.T) {
 	waitFor("the details of the focused card", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(second), 5*time.Second)
 	do("pressing Escape", chromedp.KeyEvent("\x1b"))
 	waitFor("the focus back on the card", `document.getElementById('drawer').hidden && document.activeElement.dataset.taskId === `+jsString(second), 5*time.Second)
+	// Tab leaves the column for the next one (its fold button, then its card), never
+	// another card of the same column; the page lists its keys.
+	fromCol := eval(`document.activeElement.closest('.column').id`)
+	for i := 0; i < 3; i++ {
+		do("pressing Tab", chromedp.KeyEvent("\t"))
+		if eval(`document.activeElement.classList.contains('card') ? 'card' : ''`) != "" {
+			break
+		}
+	}
+	if got := eval(`document.activeElement.classList.contains('card') ? document.activeElement.closest('.column').id : document.activeElement.outerHTML.slice(0, 60)`); got == fromCol || !strings.HasPrefix(got, "col-") {
+		t.Errorf("Tab from a card of %s went to %q, want a card of the next column within 3 Tabs", fromCol, got)
+	}
+	if got := eval(`document.getElementById('keys').innerText`); !strings.Contains(got, "n new task") || !strings.Contains(got, "Tab next column") {
+		t.Errorf("the keyboard hints read %q", got)
+	}
 
 	// A phone, 390×844: every box that holds text (a block: a column, a card and its
 	// lines, a pane, a list item, a heading, a form field) is at least 300 px wide — the
@@ -421,6 +454,21 @@ func TestUIBrowser(t *testing.T) {
 		}
 	}
 	phoneShot("ui-phone-board.png")
+	// Each section one tap away in the tab bar: Needs you, the agents, the chat, the board;
+	// each shows on the screen without scrolling.
+	for _, c := range []struct{ tab, shows string }{{"attention", "attention-pane"}, {"agents", "agents-pane"}, {"chat", "chat"}, {"board", "board"}} {
+		click("the "+c.tab+" tab", `#tabs button[data-tab="`+c.tab+`"]`)
+		waitFor("the "+c.tab+" section on the phone", `(() => { const r = document.getElementById('`+c.shows+`').getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.top < innerHeight - 100; })()`, 5*time.Second)
+		if c.tab != "board" && eval(`String(document.getElementById('board').getBoundingClientRect().height)`) != "0" {
+			t.Errorf("the %s tab shows the board too", c.tab)
+		}
+		if bad := eval(narrow); bad != "" {
+			t.Errorf("at 390×844 on the %s tab, boxes narrower than 300 px hold text: %s", c.tab, bad)
+		}
+		if c.tab == "attention" {
+			phoneShot("ui-phone-needs-you.png")
+		}
+	}
 	click("a card on the phone", `[data-task-id="`+checkout+`"]`)
 	waitFor("the details on the phone", `!document.getElementById('details').hidden && !!document.querySelector('#details h3')`, 5*time.Second)
 	if bad := eval(narrow); bad != "" {
@@ -872,6 +920,12 @@ func testUILanding(t *testing.T, repo string, aipm func(...string) string, git f
 	}
 	if shown.Landing.State != filestore.LandAbandoned || shown.Landing.NeedsHuman {
 		t.Errorf("landing after Abandon: %+v, want abandoned", shown.Landing)
+	}
+	// The worktree goes after the record that takes the item away: wait for it.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(worktree(footer)); os.IsNotExist(err) {
+			break
+		}
 	}
 	if _, err := os.Stat(worktree(footer)); !os.IsNotExist(err) {
 		t.Errorf("the abandoned task's worktree %s: %v, want it removed", worktree(footer), err)
