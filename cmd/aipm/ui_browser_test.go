@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/mark3labs/mcp-go/client"
@@ -416,6 +418,134 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if got := eval(`document.getElementById('keys').innerText`); !strings.Contains(got, "n new task") || !strings.Contains(got, "Tab next column") {
 		t.Errorf("the keyboard hints read %q", got)
+	}
+
+	// New task (key n) and Edit: CreateTask and EditTask by alice via ui, as aipm task add
+	// and aipm task edit.
+	eval(`(document.activeElement && document.activeElement.blur(), '')`)
+	do("pressing n", chromedp.KeyEvent("n"))
+	waitFor("the New task form", `!!document.querySelector('#details form.new') && document.activeElement.name === 'title'`, 5*time.Second)
+	do("typing a title", chromedp.SendKeys(`#details form.new input[name=title]`, "Write the privacy policy"))
+	eval(`(() => { const f = document.querySelector('#details form.new'); f.priority.value = 'high'; f.dependencies.value = ` + jsString(api[:len("tsk_")+4]) + `; return ''; })()`)
+	click("Create task", `#details form.new button.create`)
+	waitFor("the new task's details", `!!document.querySelector('#details h3') && document.querySelector('#details h3').textContent === 'Write the privacy policy'`, 5*time.Second)
+	made := eval(`document.querySelector('#details .mono').textContent`)
+	var mt struct {
+		Title, Priority, CreatedBy string
+		Dependencies               []string
+		History                    []struct{ Actor, Via, Change string }
+	}
+	showTask := func(id string) {
+		t.Helper()
+		var raw map[string]any
+		out := aipm("task", "show", id, "--json")
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"Title": raw["title"], "Priority": raw["priority"], "CreatedBy": raw["created_by"], "Dependencies": raw["dependencies"], "History": raw["history"]})
+		mt.Dependencies = nil
+		json.Unmarshal(b, &mt)
+	}
+	showTask(made)
+	if mt.Title != "Write the privacy policy" || mt.Priority != "high" || !slices.Equal(mt.Dependencies, []string{api}) || mt.CreatedBy != "alice" ||
+		mt.History[0].Actor != "alice" || mt.History[0].Via != "ui" {
+		t.Errorf("the task New task made: %+v, want the fields typed, its dependency expanded, by alice via ui", mt)
+	}
+	// Its link: the address bar names it, and the link's address is the same.
+	if got := eval(`location.hash + ' ' + document.querySelector('#details a.permalink').getAttribute('href')`); !strings.HasPrefix(got, "#task=tsk_") || !strings.HasPrefix(made, strings.Fields(got)[0][len("#task="):]) || strings.Fields(got)[0] != strings.Fields(got)[1] {
+		t.Errorf("the link of %s: address and link %q", made, got)
+	}
+	click("Edit", `#details button.edit`)
+	waitFor("the Edit form", `!!document.querySelector('#details form.edit')`, 5*time.Second)
+	eval(`(() => { const f = document.querySelector('#details form.edit'); f.title.value = 'Write the privacy policy and the terms'; f.dependencies.value = ''; return ''; })()`)
+	click("Save", `#details form.edit button.save`)
+	waitFor("the edited task's details", `!document.querySelector('#details form.edit') && document.querySelector('#details h3').textContent === 'Write the privacy policy and the terms'`, 5*time.Second)
+	showTask(made)
+	if last := mt.History[len(mt.History)-1]; mt.Title != "Write the privacy policy and the terms" || len(mt.Dependencies) != 0 || mt.Priority != "high" || last.Actor != "alice" || last.Via != "ui" || last.Change != "updated" {
+		t.Errorf("after Edit: %+v, want the new title, no dependencies, by alice via ui", mt)
+	}
+	// A refused edit says why, in short ids: a task cannot depend on itself.
+	click("Edit again", `#details button.edit`)
+	waitFor("the Edit form", `!!document.querySelector('#details form.edit')`, 5*time.Second)
+	eval(`(() => { const f = document.querySelector('#details form.edit'); f.dependencies.value = ` + jsString(made) + `; return ''; })()`)
+	click("Save", `#details form.edit button.save`)
+	waitFor("the refusal", `!document.getElementById('toast').hidden && document.getElementById('toast').innerText.includes('cannot depend on itself')`, 5*time.Second)
+	if got := eval(`document.getElementById('toast').innerText`); strings.Contains(got, made) {
+		t.Errorf("the toast prints the whole id: %q", got)
+	}
+	click("Cancel", `#details form.edit button.cancel`)
+	do("closing the details", chromedp.KeyEvent("\x1b"))
+	waitFor("the details closed", `document.getElementById('drawer').hidden && location.hash === ''`, 5*time.Second)
+	// Links open what they name: a task, an agent's chat.
+	eval(`location.hash = '#task=` + shortCheckout + `'; ''`)
+	waitFor("the linked task", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(checkout), 5*time.Second)
+	eval(`location.hash = '#chat=be1'; ''`)
+	waitFor("the linked chat", `!document.getElementById('chat').hidden && document.querySelector('#chat h2').textContent.startsWith('Chat with be1') && document.querySelector('#chat a.permalink').getAttribute('href') === '#chat=be1'`, 5*time.Second)
+	do("closing", chromedp.KeyEvent("\x1b"))
+	waitFor("the drawer closed", `document.getElementById('drawer').hidden`, 5*time.Second)
+
+	// Drag and drop: while a card is dragged the columns say whether they take it (by the
+	// store's rules now); a drop where it is refused says why and changes nothing, a drop
+	// where it is allowed is the status change.
+	center := func(sel string) (float64, float64) {
+		t.Helper()
+		var xy []float64
+		if err := json.Unmarshal([]byte(eval(`JSON.stringify((() => { const b = document.querySelector(`+jsString(sel)+`).getBoundingClientRect(); return [b.left + b.width / 2, b.top + Math.min(b.height / 2, 40)]; })())`)), &xy); err != nil {
+			t.Fatal(err)
+		}
+		return xy[0], xy[1]
+	}
+	drag := func(what, id, to string) {
+		t.Helper()
+		x0, y0 := center(`[data-task-id="` + id + `"]`)
+		x1, y1 := center(`#col-` + to + ` h2`)
+		do(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0, y0), chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0+20, y0+20, chromedp.ButtonLeft))
+		waitFor("the columns marked for "+what, `document.body.dataset.dragReady === `+jsString(id), 5*time.Second)
+		do(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1+30, chromedp.ButtonLeft), chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y1+30, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	}
+	// notes is todo, with no assignee: in progress refuses it; backlog takes it.
+	x0, y0 := center(`[data-task-id="` + notes + `"]`)
+	do("picking up a card", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0, y0), chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0+20, y0+20, chromedp.ButtonLeft))
+	waitFor("the columns marked", `document.body.dataset.dragReady === `+jsString(notes), 5*time.Second)
+	if got := eval(`['backlog', 'in_progress', 'done'].map(s => document.getElementById('col-' + s).className.match(/drop-(ok|no)/)[0] + ':' + (document.getElementById('col-' + s).dataset.dropWhy || '')).join(' | ')`); !strings.HasPrefix(got, "drop-ok: | drop-no:task "+notes[:len("tsk_")+4]) || !strings.Contains(got, "has no assignee") || !strings.Contains(got, "drop-no:a todo task cannot move to done") {
+		t.Errorf("while dragging a todo task with no assignee the columns read %q", got)
+	}
+	do("releasing it where it was", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x0+20, y0+20, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	waitFor("the drag over", `!document.body.classList.contains('dragging') && document.getElementById('drawer').hidden`, 5*time.Second)
+	drag("dropping on in progress", notes, "in_progress")
+	waitFor("the refusal", `!document.getElementById('toast').hidden && document.getElementById('toast').innerText.includes('has no assignee')`, 5*time.Second)
+	drag("dropping on backlog", notes, "backlog")
+	waitFor("the card in backlog", card("backlog", notes), 5*time.Second)
+	var moved struct {
+		Status  string
+		History []struct{ Actor, Via, To string }
+	}
+	if err := json.Unmarshal([]byte(aipm("task", "show", notes, "--json")), &moved); err != nil {
+		t.Fatal(err)
+	}
+	if last := moved.History[len(moved.History)-1]; moved.Status != "backlog" || last.Actor != "alice" || last.Via != "ui" || last.To != "backlog" {
+		t.Errorf("after the drop: status %s, last event %+v; want backlog by alice via ui", moved.Status, last)
+	}
+
+	// Dark mode follows the system's setting.
+	bg := func() string { return eval(`getComputedStyle(document.body).backgroundColor + ' ' + getComputedStyle(document.querySelector('.card')).backgroundColor`) }
+	light := bg()
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dark := bg()
+	if dark == light || !strings.HasPrefix(dark, "rgb(18, 21, 28) rgb(28, 33, 43)") {
+		t.Errorf("with the system's dark setting the page and a card are %q (light: %q)", dark, light)
+	}
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		if b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+			os.WriteFile(filepath.Join(dir, "ui-board-dark.png"), b, 0o644)
+		}
+	}
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
+		t.Fatal(err)
 	}
 
 	// A phone, 390×844: every box that holds text (a block: a column, a card and its

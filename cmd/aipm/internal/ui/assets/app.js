@@ -394,7 +394,7 @@ function setupToolbar() {
     // Focused after the key's own event, so the "/" is never typed into the search.
     const typing = /INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName);
     if (e.key === '/' && !typing) { e.preventDefault(); setTimeout(() => search.focus(), 0); }
-    if (e.key === 'n' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); openNew(); }
+    if (e.key === 'n' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); setTimeout(openNew, 0); }
     if (e.key === 'Escape') closeDrawer();
   });
 }
