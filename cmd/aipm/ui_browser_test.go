@@ -451,7 +451,8 @@ func TestUIBrowser(t *testing.T) {
 		mt.History[0].Actor != "alice" || mt.History[0].Via != "ui" {
 		t.Errorf("the task New task made: %+v, want the fields typed, its dependency expanded, by alice via ui", mt)
 	}
-	// Its link: the address bar names it, and the link's address is the same.
+	// Its link: the address bar names it by its short id, and the link's address is the same.
+	waitFor("the new task's short link", `location.hash.length < '#task=tsk_'.length + 8 && document.querySelector('#details a.permalink').getAttribute('href') === location.hash`, 5*time.Second)
 	if got := eval(`location.hash + ' ' + document.querySelector('#details a.permalink').getAttribute('href')`); !strings.HasPrefix(got, "#task=tsk_") || !strings.HasPrefix(made, strings.Fields(got)[0][len("#task="):]) || strings.Fields(got)[0] != strings.Fields(got)[1] {
 		t.Errorf("the link of %s: address and link %q", made, got)
 	}
@@ -530,7 +531,9 @@ func TestUIBrowser(t *testing.T) {
 	}
 
 	// Dark mode follows the system's setting.
-	bg := func() string { return eval(`getComputedStyle(document.body).backgroundColor + ' ' + getComputedStyle(document.querySelector('.card')).backgroundColor`) }
+	bg := func() string {
+		return eval(`getComputedStyle(document.body).backgroundColor + ' ' + getComputedStyle(document.querySelector('.card')).backgroundColor`)
+	}
 	light := bg()
 	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
 		t.Fatal(err)

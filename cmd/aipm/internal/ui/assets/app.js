@@ -264,7 +264,11 @@ function onChange(ev) {
     drop(old);
     idsChanged = true;
   }
-  if (idsChanged) { computeShortIDs(); touched.add('*'); }
+  if (idsChanged) {
+    computeShortIDs(); touched.add('*');
+    // A task selected before its row came (one just created) gets its short id in the URL.
+    if (selTask && location.hash.startsWith('#task=')) setHash('task=' + short(selTask));
+  }
   if (c.meta) {
     Object.assign(S, c.meta);
     renderHeader(); renderAttention(); renderAgents(); fillFilters();
@@ -670,7 +674,7 @@ function fmtTime(s) {
 // ---- details and chat: beside or over the board, only when asked for -------------------
 
 function paneHead(title, close, link) {
-  return h('div', { class: 'pane-head' }, h('h2', {}, title,
+  return h('div', { class: 'pane-head' }, h('h2', { tabindex: '-1' }, title,
     link && h('a', { class: 'permalink', href: '#' + link, title: 'a link to this: copy it, or open it in another tab' }, 'link')),
     h('button', { class: 'close', type: 'button', 'aria-label': 'close ' + title, title: 'close (Esc)', onclick: close }, '×'));
 }
@@ -789,7 +793,8 @@ async function renderDetails(force) {
   const wasHidden = pane.hidden;
   pane.hidden = false;
   showDrawer();
-  if (force && wasHidden) pane.querySelector('button.close').focus();
+  // The focus goes to the pane's heading (not a button a key still down could press).
+  if (force && wasHidden) pane.querySelector('.pane-head h2').focus();
 }
 
 // codeSection is where a task's code is: its branch, its landing, what went wrong, the way
