@@ -49,9 +49,14 @@ func chromiumPath() string {
 // a reload within a second; a chat message sent from the page lands in both mailboxes and
 // the agent's answer appears; approving a request from the page approves it; a failed
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
-// refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
-// the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
-// ui-phone-board.png, ui-phone-details.png, ui-landing.png).
+// refused. The board is a place to work: New task and Edit go through the store as the CLI
+// does, the status menu and drag and drop offer only the moves the store's rules take now
+// (the others with their reason), ids show short, a URL opens a task or a chat, Tab moves
+// between columns, the page follows the system's dark setting, and on a phone each section
+// is one tap away. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it
+// writes the screenshots of docs/ there (ui-board.png, ui-board-dark.png, ui-details.png,
+// ui-chat.png, ui-needs-you.png, ui-phone-board.png, ui-phone-needs-you.png,
+// ui-phone-details.png, ui-landing.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -284,6 +289,16 @@ func TestUIBrowser(t *testing.T) {
 	}
 	if got := eval(`document.getElementById('attention').innerText`); regexp.MustCompile(`tsk_[0-9a-z]{26}`).MatchString(got) {
 		t.Errorf("Needs you prints whole ids:\n%s", got)
+	}
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		eval(`document.getElementById('toast').hidden = true; ""`)
+		b, err := chromedp.Run(bctx, chromedp.Screenshot(`#attention-pane`))
+		if err != nil {
+			t.Fatalf("screenshot ui-needs-you.png: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ui-needs-you.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	click("clicking Approve", `#attention [data-kind="approval"] button.approve`)
 	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]') && ![...document.querySelectorAll('#attention li')].some(li => li.dataset.taskId === `+jsString(req)+`)`, 5*time.Second)
@@ -602,6 +617,17 @@ func TestUIBrowser(t *testing.T) {
 			phoneShot("ui-phone-needs-you.png")
 		}
 	}
+	// New task on the phone: the form covers the screen, its fields take the width.
+	click("New task on the phone", `#new-task`)
+	waitFor("the New task form on the phone", `!!document.querySelector('#details form.new')`, 5*time.Second)
+	if bad := eval(narrow); bad != "" {
+		t.Errorf("at 390×844 with the New task form, boxes narrower than 300 px hold text: %s", bad)
+	}
+	if w := eval(`String(Math.round(document.querySelector('#details form.new input[name=title]').getBoundingClientRect().width))`); w < "300" || len(w) != 3 {
+		t.Errorf("the title field of New task on a phone is %s px wide", w)
+	}
+	do("closing the form", chromedp.KeyEvent("\x1b"))
+	waitFor("the form closed", `document.getElementById('drawer').hidden`, 5*time.Second)
 	click("a card on the phone", `[data-task-id="`+checkout+`"]`)
 	waitFor("the details on the phone", `!document.getElementById('details').hidden && !!document.querySelector('#details h3')`, 5*time.Second)
 	if bad := eval(narrow); bad != "" {
