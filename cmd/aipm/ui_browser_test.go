@@ -492,9 +492,15 @@ func TestUIBrowser(t *testing.T) {
 	click("Cancel", `#details form.edit button.cancel`)
 	do("closing the details", chromedp.KeyEvent("\x1b"))
 	waitFor("the details closed", `document.getElementById('drawer').hidden && location.hash === ''`, 5*time.Second)
-	// Links open what they name: a task, an agent's chat.
+	// Links open what they name: a task, an agent's chat. A card's id is its task's link.
+	if got := eval(`document.querySelector('[data-task-id="` + checkout + `"] a.tid').getAttribute('href')`); got != "#task="+shortCheckout {
+		t.Errorf("the link on the card of %s: %q", checkout, got)
+	}
 	eval(`location.hash = '#task=` + shortCheckout + `'; ''`)
 	waitFor("the linked task", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(checkout), 5*time.Second)
+	if got := eval(`document.querySelector('#agents [data-agent-id="be1"] a.permalink').getAttribute('href')`); got != "#chat=be1" {
+		t.Errorf("be1's link in the agents list: %q, want #chat=be1", got)
+	}
 	eval(`location.hash = '#chat=be1'; ''`)
 	waitFor("the linked chat", `!document.getElementById('chat').hidden && document.querySelector('#chat h2').textContent.startsWith('Chat with be1') && document.querySelector('#chat a.permalink').getAttribute('href') === '#chat=be1'`, 5*time.Second)
 	do("closing", chromedp.KeyEvent("\x1b"))

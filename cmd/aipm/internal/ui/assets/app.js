@@ -497,7 +497,9 @@ function card(t, parent, dl) {
     onclick: () => selectTask(t.id),
     onkeydown: e => cardKey(e, t.id),
   },
-  h('div', { class: 'top' }, h('span', { class: 'tid' }, short(t.id)),
+  // The id is the task's link (#task=…), to copy; Tab passes it by, as it passes the card's
+  // column by.
+  h('div', { class: 'top' }, h('a', { class: 'tid', href: '#task=' + short(t.id), tabindex: '-1', title: 'a link to this task' }, short(t.id)),
     t.priority && t.priority !== 'medium' && h('span', { class: 'prio-' + t.priority }, t.priority)),
   h('div', { class: 'title' }, t.title),
   h('div', { class: 'meta' },
@@ -654,7 +656,8 @@ function renderAgents() {
       onkeydown: e => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); selectAgent(a.id); } } },
     h('div', { class: 'who' }, h('b', {}, a.name || a.id), a.name && a.name !== a.id && h('span', { class: 'role' }, a.id),
       h('span', { class: 'role' }, [a.hierarchy, a.role].filter(Boolean).join(' · ')),
-      a.unread > 0 && h('span', { class: 'unread' }, a.unread)),
+      a.unread > 0 && h('span', { class: 'unread' }, a.unread),
+      h('a', { class: 'permalink', href: '#chat=' + encodeURIComponent(a.id), title: 'a link to the chat with ' + a.id }, 'link')),
     a.type === 'human' ? h('div', { class: 'idle' }, 'human') :
       (doing.length ? doing : h('div', { class: 'idle' }, a.status === 'active' ? 'no live session' : a.status)));
   }));
@@ -1021,6 +1024,7 @@ function setupDrag() {
   });
   document.addEventListener('pointermove', e => {
     if (!drag) return;
+    if (!(e.buttons & 1)) { const d = drag; drag = null; if (d.on) endDrag(d); return; } // released outside the page
     if (!drag.on) {
       if (Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 6) return;
       startDrag();
