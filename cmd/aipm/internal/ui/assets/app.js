@@ -365,6 +365,7 @@ function matcher() {
   };
 }
 
+let newKey = false; // "n" went down outside a field
 function setupToolbar() {
   const search = document.getElementById('search');
   search.addEventListener('input', () => { filter.q = search.value; shown.clear(); renderBoard(null); });
@@ -398,8 +399,13 @@ function setupToolbar() {
     // Focused after the key's own event, so the "/" is never typed into the search.
     const typing = /INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName);
     if (e.key === '/' && !typing) { e.preventDefault(); setTimeout(() => search.focus(), 0); }
-    if (e.key === 'n' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); setTimeout(openNew, 0); }
+    // "n" opens New task when the key comes up, once its character went by: it is never
+    // typed into the title.
+    if (e.key === 'n' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); newKey = true; }
     if (e.key === 'Escape') closeDrawer();
+  });
+  document.addEventListener('keyup', e => {
+    if (e.key === 'n' && newKey) { newKey = false; openNew(); }
   });
 }
 
