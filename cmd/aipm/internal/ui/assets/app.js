@@ -365,7 +365,7 @@ function matcher() {
   };
 }
 
-let newKey = false; // "n" went down outside a field
+let keyDown = ''; // "/" or "n", gone down outside a field
 function setupToolbar() {
   const search = document.getElementById('search');
   search.addEventListener('input', () => { filter.q = search.value; shown.clear(); renderBoard(null); });
@@ -396,16 +396,16 @@ function setupToolbar() {
   setSide(!narrow.matches);
   side.addEventListener('click', () => setSide(document.body.classList.contains('side-hidden')));
   document.addEventListener('keydown', e => {
-    // Focused after the key's own event, so the "/" is never typed into the search.
+    // "/" and "n" act when the key comes up, once its character went by: it is never typed
+    // into the search or the new task's title.
     const typing = /INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName);
-    if (e.key === '/' && !typing) { e.preventDefault(); setTimeout(() => search.focus(), 0); }
-    // "n" opens New task when the key comes up, once its character went by: it is never
-    // typed into the title.
-    if (e.key === 'n' && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); newKey = true; }
+    if ((e.key === '/' || e.key === 'n') && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); keyDown = e.key; }
     if (e.key === 'Escape') closeDrawer();
   });
   document.addEventListener('keyup', e => {
-    if (e.key === 'n' && newKey) { newKey = false; openNew(); }
+    if (e.key !== keyDown) return;
+    keyDown = '';
+    if (e.key === '/') search.focus(); else openNew();
   });
 }
 
