@@ -545,6 +545,46 @@ func (s *Store) writeTask(t *Task) error {
 	return engine.WriteEntity(s.tasks, t.ID, cloneTask(t))
 }
 
+// StatusMove is one status a task's table row lists, and whether the rules let the task
+// move there now: Refusal is the error SetTaskStatus would return (nil when allowed).
+type StatusMove struct {
+	Status  string
+	Refusal *Error
+}
+
+// StatusMoves lists the statuses the table allows from the task's status, in workflow
+// order, each with the refusal SetTaskStatus would give now: the same checks, without
+// the lock or a write, so that a person is offered only the moves that will be taken
+// (the answer may change before they choose; SetTaskStatus decides). A task whose file
+// is broken has no moves.
+func (s *Store) StatusMoves(id string) ([]StatusMove, error) {
+	t, err := s.Task(id)
+	if err != nil {
+		return nil, err
+	}
+	if statusProblem(t.Status) != "" {
+		return []StatusMove{}, nil
+	}
+	s.warmTasks()
+	all := fileTasks{s}
+	out := []StatusMove{}
+	for _, to := range Statuses {
+		if !CanTransition(t.Status, to) {
+			continue
+		}
+		m := StatusMove{Status: to}
+		if err := s.checkStatus(all, t, to); err != nil {
+			var fe *Error
+			if !errors.As(err, &fe) {
+				return nil, err
+			}
+			m.Refusal = fe
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 // checkStatus applies the transition table and the entry rules of the target status.
 func (s *Store) checkStatus(all taskSet, t *Task, to string) error {
 	if !slices.Contains(Statuses, to) {

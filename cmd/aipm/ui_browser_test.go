@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 	"github.com/mark3labs/mcp-go/client"
@@ -46,9 +49,14 @@ func chromiumPath() string {
 // a reload within a second; a chat message sent from the page lands in both mailboxes and
 // the agent's answer appears; approving a request from the page approves it; a failed
 // run shows with its log; a page loaded under a foreign host name (DNS rebinding) is
-// refused. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it writes
-// the README's screenshots there (ui-board.png, ui-details.png, ui-chat.png,
-// ui-phone-board.png, ui-phone-details.png, ui-landing.png).
+// refused. The board is a place to work: New task and Edit go through the store as the CLI
+// does, the status menu and drag and drop offer only the moves the store's rules take now
+// (the others with their reason), ids show short, a URL opens a task or a chat, Tab moves
+// between columns, the page follows the system's dark setting, and on a phone each section
+// is one tap away. With AIPM_UI_SHOTS=DIR (an absolute path: the test runs in cmd/aipm) it
+// writes the screenshots of docs/ there (ui-board.png, ui-board-dark.png, ui-details.png,
+// ui-chat.png, ui-needs-you.png, ui-phone-board.png, ui-phone-needs-you.png,
+// ui-phone-details.png, ui-landing.png).
 //
 // Chromium comes from Debian's chromium package (.ci/run installs it). Without it the test
 // is skipped, except under CI, where it fails.
@@ -185,7 +193,8 @@ func TestUIBrowser(t *testing.T) {
 		// is changes no node, and would otherwise be looked at again only if something else
 		// on the page happened to change.
 		if _, err := chromedp.Run(bctx, chromedp.Poll[bool](cond, chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(limit))); err != nil {
-			t.Fatalf("%s: not on the page within %v: %v\nfilters: %s\nboard: %s", what, limit, err,
+			t.Fatalf("%s: not on the page within %v: %v\nfocus: %s\ndetails: %s\nfilters: %s\nboard: %s", what, limit, err,
+				eval(`document.activeElement.outerHTML.slice(0, 120)`), eval(`document.getElementById('details').hidden + ' ' + document.getElementById('details').innerText.slice(0, 200)`),
 				eval(`['search', 'f-assignee', 'f-status', 'f-priority', 'f-mine'].map(id => id + '=' + (document.getElementById(id).value || document.getElementById(id).getAttribute('aria-pressed'))).join(' ')`),
 				eval(`document.getElementById('board').innerText`))
 		}
@@ -272,10 +281,27 @@ func TestUIBrowser(t *testing.T) {
 	git(repo, "commit", "-q", "-m", "local work")
 	live("a git pull", card("backlog", translate), func() { git(repo, "pull", "-q", "--no-rebase", "--no-edit", clone, "main") })
 
-	// Approving the request from the page approves it, as alice, via ui.
+	// Approving the request from the page approves it, as alice, via ui. The request is
+	// one item in Needs you (not also the store's message asking for it), in short ids.
 	req := eval(`document.querySelector('#attention [data-kind="approval"]').dataset.taskId`)
+	if got := eval(`[...document.querySelectorAll('#attention li')].filter(li => li.dataset.taskId === ` + jsString(req) + ` || li.innerText.includes(` + jsString(req[:len("tsk_")+4]) + `)).map(li => li.dataset.kind).join(',')`); got != "approval" {
+		t.Errorf("Needs you about the request %s: %q, want one approval item", req, got)
+	}
+	if got := eval(`document.getElementById('attention').innerText`); regexp.MustCompile(`tsk_[0-9a-z]{26}`).MatchString(got) {
+		t.Errorf("Needs you prints whole ids:\n%s", got)
+	}
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		eval(`document.getElementById('toast').hidden = true; ""`)
+		b, err := chromedp.Run(bctx, chromedp.Screenshot(`#attention-pane`))
+		if err != nil {
+			t.Fatalf("screenshot ui-needs-you.png: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ui-needs-you.png"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	click("clicking Approve", `#attention [data-kind="approval"] button.approve`)
-	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]')`, 5*time.Second)
+	waitFor("the approval leaving the attention list", `!document.querySelector('#attention [data-kind="approval"]') && ![...document.querySelectorAll('#attention li')].some(li => li.dataset.taskId === `+jsString(req)+`)`, 5*time.Second)
 	var shown struct {
 		Approval   string `json:"approval"`
 		ApprovedBy string `json:"approved_by"`
@@ -300,9 +326,18 @@ func TestUIBrowser(t *testing.T) {
 	}
 	click("opening a task's details", `[data-task-id="`+checkout+`"]`)
 	waitFor("the details", `!!document.querySelector('#details input[name=reason]')`, 5*time.Second)
-	// The status menu offers only the moves the status table allows from todo.
-	if got := eval(`[...document.querySelectorAll('#details select[name=status] option')].map(o => o.value).join(',')`); got != ",backlog,in_progress,blocked,cancelled" {
-		t.Errorf("status menu of a todo task offers %q", got)
+	// The status menu offers only the moves the store's rules allow now: in progress waits
+	// for the orders API, and says so beside the menu, in short ids. No part of the details
+	// prints "false" (a left-out part).
+	if got := eval(`[...document.querySelectorAll('#details select[name=status] option:not([disabled])')].map(o => o.value).join(',')`); got != ",backlog,blocked,cancelled" {
+		t.Errorf("status menu of a todo task waiting for a dependency offers %q", got)
+	}
+	shortCheckout := checkout[:len("tsk_")+4]
+	if got := eval(`document.querySelector('#details ul.refused li[data-status="in_progress"]').innerText`); !strings.Contains(got, "task "+shortCheckout+" depends on unfinished tasks: "+api[:len("tsk_")+4]) || strings.Contains(got, api) {
+		t.Errorf("the refused move reads %q, want the store's reason in short ids", got)
+	}
+	if got := eval(`document.getElementById('details').innerText`); strings.Contains(got, "false") || strings.Contains(got, "undefined") {
+		t.Errorf("the details print a left-out part:\n%s", got)
 	}
 	do("typing a reason", chromedp.SendKeys(`#details input[name=reason]`, "half-typed reason"))
 	loads := eval(`document.body.dataset.loaded`)
@@ -384,6 +419,158 @@ func TestUIBrowser(t *testing.T) {
 	waitFor("the details of the focused card", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(second), 5*time.Second)
 	do("pressing Escape", chromedp.KeyEvent("\x1b"))
 	waitFor("the focus back on the card", `document.getElementById('drawer').hidden && document.activeElement.dataset.taskId === `+jsString(second), 5*time.Second)
+	// Tab leaves the column for the next one (its fold button, then its card), never
+	// another card of the same column; the page lists its keys.
+	fromCol := eval(`document.activeElement.closest('.column').id`)
+	for i := 0; i < 3; i++ {
+		do("pressing Tab", chromedp.KeyEvent("\t"))
+		if eval(`document.activeElement.classList.contains('card') ? 'card' : ''`) != "" {
+			break
+		}
+	}
+	if got := eval(`document.activeElement.classList.contains('card') ? document.activeElement.closest('.column').id : document.activeElement.outerHTML.slice(0, 60)`); got == fromCol || !strings.HasPrefix(got, "col-") {
+		t.Errorf("Tab from a card of %s went to %q, want a card of the next column within 3 Tabs", fromCol, got)
+	}
+	if got := eval(`document.getElementById('keys').innerText`); !strings.Contains(got, "n new task") || !strings.Contains(got, "Tab next column") {
+		t.Errorf("the keyboard hints read %q", got)
+	}
+
+	// New task (key n) and Edit: CreateTask and EditTask by alice via ui, as aipm task add
+	// and aipm task edit.
+	eval(`(document.activeElement && document.activeElement.blur(), '')`)
+	do("pressing n", chromedp.KeyEvent("n"))
+	waitFor("the New task form", `!!document.querySelector('#details form.new') && document.activeElement.name === 'title'`, 5*time.Second)
+	do("typing a title", chromedp.SendKeys(`#details form.new input[name=title]`, "Write the privacy policy"))
+	eval(`(() => { const f = document.querySelector('#details form.new'); f.priority.value = 'high'; f.dependencies.value = ` + jsString(api[:len("tsk_")+4]) + `; return ''; })()`)
+	click("Create task", `#details form.new button.create`)
+	waitFor("the new task's details", `!!document.querySelector('#details h3') && document.querySelector('#details h3').textContent === 'Write the privacy policy'`, 5*time.Second)
+	made := eval(`document.querySelector('#details .mono').textContent`)
+	var mt struct {
+		Title, Priority, CreatedBy string
+		Dependencies               []string
+		History                    []struct{ Actor, Via, Change string }
+	}
+	showTask := func(id string) {
+		t.Helper()
+		var raw map[string]any
+		out := aipm("task", "show", id, "--json")
+		if err := json.Unmarshal([]byte(out), &raw); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(map[string]any{"Title": raw["title"], "Priority": raw["priority"], "CreatedBy": raw["created_by"], "Dependencies": raw["dependencies"], "History": raw["history"]})
+		mt.Dependencies = nil
+		json.Unmarshal(b, &mt)
+	}
+	showTask(made)
+	if mt.Title != "Write the privacy policy" || mt.Priority != "high" || !slices.Equal(mt.Dependencies, []string{api}) || mt.CreatedBy != "alice" ||
+		mt.History[0].Actor != "alice" || mt.History[0].Via != "ui" {
+		t.Errorf("the task New task made: %+v, want the fields typed, its dependency expanded, by alice via ui", mt)
+	}
+	// Its link: the address bar names it by its short id, and the link's address is the same.
+	waitFor("the new task's short link", `location.hash.length < '#task=tsk_'.length + 8 && document.querySelector('#details a.permalink').getAttribute('href') === location.hash`, 5*time.Second)
+	if got := eval(`location.hash + ' ' + document.querySelector('#details a.permalink').getAttribute('href')`); !strings.HasPrefix(got, "#task=tsk_") || !strings.HasPrefix(made, strings.Fields(got)[0][len("#task="):]) || strings.Fields(got)[0] != strings.Fields(got)[1] {
+		t.Errorf("the link of %s: address and link %q", made, got)
+	}
+	click("Edit", `#details button.edit`)
+	waitFor("the Edit form", `!!document.querySelector('#details form.edit')`, 5*time.Second)
+	eval(`(() => { const f = document.querySelector('#details form.edit'); f.title.value = 'Write the privacy policy and the terms'; f.dependencies.value = ''; return ''; })()`)
+	click("Save", `#details form.edit button.save`)
+	waitFor("the edited task's details", `!document.querySelector('#details form.edit') && document.querySelector('#details h3').textContent === 'Write the privacy policy and the terms'`, 5*time.Second)
+	showTask(made)
+	if last := mt.History[len(mt.History)-1]; mt.Title != "Write the privacy policy and the terms" || len(mt.Dependencies) != 0 || mt.Priority != "high" || last.Actor != "alice" || last.Via != "ui" || last.Change != "updated" {
+		t.Errorf("after Edit: %+v, want the new title, no dependencies, by alice via ui", mt)
+	}
+	// A refused edit says why, in short ids: a task cannot depend on itself.
+	click("Edit again", `#details button.edit`)
+	waitFor("the Edit form", `!!document.querySelector('#details form.edit')`, 5*time.Second)
+	eval(`(() => { const f = document.querySelector('#details form.edit'); f.dependencies.value = ` + jsString(made) + `; return ''; })()`)
+	click("Save", `#details form.edit button.save`)
+	waitFor("the refusal", `!document.getElementById('toast').hidden && document.getElementById('toast').innerText.includes('cannot depend on itself')`, 5*time.Second)
+	if got := eval(`document.getElementById('toast').innerText`); strings.Contains(got, made) {
+		t.Errorf("the toast prints the whole id: %q", got)
+	}
+	click("Cancel", `#details form.edit button.cancel`)
+	do("closing the details", chromedp.KeyEvent("\x1b"))
+	waitFor("the details closed", `document.getElementById('drawer').hidden && location.hash === ''`, 5*time.Second)
+	// Links open what they name: a task, an agent's chat. A card's id is its task's link.
+	if got := eval(`document.querySelector('[data-task-id="` + checkout + `"] a.tid').getAttribute('href')`); got != "#task="+shortCheckout {
+		t.Errorf("the link on the card of %s: %q", checkout, got)
+	}
+	eval(`location.hash = '#task=` + shortCheckout + `'; ''`)
+	waitFor("the linked task", `!document.getElementById('details').hidden && document.querySelector('#details .mono').textContent === `+jsString(checkout), 5*time.Second)
+	if got := eval(`document.querySelector('#agents [data-agent-id="be1"] a.permalink').getAttribute('href')`); got != "#chat=be1" {
+		t.Errorf("be1's link in the agents list: %q, want #chat=be1", got)
+	}
+	eval(`location.hash = '#chat=be1'; ''`)
+	waitFor("the linked chat", `!document.getElementById('chat').hidden && document.querySelector('#chat h2').textContent.startsWith('Chat with be1') && document.querySelector('#chat a.permalink').getAttribute('href') === '#chat=be1'`, 5*time.Second)
+	do("closing", chromedp.KeyEvent("\x1b"))
+	waitFor("the drawer closed", `document.getElementById('drawer').hidden`, 5*time.Second)
+
+	// Drag and drop: while a card is dragged the columns say whether they take it (by the
+	// store's rules now); a drop where it is refused says why and changes nothing, a drop
+	// where it is allowed is the status change.
+	center := func(sel string) (float64, float64) {
+		t.Helper()
+		var xy []float64
+		if err := json.Unmarshal([]byte(eval(`JSON.stringify((() => { const b = document.querySelector(`+jsString(sel)+`).getBoundingClientRect(); return [b.left + b.width / 2, b.top + Math.min(b.height / 2, 40)]; })())`)), &xy); err != nil {
+			t.Fatal(err)
+		}
+		return xy[0], xy[1]
+	}
+	drag := func(what, id, to string) {
+		t.Helper()
+		x0, y0 := center(`[data-task-id="` + id + `"]`)
+		x1, y1 := center(`#col-` + to + ` h2`)
+		do(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0, y0), chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0+20, y0+20, chromedp.ButtonLeft))
+		waitFor("the columns marked for "+what, `document.body.dataset.dragReady === `+jsString(id), 5*time.Second)
+		do(what, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1+30, chromedp.ButtonLeft), chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y1+30, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	}
+	// notes is todo, with no assignee: in progress refuses it; backlog takes it.
+	x0, y0 := center(`[data-task-id="` + notes + `"]`)
+	do("picking up a card", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0, y0), chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, chromedp.ButtonLeft, chromedp.ClickCount(1)),
+		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x0+20, y0+20, chromedp.ButtonLeft))
+	waitFor("the columns marked", `document.body.dataset.dragReady === `+jsString(notes), 5*time.Second)
+	if got := eval(`['backlog', 'in_progress', 'done'].map(s => document.getElementById('col-' + s).className.match(/drop-(ok|no)/)[0] + ':' + (document.getElementById('col-' + s).dataset.dropWhy || '')).join(' | ')`); !strings.HasPrefix(got, "drop-ok: | drop-no:task "+notes[:len("tsk_")+4]) || !strings.Contains(got, "has no assignee") || !strings.Contains(got, "drop-no:a todo task cannot move to done") {
+		t.Errorf("while dragging a todo task with no assignee the columns read %q", got)
+	}
+	do("releasing it where it was", chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x0+20, y0+20, chromedp.ButtonLeft, chromedp.ClickCount(1)))
+	waitFor("the drag over", `!document.body.classList.contains('dragging') && document.getElementById('drawer').hidden`, 5*time.Second)
+	drag("dropping on in progress", notes, "in_progress")
+	waitFor("the refusal", `!document.getElementById('toast').hidden && document.getElementById('toast').innerText.includes('has no assignee')`, 5*time.Second)
+	drag("dropping on backlog", notes, "backlog")
+	waitFor("the card in backlog", card("backlog", notes), 5*time.Second)
+	var moved struct {
+		Status  string
+		History []struct{ Actor, Via, To string }
+	}
+	if err := json.Unmarshal([]byte(aipm("task", "show", notes, "--json")), &moved); err != nil {
+		t.Fatal(err)
+	}
+	if last := moved.History[len(moved.History)-1]; moved.Status != "backlog" || last.Actor != "alice" || last.Via != "ui" || last.To != "backlog" {
+		t.Errorf("after the drop: status %s, last event %+v; want backlog by alice via ui", moved.Status, last)
+	}
+
+	// Dark mode follows the system's setting.
+	bg := func() string {
+		return eval(`getComputedStyle(document.body).backgroundColor + ' ' + getComputedStyle(document.querySelector('.card')).backgroundColor`)
+	}
+	light := bg()
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dark := bg()
+	if dark == light || !strings.HasPrefix(dark, "rgb(18, 21, 28) rgb(28, 33, 43)") {
+		t.Errorf("with the system's dark setting the page and a card are %q (light: %q)", dark, light)
+	}
+	if dir := os.Getenv("AIPM_UI_SHOTS"); dir != "" {
+		if b, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+			os.WriteFile(filepath.Join(dir, "ui-board-dark.png"), b, 0o644)
+		}
+	}
+	if _, err := chromedp.Call(bctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}}); err != nil {
+		t.Fatal(err)
+	}
 
 	// A phone, 390×844: every box that holds text (a block: a column, a card and its
 	// lines, a pane, a list item, a heading, a form field) is at least 300 px wide — the
@@ -421,6 +608,32 @@ func TestUIBrowser(t *testing.T) {
 		}
 	}
 	phoneShot("ui-phone-board.png")
+	// Each section one tap away in the tab bar: Needs you, the agents, the chat, the board;
+	// each shows on the screen without scrolling.
+	for _, c := range []struct{ tab, shows string }{{"attention", "attention-pane"}, {"agents", "agents-pane"}, {"chat", "chat"}, {"board", "board"}} {
+		click("the "+c.tab+" tab", `#tabs button[data-tab="`+c.tab+`"]`)
+		waitFor("the "+c.tab+" section on the phone", `(() => { const r = document.getElementById('`+c.shows+`').getBoundingClientRect(); return r.height > 0 && r.top >= 0 && r.top < innerHeight - 100; })()`, 5*time.Second)
+		if c.tab != "board" && eval(`String(document.getElementById('board').getBoundingClientRect().height)`) != "0" {
+			t.Errorf("the %s tab shows the board too", c.tab)
+		}
+		if bad := eval(narrow); bad != "" {
+			t.Errorf("at 390×844 on the %s tab, boxes narrower than 300 px hold text: %s", c.tab, bad)
+		}
+		if c.tab == "attention" {
+			phoneShot("ui-phone-needs-you.png")
+		}
+	}
+	// New task on the phone: the form covers the screen, its fields take the width.
+	click("New task on the phone", `#new-task`)
+	waitFor("the New task form on the phone", `!!document.querySelector('#details form.new')`, 5*time.Second)
+	if bad := eval(narrow); bad != "" {
+		t.Errorf("at 390×844 with the New task form, boxes narrower than 300 px hold text: %s", bad)
+	}
+	if w := eval(`String(Math.round(document.querySelector('#details form.new input[name=title]').getBoundingClientRect().width))`); w < "300" || len(w) != 3 {
+		t.Errorf("the title field of New task on a phone is %s px wide", w)
+	}
+	do("closing the form", chromedp.KeyEvent("\x1b"))
+	waitFor("the form closed", `document.getElementById('drawer').hidden`, 5*time.Second)
 	click("a card on the phone", `[data-task-id="`+checkout+`"]`)
 	waitFor("the details on the phone", `!document.getElementById('details').hidden && !!document.querySelector('#details h3')`, 5*time.Second)
 	if bad := eval(narrow); bad != "" {
@@ -872,6 +1085,12 @@ func testUILanding(t *testing.T, repo string, aipm func(...string) string, git f
 	}
 	if shown.Landing.State != filestore.LandAbandoned || shown.Landing.NeedsHuman {
 		t.Errorf("landing after Abandon: %+v, want abandoned", shown.Landing)
+	}
+	// The worktree goes after the record that takes the item away: wait for it.
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(worktree(footer)); os.IsNotExist(err) {
+			break
+		}
 	}
 	if _, err := os.Stat(worktree(footer)); !os.IsNotExist(err) {
 		t.Errorf("the abandoned task's worktree %s: %v, want it removed", worktree(footer), err)

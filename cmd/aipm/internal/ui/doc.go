@@ -11,9 +11,11 @@
 // file is gone, and the project, agents and attention list when they differ from what the
 // stream sent last — so a change costs what changed, not what the project holds. The server
 // keeps only that copy of the task rows, rebuilt at every state read; every answer is read
-// from the store, and every button is a store call (SetTaskStatus, AssignTask, ApproveTask,
-// RejectTask, SendMessage, OpenChat, CloseChat, SetProjectStatus) by the acting human,
-// recorded via "ui" — the same rules the CLI goes through. A task's diff, and the retry
+// from the store, and every button is a store call (CreateTask, EditTask, SetTaskStatus,
+// AssignTask, ApproveTask, RejectTask, SendMessage, OpenChat, CloseChat, SetProjectStatus)
+// by the acting human, recorded via "ui" — the same rules the CLI goes through. The status
+// menu and drag and drop offer the moves StatusMoves allows now, with the store's reason
+// beside the others; New task and Edit take task ids as the CLI does (a unique prefix). A task's diff, and the retry
 // and abandon of a landing that waits for a person, go through the clone's merge queue
 // (Options.Queue, land.Queue wired by cmd/aipm), as `aipm task show` and `aipm land
 // retry|abandon` do. Any number of `aipm ui` processes and agents may run at once.

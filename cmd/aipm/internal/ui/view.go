@@ -335,6 +335,11 @@ func needsYou(rows map[string]taskRow, machine string, unread []filestore.Messag
 	}
 	// Messages the human has not read.
 	for _, msg := range unread {
+		// The store's own request for an approval is the approval item above while the
+		// task waits, and handled once it does not: one item per thing, gone when done.
+		if _, known := rows[msg.RelatedTaskID]; known && msg.SenderID == filestore.SystemSender {
+			continue
+		}
 		out = append(out, attention{Kind: "message", AgentID: msg.SenderID, TaskID: msg.RelatedTaskID,
 			Text: msg.SenderID + ": " + clip(msg.Content, 140), At: msg.CreatedAt})
 	}
@@ -410,6 +415,8 @@ type taskDetails struct {
 	// per agent and purpose: a start that never ran has no run record, but a person must
 	// see it (with its log).
 	FailedStarts []*filestore.Spawn `json:"failed_starts"`
+	// Moves are the statuses its status menu offers, each allowed or with the refusal.
+	Moves []move `json:"moves"`
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -426,6 +433,10 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.History = append(d.History, hist...)
+	if d.Moves, err = s.moves(t.ID); err != nil {
+		storeError(w, err)
+		return
+	}
 	sub, err := fs.Subtree(t.ID)
 	if err != nil {
 		storeError(w, err)

@@ -12,6 +12,9 @@ const byStatus = new Map();   // column → Set of ids ('invalid' for broken fil
 const deps = new Map();       // id → Set of the ids that depend on it
 let shortIDs = new Map();     // id → shortest unique prefix (at least 4 characters after tsk_)
 let selTask = null;           // the task in the details pane
+let editing = null;           // the task whose Edit form is open in the details pane
+let creating = false;         // the details pane holds the New task form
+const colFocus = new Map();   // column → the card Tab reaches in it (one per column)
 let chatAgent = null;         // the agent in the chat pane
 let diffCache = null;         // { key, reading, answer } of the diff in the details pane
 const openDiffs = new Set();  // tasks whose diff is unfolded
@@ -59,7 +62,7 @@ async function api(path, body) {
 let toastTimer;
 function toast(text, error) {
   const t = document.getElementById('toast');
-  t.textContent = text;
+  t.textContent = shortText(text);
   t.className = error ? 'error' : '';
   t.hidden = false;
   clearTimeout(toastTimer);
@@ -146,6 +149,17 @@ function computeShortIDs() {
   shortIDs = out;
 }
 function short(id) { return shortIDs.get(id) || id; }
+// shortText writes the whole task ids in a text from the store (a refusal, a message) in
+// their short form, as on cards.
+function shortText(s) { return String(s).replace(/\btsk_[0-9a-z]{26}\b/g, id => short(id)); }
+// resolveTask finds the task a link or a form names: its whole id or the one id it starts.
+function resolveTask(v) {
+  v = String(v).trim().toLowerCase();
+  if (!v.startsWith('tsk_')) v = 'tsk_' + v;
+  if (tasks.has(v)) return v;
+  const m = [...tasks.keys()].filter(id => id.startsWith(v));
+  return m.length === 1 ? m[0] : null;
+}
 
 // pathKeys: the ids from the root down to a task; sorting by them lists a column depth
 // first, parents before their sub-tasks, in creation order (ids sort so).
@@ -201,7 +215,29 @@ async function loadOnce() {
   if (selTask) renderDetails(true);
   if (chatAgent) renderChat(true);
   document.body.dataset.loaded = String(Number(document.body.dataset.loaded || 0) + 1);
+  if (document.body.dataset.loaded === '1') followHash();
 }
+
+// ---- links: #task=tsk_8001 opens a task's details, #chat=be1 an agent's chat ----------
+
+function setHash(v) {
+  const want = v ? '#' + v : '';
+  if (location.hash !== want) history.replaceState(null, '', location.pathname + location.search + want);
+}
+
+function followHash() {
+  const m = /^#(task|chat)=(.+)$/.exec(location.hash);
+  if (!m || !S) return;
+  const v = decodeURIComponent(m[2]);
+  if (m[1] === 'task') {
+    const id = resolveTask(v);
+    if (!id) { toast('the link names task ' + v + ', which this project does not have (or more than one starts so)', true); return; }
+    if (id !== selTask) selectTask(id);
+  } else if (S.agents.some(a => a.id === v)) {
+    if (v !== chatAgent) selectAgent(v);
+  } else toast('the link names agent ' + v + ', who is not in this project', true);
+}
+window.addEventListener('hashchange', followHash);
 
 function onChange(ev) {
   window.aipmStats.bytes += ev.data.length;
@@ -228,7 +264,11 @@ function onChange(ev) {
     drop(old);
     idsChanged = true;
   }
-  if (idsChanged) { computeShortIDs(); touched.add('*'); }
+  if (idsChanged) {
+    computeShortIDs(); touched.add('*');
+    // A task selected before its row came (one just created) gets its short id in the URL.
+    if (selTask && location.hash.startsWith('#task=')) setHash('task=' + short(selTask));
+  }
   if (c.meta) {
     Object.assign(S, c.meta);
     renderHeader(); renderAttention(); renderAgents(); fillFilters();
@@ -325,6 +365,7 @@ function matcher() {
   };
 }
 
+let keyDown = ''; // "/" or "n", gone down outside a field
 function setupToolbar() {
   const search = document.getElementById('search');
   search.addEventListener('input', () => { filter.q = search.value; shown.clear(); renderBoard(null); });
@@ -337,15 +378,34 @@ function setupToolbar() {
     mine.setAttribute('aria-pressed', String(filter.mine));
     renderBoard(null);
   });
+  document.getElementById('board').addEventListener('focusin', e => {
+    const c = e.target.closest && e.target.closest('.card');
+    if (!c) return;
+    const col = c.closest('.column');
+    colFocus.set(col.dataset.status, c.dataset.taskId);
+    for (const x of col.querySelectorAll('.card[tabindex="0"]')) if (x !== c) x.tabIndex = -1;
+    c.tabIndex = 0;
+  });
+  document.getElementById('new-task').addEventListener('click', openNew);
+  document.body.dataset.tab = 'board';
+  for (const b of document.querySelectorAll('#tabs button')) b.addEventListener('click', () => setTab(b.dataset.tab));
+  markTabs();
   const side = document.getElementById('toggle-side');
   const narrow = matchMedia('(max-width: 760px)');
   const setSide = on => { document.body.classList.toggle('side-hidden', !on); side.setAttribute('aria-pressed', String(on)); };
   setSide(!narrow.matches);
   side.addEventListener('click', () => setSide(document.body.classList.contains('side-hidden')));
   document.addEventListener('keydown', e => {
-    // Focused after the key's own event, so the "/" is never typed into the search.
-    if (e.key === '/' && !/INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName)) { e.preventDefault(); setTimeout(() => search.focus(), 0); }
+    // "/" and "n" act when the key comes up, once its character went by: it is never typed
+    // into the search or the new task's title.
+    const typing = /INPUT|TEXTAREA|SELECT/.test(document.activeElement.tagName);
+    if ((e.key === '/' || e.key === 'n') && !typing && !e.ctrlKey && !e.metaKey && !e.altKey) { e.preventDefault(); keyDown = e.key; }
     if (e.key === 'Escape') closeDrawer();
+  });
+  document.addEventListener('keyup', e => {
+    if (e.key !== keyDown) return;
+    keyDown = '';
+    if (e.key === '/') search.focus(); else openNew();
   });
 }
 
@@ -405,6 +465,10 @@ function fillColumn(st, match) {
   const want = ids.slice(0, limit).map(id => cardFor(tasks.get(id)));
   more.hidden = ids.length <= limit;
   more.textContent = 'Show ' + Math.min(pageSize, ids.length - limit) + ' more of ' + (ids.length - limit);
+  // Tab reaches one card per column (the last one focused there, else the first): the
+  // arrows move between the cards, Tab to the next column.
+  const keep = Math.max(0, want.findIndex(c => c.dataset.taskId === colFocus.get(st)));
+  want.forEach((c, i) => { c.tabIndex = i === keep ? 0 : -1; });
   // Move only what is out of place.
   let cur = list.firstElementChild;
   for (const c of want) {
@@ -439,7 +503,9 @@ function card(t, parent, dl) {
     onclick: () => selectTask(t.id),
     onkeydown: e => cardKey(e, t.id),
   },
-  h('div', { class: 'top' }, h('span', { class: 'tid' }, short(t.id)),
+  // The id is the task's link (#task=…), to copy; Tab passes it by, as it passes the card's
+  // column by.
+  h('div', { class: 'top' }, h('a', { class: 'tid', href: '#task=' + short(t.id), tabindex: '-1', title: 'a link to this task' }, short(t.id)),
     t.priority && t.priority !== 'medium' && h('span', { class: 'prio-' + t.priority }, t.priority)),
   h('div', { class: 'title' }, t.title),
   h('div', { class: 'meta' },
@@ -473,7 +539,10 @@ function cardKey(e, id) {
 
 function selectTask(id) {
   const prev = selTask;
+  if (prev !== id) editing = null;
+  creating = false;
   selTask = id;
+  setHash('task=' + short(id));
   const touched = new Set();
   for (const x of [prev, id]) { const t = tasks.get(x); if (t) touched.add(column(t)); }
   renderBoard(touched);
@@ -482,6 +551,7 @@ function selectTask(id) {
 
 function selectAgent(id) {
   chatAgent = id;
+  setHash('chat=' + id);
   renderAgents();
   renderChat(true);
 }
@@ -501,7 +571,8 @@ function closeDrawer() {
 
 function closeDetails() {
   const prev = selTask;
-  selTask = null;
+  selTask = null; editing = null; creating = false;
+  if (location.hash.startsWith('#task=')) setHash(chatAgent ? 'chat=' + chatAgent : '');
   const pane = document.getElementById('details');
   pane.hidden = true; pane.dataset.key = '';
   showDrawer();
@@ -511,6 +582,7 @@ function closeDetails() {
 
 function closeChat() {
   chatAgent = null;
+  if (location.hash.startsWith('#chat=')) setHash(selTask ? 'task=' + short(selTask) : '');
   const pane = document.getElementById('chat');
   pane.hidden = true; pane.dataset.key = '';
   showDrawer();
@@ -524,6 +596,7 @@ function renderAttention() {
   const n = S.attention_total || S.attention.length || '';
   document.getElementById('attention-count').textContent = n;
   document.getElementById('attention-badge').textContent = n;
+  document.getElementById('tab-attention-count').textContent = n;
   if (S.attention.length === 0) {
     ul.replaceChildren(h('li', { class: 'empty', style: 'background:none' }, 'Nothing waits for you.'));
     return;
@@ -533,7 +606,7 @@ function renderAttention() {
     const go = () => { if (a.kind === 'message') selectAgent(a.agent_id); else if (a.task_id) selectTask(a.task_id); };
     return h('li', { class: 'k-' + a.kind, tabindex: '0', dataset: { kind: a.kind, taskId: a.task_id || '' }, onclick: go,
       onkeydown: e => { if (e.target === e.currentTarget && (e.key === 'Enter' || e.key === ' ')) { e.preventDefault(); go(); } } },
-    h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.task_id && tasks.has(a.task_id) ? h('span', { class: 'tid' }, short(a.task_id) + ' ') : '', a.text,
+    h('span', { class: 'kind' }, a.kind.replace('_', ' ')), a.task_id && tasks.has(a.task_id) ? h('span', { class: 'tid' }, short(a.task_id) + ' ') : '', shortText(a.text),
     a.kind === 'approval' && h('div', { class: 'acts' },
       h('button', { class: 'primary approve', onclick: e => { e.stopPropagation(); act('approved', '/api/tasks/' + a.task_id + '/approve'); } }, 'Approve'),
       h('button', { class: 'danger reject', onclick: e => { e.stopPropagation(); reject(a.task_id); } }, 'Reject')),
@@ -589,7 +662,8 @@ function renderAgents() {
       onkeydown: e => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); selectAgent(a.id); } } },
     h('div', { class: 'who' }, h('b', {}, a.name || a.id), a.name && a.name !== a.id && h('span', { class: 'role' }, a.id),
       h('span', { class: 'role' }, [a.hierarchy, a.role].filter(Boolean).join(' · ')),
-      a.unread > 0 && h('span', { class: 'unread' }, a.unread)),
+      a.unread > 0 && h('span', { class: 'unread' }, a.unread),
+      h('a', { class: 'permalink', href: '#chat=' + encodeURIComponent(a.id), title: 'a link to the chat with ' + a.id }, 'link')),
     a.type === 'human' ? h('div', { class: 'idle' }, 'human') :
       (doing.length ? doing : h('div', { class: 'idle' }, a.status === 'active' ? 'no live session' : a.status)));
   }));
@@ -608,8 +682,9 @@ function fmtTime(s) {
 
 // ---- details and chat: beside or over the board, only when asked for -------------------
 
-function paneHead(title, close) {
-  return h('div', { class: 'pane-head' }, h('h2', {}, title),
+function paneHead(title, close, link) {
+  return h('div', { class: 'pane-head' }, h('h2', { tabindex: '-1' }, title,
+    link && h('a', { class: 'permalink', href: '#' + link, title: 'a link to this: copy it, or open it in another tab' }, 'link')),
     h('button', { class: 'close', type: 'button', 'aria-label': 'close ' + title, title: 'close (Esc)', onclick: close }, '×'));
 }
 
@@ -635,7 +710,10 @@ async function renderDetails(force) {
     return;
   }
   if (id !== selTask) return;
-  const key = JSON.stringify([d, [...openLogs], short(d.id)]);
+  // The Edit form keeps what is typed in it: the pane is drawn again once it is saved
+  // or cancelled.
+  if (editing === id && !force && pane.querySelector('form.edit')) return;
+  const key = JSON.stringify([d, [...openLogs], short(d.id), editing === id]);
   if (!force && pane.dataset.key === key) return;
   pane.dataset.key = key;
   // Keep what the human typed or chose across redraws.
@@ -643,9 +721,14 @@ async function renderDetails(force) {
   const typed = oldReason && oldReason.dataset.task === d.id ? oldReason.value : '';
   const hadFocus = oldReason && document.activeElement === oldReason;
   const ref = id => h('a', { class: 'ref', href: '#', onclick: e => { e.preventDefault(); selectTask(id); } }, short(id) + ' ' + taskTitle(id));
-  const moves = (S.transitions[d.status] || []);
+  // The moves the table lists, each allowed or refused by the store's rules now; a
+  // refused one is shown with its reason, not offered.
+  const allMoves = d.moves || [];
+  const moves = allMoves.filter(m => m.ok).map(m => m.status);
+  const refused = allMoves.filter(m => !m.ok);
   const statusSel = h('select', { name: 'status', 'aria-label': 'new status', disabled: moves.length === 0 },
-    h('option', { value: '' }, moves.length ? 'Move to…' : 'finished'), moves.map(s => h('option', { value: s }, s.replace('_', ' '))));
+    h('option', { value: '' }, moves.length ? 'Move to…' : allMoves.length ? 'no move allowed now' : 'finished'),
+    allMoves.map(m => h('option', { value: m.status, disabled: !m.ok }, m.status.replace('_', ' ') + (m.ok ? '' : ' (not now)'))));
   const reason = h('input', { name: 'reason', placeholder: 'reason (for blocked, cancelled)', size: 22, 'aria-label': 'reason', dataset: { task: d.id } });
   reason.value = typed;
   const assignSel = h('select', { name: 'assignee', 'aria-label': 'assignee' }, h('option', { value: '' }, '— unassigned —'),
@@ -673,7 +756,7 @@ async function renderDetails(force) {
   const scroll = pane.scrollTop;
   // Through h's rules: a part that is absent (false, null, "") is left out, not shown.
   pane.replaceChildren(...h('div', {},
-    paneHead('Task ' + short(d.id), closeDetails),
+    paneHead('Task ' + short(d.id), closeDetails, 'task=' + short(d.id)),
     h('h3', {}, d.title),
     h('dl', { class: 'facts' },
       h('dt', {}, 'id'), h('dd', { class: 'mono' }, d.id),
@@ -699,7 +782,12 @@ async function renderDetails(force) {
       h('button', { class: 'assign', onclick: () => act('assigned', '/api/tasks/' + d.id + '/assign', { assignee: assignSel.value }) }, 'Assign'),
       d.approval === 'pending_approval' && [
         h('button', { class: 'primary approve', onclick: () => act('approved', '/api/tasks/' + d.id + '/approve') }, 'Approve'),
-        h('button', { class: 'danger reject', onclick: () => reject(d.id) }, 'Reject')]),
+        h('button', { class: 'danger reject', onclick: () => reject(d.id) }, 'Reject')],
+      !['done', 'cancelled'].includes(d.status) && h('button', { class: 'edit', title: 'edit its title, description, priority and dependencies (aipm task edit)',
+        onclick: () => { editing = d.id; renderDetails(true); } }, 'Edit')),
+    refused.length > 0 && h('ul', { class: 'refused', 'aria-label': 'moves not allowed now' }, refused.map(m => h('li', { dataset: { status: m.status } },
+      h('b', {}, m.status.replace('_', ' ')), ': ' + shortText(m.reason) + (m.hint ? ' — ' + shortText(m.hint) : '')))),
+    editing === d.id && editForm(d),
     d.landing && codeSection(d, ref),
     h('h2', {}, 'Runs'),
     d.failed_starts.length > 0 && h('ul', { class: 'runs failed-starts' }, d.failed_starts.map(sp => h('li', {},
@@ -707,14 +795,15 @@ async function renderDetails(force) {
     runs.length ? h('ul', { class: 'runs' }, runs) : !d.failed_starts.length && h('p', { class: 'empty' }, 'No runs yet.'),
     h('h2', {}, 'History'),
     h('ul', { class: 'history' }, d.history.slice().reverse().map(e => h('li', {},
-      h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change, historyText(e),
-      e.reason ? ' (' + e.reason + ')' : '')))).childNodes);
+      h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change, shortText(historyText(e)),
+      e.reason ? ' (' + shortText(e.reason) + ')' : '')))).childNodes);
   pane.scrollTop = scroll;
   if (hadFocus) reason.focus();
   const wasHidden = pane.hidden;
   pane.hidden = false;
   showDrawer();
-  if (force && wasHidden) pane.querySelector('button.close').focus();
+  // The focus goes to the pane's heading (not a button a key still down could press).
+  if (force && wasHidden) pane.querySelector('.pane-head h2').focus();
 }
 
 // codeSection is where a task's code is: its branch, its landing, what went wrong, the way
@@ -809,7 +898,7 @@ async function renderChat(force) {
     class: 'msg' + (m.senderId === c.human ? ' mine' : ''), dataset: { messageId: m.id },
   }, h('span', { class: 'at' }, m.senderId + ' · ' + fmtTime(m.createdAt) + (m.relatedTaskId ? ' · ' + short(m.relatedTaskId) + ' ' + taskTitle(m.relatedTaskId) : '')), m.content))
     : h('p', { class: 'empty' }, 'No messages yet.'));
-  const head = paneHead('Chat with ' + who, closeChat);
+  const head = paneHead('Chat with ' + who, closeChat, 'chat=' + who);
   if (agent && agent.type === 'ai') {
     head.insertBefore(agent.chat_open
       ? h('button', { class: 'close-chat', title: 'its chat session is told to exit', onclick: () => act('chat closed', '/api/chat/' + who + '/close') }, 'Close chat')
@@ -827,5 +916,192 @@ async function renderChat(force) {
   }
 }
 
+// ---- New task and Edit: aipm task add and aipm task edit ------------------------------
+
+function field(text, el) { return h('label', { class: 'field' }, h('span', {}, text), el); }
+function idList(v) { return v.split(/[\s,]+/).filter(Boolean); }
+function prioSelect(cur) {
+  return h('select', { name: 'priority', 'aria-label': 'priority' }, ['low', 'medium', 'high', 'urgent'].map(p => h('option', { value: p, selected: p === cur }, p)));
+}
+
+// editForm changes a task's title, description, priority and dependencies: what changed
+// goes to the store in one write (EditTask), which refuses what aipm task edit refuses.
+function editForm(d) {
+  const title = h('input', { name: 'title', 'aria-label': 'title', required: true, maxlength: 200 });
+  title.value = d.title;
+  const desc = h('textarea', { name: 'description', 'aria-label': 'description', rows: 4 });
+  desc.value = d.description || '';
+  const prio = prioSelect(d.priority);
+  const depsIn = h('input', { name: 'dependencies', 'aria-label': 'depends on', placeholder: 'task ids: tsk_8001 tsk_8002' });
+  const cur = (d.dependencies || []).map(short).join(' ');
+  depsIn.value = cur;
+  const done = () => { editing = null; renderDetails(true); };
+  const form = h('form', { class: 'edit task-form', 'aria-label': 'edit task ' + short(d.id), onsubmit: async e => {
+    e.preventDefault();
+    const body = {};
+    if (title.value !== d.title) body.title = title.value;
+    if (desc.value !== (d.description || '')) body.description = desc.value;
+    if (prio.value !== d.priority) body.priority = prio.value;
+    if (idList(depsIn.value).join(' ') !== cur) body.dependencies = idList(depsIn.value);
+    if (!Object.keys(body).length) { done(); return; }
+    if (await act('saved ' + short(d.id), '/api/tasks/' + encodeURIComponent(d.id) + '/edit', body)) done();
+  } },
+  field('Title', title), field('Description', desc), field('Priority', prio), field('Depends on', depsIn),
+  h('div', { class: 'form-acts' }, h('button', { class: 'primary save', type: 'submit' }, 'Save'),
+    h('button', { class: 'cancel', type: 'button', onclick: done }, 'Cancel')));
+  setTimeout(() => { if (document.activeElement === document.body || !document.activeElement) title.focus(); }, 0);
+  return form;
+}
+
+// openNew shows the New task form in the details pane (key n): aipm task add, as the
+// acting human. Once created, the pane shows the new task.
+function openNew() {
+  if (!S) return;
+  const prev = tasks.get(selTask);
+  selTask = null; editing = null; creating = true;
+  if (location.hash.startsWith('#task=')) setHash(chatAgent ? 'chat=' + chatAgent : '');
+  const pane = document.getElementById('details');
+  pane.dataset.key = '';
+  const title = h('input', { name: 'title', 'aria-label': 'title', required: true, maxlength: 200, placeholder: 'What to do, in a few words' });
+  const desc = h('textarea', { name: 'description', 'aria-label': 'description', rows: 4, placeholder: 'Details (optional)' });
+  const prio = prioSelect('medium');
+  const status = h('select', { name: 'status', 'aria-label': 'status' }, ['backlog', 'todo'].map(s => h('option', { value: s }, s)));
+  const assignee = h('select', { name: 'assignee', 'aria-label': 'assignee' }, h('option', { value: '' }, '— unassigned —'),
+    S.agents.filter(a => a.status === 'active').map(a => h('option', { value: a.id }, a.id)));
+  const parent = h('input', { name: 'parent', 'aria-label': 'part of', placeholder: 'parent task id (optional)' });
+  const depsIn = h('input', { name: 'dependencies', 'aria-label': 'depends on', placeholder: 'task ids: tsk_8001 tsk_8002' });
+  const form = h('form', { class: 'new task-form', 'aria-label': 'new task', onsubmit: async e => {
+    e.preventDefault();
+    const body = { title: title.value, description: desc.value, priority: prio.value, status: status.value,
+      assignee: assignee.value, parent: parent.value.trim(), dependencies: idList(depsIn.value) };
+    try {
+      const t = await api('/api/tasks', body);
+      toast('created ' + t.title);
+      if (creating) selectTask(t.id);
+    } catch (err) {
+      toast((err.message || err.error || String(err)) + (err.hint ? ' — ' + err.hint : ''), true);
+    }
+  } },
+  field('Title', title), field('Description', desc), field('Priority', prio), field('Status', status), field('Assignee', assignee),
+  field('Part of', parent), field('Depends on', depsIn),
+  h('div', { class: 'form-acts' }, h('button', { class: 'primary create', type: 'submit' }, 'Create task'),
+    h('button', { class: 'cancel', type: 'button', onclick: closeDetails }, 'Cancel')));
+  pane.replaceChildren(paneHead('New task', closeDetails), form);
+  pane.hidden = false;
+  showDrawer();
+  if (prev) renderBoard(new Set([column(prev)]));
+  title.focus();
+}
+
+// ---- sections on a phone: the board, Needs you, the agents and the chat, one tap each --
+
+function setTab(tab) {
+  if (tab === 'chat') {
+    const who = chatAgent || (S && (S.agents.find(a => a.type === 'ai') || S.agents[0] || {}).id);
+    if (!who) { tab = 'agents'; } else { document.body.dataset.tab = 'chat'; markTabs(); selectAgent(who); return; }
+  }
+  if (!document.getElementById('drawer').hidden) closeDrawer();
+  document.body.dataset.tab = tab;
+  markTabs();
+  window.scrollTo(0, 0);
+}
+function markTabs() {
+  for (const b of document.querySelectorAll('#tabs button')) b.setAttribute('aria-current', String(b.dataset.tab === document.body.dataset.tab));
+}
+
+// ---- drag and drop between columns ----------------------------------------------------
+//
+// A card dragged with the mouse (or a pen) shows which columns take it, by the store's
+// rules for this task now (its moves), and the reason on those that do not; dropped on
+// one that does, it is the status change of the Move to… menu.
+
+let drag = null, dragClick = false;
+function colAt(x, y) {
+  const el = document.elementFromPoint(x, y);
+  return el && el.closest('#board .column');
+}
+function setupDrag() {
+  const board = document.getElementById('board');
+  board.addEventListener('pointerdown', e => {
+    if (e.button !== 0 || e.pointerType === 'touch') return;
+    const c = e.target.closest('.card');
+    if (!c || e.target.closest('button, a, input, select')) return;
+    drag = { id: c.dataset.taskId, el: c, x: e.clientX, y: e.clientY, on: false };
+  });
+  document.addEventListener('pointermove', e => {
+    if (!drag) return;
+    if (!(e.buttons & 1)) { const d = drag; drag = null; if (d.on) endDrag(d); return; } // released outside the page
+    if (!drag.on) {
+      if (Math.hypot(e.clientX - drag.x, e.clientY - drag.y) < 6) return;
+      startDrag();
+    }
+    drag.ghost.style.transform = 'translate(' + (e.clientX - drag.x) + 'px, ' + (e.clientY - drag.y) + 'px)';
+    const col = colAt(e.clientX, e.clientY);
+    for (const el of document.querySelectorAll('#board .column.drop-here')) if (el !== col) el.classList.remove('drop-here');
+    if (col) col.classList.add('drop-here');
+  });
+  document.addEventListener('pointerup', e => {
+    const d = drag;
+    drag = null;
+    if (!d || !d.on) return;
+    dragClick = true; // the click that ends a drag opens nothing
+    setTimeout(() => { dragClick = false; }, 0);
+    endDrag(d);
+    dropOn(d, colAt(e.clientX, e.clientY));
+  });
+  document.addEventListener('keydown', e => { if (e.key === 'Escape' && drag) { const d = drag; drag = null; if (d.on) endDrag(d); } }, true);
+  board.addEventListener('click', e => { if (dragClick) { e.stopPropagation(); e.preventDefault(); dragClick = false; } }, true);
+}
+function startDrag() {
+  const d = drag;
+  d.on = true;
+  const r = d.el.getBoundingClientRect();
+  d.ghost = d.el.cloneNode(true);
+  d.ghost.classList.add('ghost');
+  Object.assign(d.ghost.style, { left: r.left + 'px', top: r.top + 'px', width: r.width + 'px' });
+  document.body.append(d.ghost);
+  d.el.classList.add('dragged');
+  document.body.classList.add('dragging');
+  const from = column(tasks.get(d.id) || { status: '' });
+  d.moves = api('/api/tasks/' + encodeURIComponent(d.id) + '/moves').catch(e => { toast(e.message || e.error, true); return []; });
+  d.moves.then(ms => {
+    if (drag !== d) return;
+    for (const col of document.querySelectorAll('#board .column')) {
+      const st = col.dataset.status;
+      if (st === from) continue;
+      const m = ms.find(m => m.status === st);
+      col.classList.add(m && m.ok ? 'drop-ok' : 'drop-no');
+      col.dataset.dropWhy = m ? (m.ok ? '' : shortText(m.reason)) : 'a ' + from.replace('_', ' ') + ' task cannot move to ' + st.replace('_', ' ');
+    }
+    document.body.dataset.dragReady = d.id;
+  });
+}
+function endDrag(d) {
+  if (d.ghost) d.ghost.remove();
+  d.el.classList.remove('dragged');
+  document.body.classList.remove('dragging');
+  delete document.body.dataset.dragReady;
+  for (const col of document.querySelectorAll('#board .column')) {
+    col.classList.remove('drop-ok', 'drop-no', 'drop-here');
+    delete col.dataset.dropWhy;
+  }
+}
+async function dropOn(d, col) {
+  const t = tasks.get(d.id);
+  if (!col || !t || col.dataset.status === column(t)) return;
+  const to = col.dataset.status;
+  const ms = await d.moves;
+  const m = ms.find(m => m.status === to);
+  if (!m) { toast('a ' + t.status.replace('_', ' ') + ' task cannot move to ' + to.replace('_', ' '), true); return; }
+  if (!m.ok) { toast(m.reason + (m.hint ? ' — ' + m.hint : ''), true); return; }
+  let reason = '';
+  if (to === 'blocked' || to === 'cancelled') {
+    reason = prompt((to === 'blocked' ? 'Why is ' : 'Why cancel ') + short(d.id) + ' ' + t.title + '?');
+    if (reason === null) return;
+  }
+  act(short(d.id) + ' moved to ' + to.replace('_', ' '), '/api/tasks/' + encodeURIComponent(d.id) + '/status', { status: to, reason });
+}
+
 setupToolbar();
+setupDrag();
 connect();
