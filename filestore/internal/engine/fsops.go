@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 )
 
 // The plain file operations the domain needs beside reading, appending and replacing
@@ -48,24 +46,16 @@ func OpenFollow(path string) (*os.File, error) {
 	return os.Open(path)
 }
 
-// ReadDir lists dir by name, as os.ReadDir. Under a store it is listed through the
-// store's held directories; a missing directory is fs.ErrNotExist.
+// ReadDir lists dir by name, as os.ReadDir. Under a store, the directories from .ai-pm
+// down to dir are checked first to be real directories, not links; a listing reads names
+// and types only, so the instant between the check and the read is left open. (Listed
+// through the held directory instead, os.File.ReadDir made an lstat per entry here:
+// 60 sessions listed in 166 µs instead of 123, BenchmarkSessions.)
 func ReadDir(dir string) ([]fs.DirEntry, error) {
-	root, ok, err := StoreDir(dir, false)
-	if !ok {
-		return os.ReadDir(dir)
-	}
-	if err != nil {
+	if _, ok, err := StoreDir(dir, false); ok && err != nil {
 		return nil, err
 	}
-	f, err := root.Open(".")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	entries, err := f.ReadDir(-1)
-	slices.SortFunc(entries, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
-	return entries, err
+	return os.ReadDir(dir)
 }
 
 // ReadDirNames lists the names in dir, unsorted: the cheapest listing, for a directory
