@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Spawn is runtime/spawns/<id>.json: one agent process the coordinator started, for one
@@ -337,4 +339,25 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// AskSilent tells the agent of a running spawn, by a notification to the spawn's latest
+// session (or, before it has one, to its purpose), that its process has been silent for
+// silent and seems stuck: report progress or call get_next_action, or be stopped after
+// grace. round tells one question to the same process from the next (one notification
+// each).
+func (s *Store) AskSilent(spawnID string, silent, grace time.Duration, round int) (*Notification, error) {
+	sp, err := s.Spawn(spawnID)
+	if err != nil {
+		return nil, err
+	}
+	lang := s.ProjectLanguage()
+	n := Notification{TargetAgentID: sp.AgentID, TargetPurpose: sp.Purpose, Type: NotifyStatusChange, Action: "report_progress",
+		Priority: NotifyHigh, TaskID: sp.TaskID, FromAgentID: SystemSender, Key: "silent:" + sp.ID + ":" + strconv.Itoa(round),
+		Message: msg.Text(lang, "silent.message", silent), Instruction: msg.Text(lang, "silent.instruction", grace)}
+	if k := len(sp.SessionIDs); k > 0 {
+		n.TargetSessionID, n.TargetPurpose = sp.SessionIDs[k-1], PurposeAny
+	}
+	out, _, err := s.AddNotification(Actor{ID: SystemSender, Via: ViaCoordinator}, n)
+	return out, err
 }

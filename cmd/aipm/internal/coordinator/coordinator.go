@@ -102,7 +102,11 @@ type proc struct {
 	// stops it (supervise); done is closed when it has exited.
 	authenticated bool
 	stopReason    string
-	done          chan struct{}
+	// askedAt is when it was last asked whether it is stuck (zero: not since its last sign
+	// of life); asks counts the questions.
+	askedAt time.Time
+	asks    int
+	done    chan struct{}
 	// moved: stopped because the agent's lease went to another machine; its exit is no
 	// failure.
 	moved bool
@@ -1180,12 +1184,14 @@ func orphanAlive(sp *filestore.Spawn) bool {
 	return groupLive(sp.PID)
 }
 
-// supervise stops the running processes that hang: one that has not authenticated within
-// settings.start_timeout_seconds, and one that works (it is not waiting in a long poll, see
-// waiting) but whose sessions made no tool call for settings.silence_timeout_seconds. A
-// stopped process is recorded (its spawn's outcome says why), backed off like a failure,
-// and its slot is free at once. next is when the earliest of those deadlines passes.
-// A session's last call is known to within min(lease/10, 1 minute): the renewal's step.
+// supervise stops the running processes that hang. One that has not authenticated within
+// settings.start_timeout_seconds is stopped. One that works (it is not in a wait the
+// server knows about, see waiting and lastSigns) but has made no tool call and written no
+// output for settings.silence_timeout_seconds is asked, by a notification, to report
+// progress or call get_next_action; still silent settings.silence_grace_seconds later, it
+// is stopped. A stopped process is recorded (its spawn's outcome says why), backed off like
+// a failure (its task goes to the next start), and its slot is free at once. next is when
+// the earliest of those deadlines passes.
 func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map[string]filestore.Work, tasks []*filestore.Task,
 	open map[workKey]int, told map[string]string) (next time.Time) {
 	soonest := func(t time.Time) {
@@ -1193,7 +1199,7 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 			next = t
 		}
 	}
-	var calls map[string]time.Time
+	var signs map[string]sign
 	for k, pr := range c.running {
 		if pr.stopReason != "" {
 			continue
@@ -1212,37 +1218,125 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 			continue
 		}
 		if c.waiting(pr, works[k.agent], tasks, open, told) != "" {
-			continue // a long poll or a wait for someone else is not silence
+			pr.askedAt = time.Time{} // a long poll or a wait for someone else is not silence
+			continue
 		}
-		if calls == nil {
-			calls = c.lastCalls()
+		if signs == nil {
+			signs = c.lastSigns()
 		}
-		last := pr.started
-		if t := calls[pr.spawn.ID]; t.After(last) {
-			last = t
+		sg := signs[pr.spawn.ID]
+		if sg.inCall {
+			pr.askedAt = time.Time{} // inside a call the server is serving
+			continue
 		}
-		if d := set.SilenceTimeout(); now.Sub(last) >= d {
-			c.stop(pr, fmt.Sprintf("it made no tool call for %s (settings.silence_timeout_seconds)", d))
-		} else {
-			soonest(last.Add(d))
+		last := latest(pr.started, sg.call, c.outputAt(pr))
+		switch d := silenceStep(set, now, last, pr.askedAt); d.act {
+		case silenceAnswered:
+			c.Say("%s answered: it is active again", k)
+			pr.askedAt = time.Time{}
+			soonest(d.at)
+		case silenceAsk:
+			pr.asks++
+			pr.askedAt = now
+			if _, err := c.s.AskSilent(pr.spawn.ID, now.Sub(last).Round(time.Second), set.SilenceGrace(), pr.asks); err != nil {
+				c.Say("%s: asking it whether it is stuck: %v", k, err)
+			}
+			c.Say("ask %s: no tool call and no output for %s (settings.silence_timeout_seconds): asked it to report progress or call get_next_action; stopped if still silent in %s (settings.silence_grace_seconds)",
+				k, now.Sub(last).Round(time.Second), set.SilenceGrace())
+			soonest(d.at)
+		case silenceStop:
+			c.stop(pr, fmt.Sprintf("it made no tool call and wrote no output for %s, and none in the %s after it was asked (settings.silence_timeout_seconds, settings.silence_grace_seconds)",
+				now.Sub(last).Round(time.Second), set.SilenceGrace()))
+		default:
+			soonest(d.at)
 		}
 	}
 	return next
 }
 
-// lastCalls maps each spawn to the latest tool call of its live sessions.
-func (c *Coordinator) lastCalls() map[string]time.Time {
-	out := map[string]time.Time{}
+// What silenceStep decides for a working process.
+const (
+	silenceWait     = iota // nothing yet: look again at the decision's time
+	silenceAsk             // silent too long: ask it
+	silenceAnswered        // it was asked and has shown life since
+	silenceStop            // asked, and still silent after the grace
+)
+
+type silenceDecision struct {
+	act int
+	at  time.Time // when to look again (silenceWait, silenceAsk, silenceAnswered)
+}
+
+// silenceStep is the rule for a process that works: last is its last sign of life (its
+// start, a tool call, a line of output), askedAt when it was asked whether it is stuck
+// (zero: not asked). It is asked once silent for settings.silence_timeout_seconds, and
+// stopped once silent for settings.silence_grace_seconds after that; any sign of life after
+// the question answers it.
+func silenceStep(set filestore.Settings, now, last, askedAt time.Time) silenceDecision {
+	silence, grace := set.SilenceTimeout(), set.SilenceGrace()
+	if !askedAt.IsZero() {
+		if last.After(askedAt) {
+			return silenceDecision{act: silenceAnswered, at: last.Add(silence)}
+		}
+		if now.Sub(askedAt) >= grace {
+			return silenceDecision{act: silenceStop}
+		}
+		return silenceDecision{act: silenceWait, at: askedAt.Add(grace)}
+	}
+	if now.Sub(last) >= silence {
+		return silenceDecision{act: silenceAsk, at: now.Add(grace)}
+	}
+	return silenceDecision{act: silenceWait, at: last.Add(silence)}
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// sign is what a spawn's sessions say of its life: its latest tool call, and whether one
+// of its live sessions is inside a call now.
+type sign struct {
+	call   time.Time
+	inCall bool
+}
+
+// lastSigns maps each spawn to the signs of life of its sessions: a session's recorded
+// activity (renewed at most every tenth of its lease) and, closer, the time its serving
+// process last recorded a call of it (within a second), with whether one is in flight.
+func (c *Coordinator) lastSigns() map[string]sign {
+	out := map[string]sign{}
 	all, err := c.s.Sessions("")
 	if err != nil {
 		return out
 	}
+	now := c.s.Now()
 	for _, se := range all {
-		if se.SpawnID != "" && se.LastActivityAt.After(out[se.SpawnID]) {
-			out[se.SpawnID] = se.LastActivityAt
+		if se.SpawnID == "" {
+			continue
 		}
+		sg := out[se.SpawnID]
+		sg.call = latest(sg.call, se.LastActivityAt)
+		if at, inCall, err := c.s.SessionActivity(se.ID); err == nil {
+			sg.call = latest(sg.call, at)
+			sg.inCall = sg.inCall || inCall && se.Live(now)
+		}
+		out[se.SpawnID] = sg
 	}
 	return out
+}
+
+// outputAt is when the process last wrote to its captured output (zero if unknown).
+func (c *Coordinator) outputAt(pr *proc) time.Time {
+	if fi, err := pr.log.Stat(); err == nil {
+		return fi.ModTime()
+	}
+	return time.Time{}
 }
 
 // stop ends a hung process: SIGTERM to its process group, SIGKILL 5 s later if it is

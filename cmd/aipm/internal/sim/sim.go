@@ -16,6 +16,8 @@
 //	double <in> <out>               read an integer from <in>, write twice it to <out>
 //	sleep <duration>                work that takes time (Go duration: 20s, 1m30s)
 //	hang <duration>                 a hung model: no tool call at all for that long
+//	hang <duration> once <path>     the same, the first time only: hangs unless <path>
+//	                                exists, and writes it before it hangs
 //	ask <agent> <question…>         consult another AI agent
 //	shiritori <agent> <rounds> <first-word>
 //	                                play shiritori: <rounds> words from each side
@@ -1044,6 +1046,19 @@ func (s *simAgent) do(d simDirective) (string, error) {
 		}
 		return "worked " + d.dur.String(), nil
 	case "hang":
+		if d.path != "" {
+			full, err := simSafePath(s.root, d.path)
+			if err != nil {
+				return "", &simStepError{msg: err.Error()}
+			}
+			if _, err := os.Lstat(full); err == nil {
+				s.logf("not hanging again: %s exists", d.path)
+				return "did not hang again", nil
+			}
+			if err := simWriteFile(full, "hung once\n"); err != nil {
+				return "", simStepErrorf("hang: write %s: %v", d.path, err)
+			}
+		}
 		s.logf("hanging for %s without a tool call", d.dur)
 		time.Sleep(d.dur)
 		return "hung " + d.dur.String(), nil
@@ -1686,6 +1701,9 @@ func simParseLine(line string) (simDirective, bool) {
 		d.in, d.out = f[0], f[1]
 		return d, true
 	case "sleep", "hang":
+		if d.verb == "hang" && len(f) == 3 && strings.EqualFold(f[1], "once") {
+			d.path, f = f[2], f[:1]
+		}
 		if len(f) != 1 {
 			return d, false
 		}
