@@ -183,7 +183,7 @@ const OutcomeShutdown = "stopped: aipm run shut down"
 // while shutting down or because the agent moved to another machine, nor when the next
 // coordinator cleaned up after a dead one.
 func (sp *Spawn) Failed() bool {
-	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved {
+	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved || sp.Outcome == OutcomeInactive {
 		return false
 	}
 	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
@@ -192,6 +192,10 @@ func (sp *Spawn) Failed() bool {
 // OutcomeMoved is the outcome of a process its coordinator stopped because the agent's
 // lease went to another machine: not a failure of the agent.
 const OutcomeMoved = "stopped: its lease moved to another machine"
+
+// OutcomeInactive is the outcome of a process its coordinator stopped because its agent
+// was made inactive: not a failure of the agent either.
+const OutcomeInactive = "stopped: the agent was made inactive"
 
 // OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
 // stopped what was left of it and closed the record. Not a failure of the agent.
@@ -304,7 +308,7 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 			return err
 		}
 	}
-	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved) && ex.Status == ExecFailed {
+	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved || outcome == OutcomeInactive) && ex.Status == ExecFailed {
 		// Not the agent's failure: the run was cut short, and its work starts again.
 		ex.Interrupted = true
 		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"

@@ -107,9 +107,9 @@ type proc struct {
 	askedAt time.Time
 	asks    int
 	done    chan struct{}
-	// moved: stopped because the agent's lease went to another machine; its exit is no
-	// failure.
-	moved bool
+	// moved: stopped because the agent's lease went to another machine; retired: because
+	// the agent was made inactive. Neither exit is a failure.
+	moved, retired bool
 }
 
 type exitEvent struct {
@@ -434,6 +434,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	c.endTalks(agents)
 	c.unapproved = map[string]string{}
 	c.noCommand = map[string]bool{}
 	var ais []*filestore.Agent
@@ -596,14 +597,47 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		}
 	}
 	c.ours = mine
+	active := map[string]bool{}
+	for _, ag := range ais {
+		active[ag.ID] = true
+	}
 	for k, pr := range c.running {
 		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
-			c.Say("stop %s: its lease is no longer this machine's", k)
+			if !active[k.agent] {
+				// Made inactive (its lease is let go for that reason, not taken elsewhere).
+				c.Say("stop %s: the agent was made inactive", k)
+				pr.retired = true
+			} else {
+				c.Say("stop %s: its lease is no longer this machine's", k)
+			}
 			pr.moved = true
 			signalGroup(pr.cmd.Process.Pid, false)
 		}
 	}
 	return mine
+}
+
+// endTalks ends at once the delegations and conversations that wait on an agent that will
+// not answer: one made inactive, or one whose work this run gave up starting
+// (giveUp). They would otherwise wait out their timeouts.
+func (c *Coordinator) endTalks(agents []*filestore.Agent) {
+	var gone []filestore.Unreachable
+	for _, ag := range agents {
+		if ag.Status == filestore.AgentInactive {
+			gone = append(gone, filestore.Unreachable{AgentID: ag.ID, Reason: filestore.EndAgentInactive})
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	dlgs, convs, err := c.s.EndTalksWith(gone)
+	if err != nil {
+		c.Say("ending the talks of inactive agents: %v", err)
+		return
+	}
+	if len(dlgs)+len(convs) > 0 {
+		c.Say("ended what waited on an inactive agent: %s", strings.Join(append(dlgs, convs...), ", "))
+	}
 }
 
 // notElsewhere are the tasks not assigned to an agent whose lease another machine holds
@@ -1040,6 +1074,8 @@ func (c *Coordinator) exited(ev exitEvent) {
 		outcome = "stopped: " + pr.stopReason
 	} else if c.stopping && outcome != "exited" {
 		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
+	} else if pr.retired && outcome != "exited" {
+		outcome = filestore.OutcomeInactive // its agent was made inactive: no failure
 	} else if pr.moved && outcome != "exited" {
 		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
 	}
