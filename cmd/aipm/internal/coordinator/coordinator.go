@@ -147,6 +147,9 @@ type Coordinator struct {
 	// gaveUp holds the work whose last start failed for a reason only a person can mend
 	// (needsPerson), with what to do: it is not started again in this run.
 	gaveUp map[workKey]string
+	// broken counts the starts in a row of each work that failed, never authenticated or
+	// were stopped as hung (failedStart).
+	broken map[workKey]int
 	tl     *timeline
 	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
 	// the agents whose lease this machine held at the last look.
@@ -188,7 +191,7 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
 		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
 		machine: machine, leaseTTL: ttl, ours: map[string]bool{}, busyTasks: map[string]bool{}, landKick: make(chan struct{}, 1),
-		gaveUp: map[workKey]string{}}
+		gaveUp: map[workKey]string{}, broken: map[workKey]int{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -474,7 +477,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	for _, purpose := range []string{filestore.PurposeChat, filestore.PurposeTask} {
-		for _, ag := range ais {
+		for _, ag := range c.healthyFirst(ais, purpose) {
 			w := works[ag.ID]
 			k := workKey{ag.ID, purpose}
 			if purpose == filestore.PurposeTask && w.TaskID == "" || purpose == filestore.PurposeChat && !w.Chat {
@@ -548,6 +551,21 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	return idle, next
 }
 
+// healthyFirst orders the agents for the starts of one purpose: those whose last start of
+// it failed go last, so a free slot goes to work that can use it before a command that
+// keeps failing gets it again.
+func (c *Coordinator) healthyFirst(ais []*filestore.Agent, purpose string) []*filestore.Agent {
+	failing := func(a *filestore.Agent) int {
+		if c.broken[workKey{a.ID, purpose}] > 0 {
+			return 1
+		}
+		return 0
+	}
+	out := slices.Clone(ais)
+	slices.SortStableFunc(out, func(a, b *filestore.Agent) int { return failing(a) - failing(b) })
+	return out
+}
+
 // claimLeases takes or renews the leases of the AI agents this machine may run — those
 // with work or a process here that it can start (their command is set and approved here),
 // and those whose lease it already holds — and stops the processes of an agent whose
@@ -618,13 +636,25 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 }
 
 // endTalks ends at once the delegations and conversations that wait on an agent that will
-// not answer: one made inactive, or one whose work this run gave up starting
-// (giveUp). They would otherwise wait out their timeouts.
+// not answer: one made inactive, or one whose chat work this run gave up starting
+// (failedStart, or a start that needs a person). They would otherwise wait out their
+// timeouts.
+//
+// agents is the agents as last listed; nil lists them.
 func (c *Coordinator) endTalks(agents []*filestore.Agent) {
+	if agents == nil {
+		var err error
+		if agents, err = c.s.Agents(); err != nil {
+			c.Say("cannot list agents: %v", err)
+			return
+		}
+	}
 	var gone []filestore.Unreachable
 	for _, ag := range agents {
 		if ag.Status == filestore.AgentInactive {
 			gone = append(gone, filestore.Unreachable{AgentID: ag.ID, Reason: filestore.EndAgentInactive})
+		} else if why, ok := c.gaveUp[workKey{ag.ID, filestore.PurposeChat}]; ok {
+			gone = append(gone, filestore.Unreachable{AgentID: ag.ID, Reason: filestore.EndAgentCannotStart, Detail: clipText(why, 300)})
 		}
 	}
 	if len(gone) == 0 {
@@ -632,12 +662,21 @@ func (c *Coordinator) endTalks(agents []*filestore.Agent) {
 	}
 	dlgs, convs, err := c.s.EndTalksWith(gone)
 	if err != nil {
-		c.Say("ending the talks of inactive agents: %v", err)
+		c.Say("ending what waits on agents that will not answer: %v", err)
 		return
 	}
 	if len(dlgs)+len(convs) > 0 {
-		c.Say("ended what waited on an inactive agent: %s", strings.Join(append(dlgs, convs...), ", "))
+		c.Say("ended what waited on an agent that will not answer (inactive, or never starts): %s", strings.Join(append(dlgs, convs...), ", "))
 	}
+}
+
+// clipText cuts s to at most n runes, marking the cut.
+func clipText(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // notElsewhere are the tasks not assigned to an agent whose lease another machine holds
@@ -879,7 +918,7 @@ func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filest
 			}
 			c.s.EndSpawn(sp.ID, -1, "start_failed")
 		}
-		c.backoff(k, sp, "the start failed")
+		c.backoff(k, sp, "the start failed", 0)
 	}
 	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag), Machine: c.machine,
 		TicketTTL: p.Settings.StartTimeout()})
@@ -1118,23 +1157,75 @@ func (c *Coordinator) exited(ev exitEvent) {
 	}
 	tasks, _ := c.s.WorkingTasks()
 	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
+	// A start the coordinator had to stop held its slot all that time: its next one waits
+	// at least as long. One that ended by itself frees the slot as it goes.
+	var held time.Duration
+	if pr.stopReason != "" {
+		held = time.Since(pr.started)
+	}
 	switch {
 	case c.gaveUp[pr.key] != "":
 		c.wasted++
 		c.Say("stop retrying %s: %s; then run aipm run again", pr.key, c.gaveUp[pr.key])
+		c.endWaits(pr.key, w, c.gaveUp[pr.key])
 	case code != 0 || outcome != "exited":
 		c.wasted++
-		c.backoff(pr.key, pr.spawn, outcome)
+		c.failedStart(pr.key, pr.spawn, outcome, held, w, left)
 	case !authenticated && left:
 		c.wasted++
-		c.backoff(pr.key, pr.spawn, "it never authenticated")
+		c.failedStart(pr.key, pr.spawn, "it never authenticated", held, w, left)
 	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
 		c.wasted++
-		c.backoff(pr.key, pr.spawn, "it left its work unchanged")
+		delete(c.broken, pr.key) // it started: its command works
+		c.backoff(pr.key, pr.spawn, "it left its work unchanged", 0)
 	default:
 		delete(c.fails, pr.key)
 		delete(c.until, pr.key)
+		delete(c.broken, pr.key)
 	}
+}
+
+// failedStart backs off a start that failed, never authenticated or was stopped as hung
+// (a stopped one at least as long as it held its slot, so that it holds it at most half
+// the time); after settings.max_failed_starts of them in a row, with the work still
+// there, it gives the work up for this run and ends what waits on it (endWaits).
+func (c *Coordinator) failedStart(k workKey, sp *filestore.Spawn, why string, held time.Duration, w filestore.Work, left bool) {
+	c.backoff(k, sp, why, held)
+	if !left {
+		return
+	}
+	c.broken[k]++
+	limit := 5
+	if p, err := c.s.Project(); err == nil {
+		limit = p.Settings.FailedStarts()
+	}
+	if c.broken[k] < limit {
+		return
+	}
+	fix := fmt.Sprintf("its last %d starts failed (settings.max_failed_starts), the last one: %s", c.broken[k], why)
+	c.gaveUp[k] = fix
+	delete(c.until, k)
+	c.Say("give up %s: %s; fix its command (settings.agent_commands.%s), then run aipm run again", k, fix, sp.AIType)
+	c.endWaits(k, w, fix)
+}
+
+// endWaits ends what waits on work this run gave up: the agent's task is blocked with
+// the reason (its manager, or a person, decides what next), and the delegations and
+// conversations that wait on its chat session end (endTalks, on every look from now on).
+func (c *Coordinator) endWaits(k workKey, w filestore.Work, why string) {
+	if k.purpose == filestore.PurposeChat {
+		c.endTalks(nil)
+		return
+	}
+	if w.TaskID == "" {
+		return
+	}
+	reason := fmt.Sprintf("aipm run cannot start %s for it: %s; once that is mended, set it in progress again", k.agent, why)
+	if _, err := c.s.SetTaskStatus(filestore.QueueActor, w.TaskID, filestore.StatusBlocked, reason); err != nil {
+		c.Say("%s: blocking task %s: %v", k, w.TaskID, err)
+		return
+	}
+	c.Say("blocked task %s: %s", w.TaskID, reason)
 }
 
 // reclaim deals with what a coordinator that died (kill -9, a crash) left: the processes
@@ -1409,12 +1500,13 @@ func (c *Coordinator) usage() filestore.Usage {
 	return sum
 }
 
-// backoff delays the next start for k: the base delay, doubled per consecutive failure.
-// The spawn that failed (if any) records it, for `aipm status`.
-func (c *Coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
+// backoff delays the next start for k: the base delay, doubled per consecutive failure,
+// and at least as long as the failed start held its slot (held), so a command that hangs
+// until it is stopped leaves its slot to others at least half the time. The spawn that
+// failed (if any) records it, for `aipm status`.
+func (c *Coordinator) backoff(k workKey, sp *filestore.Spawn, why string, held time.Duration) {
 	c.fails[k]++
-	d := c.opt.Backoff << min(c.fails[k]-1, 20)
-	d = min(d, maxBackoff)
+	d := backoffDelay(c.opt.Backoff, c.fails[k], held)
 	c.until[k] = time.Now().Add(d)
 	if sp != nil {
 		if err := c.s.SetSpawnBackoff(sp.ID, c.until[k]); err != nil {
@@ -1422,6 +1514,17 @@ func (c *Coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
 		}
 	}
 	c.Say("backoff %s: %s; next start in %s at the earliest", k, why, d)
+}
+
+// backoffDelay is the wait after the fails-th failure in a row of a start that held its
+// slot for held: base doubled per failure before it, at least held (to the next tenth of a
+// second), at most maxBackoff.
+func backoffDelay(base time.Duration, fails int, held time.Duration) time.Duration {
+	d := base << min(max(fails-1, 0), 20)
+	if held > d {
+		d = held.Truncate(100*time.Millisecond) + 100*time.Millisecond
+	}
+	return min(d, maxBackoff)
 }
 
 // shutdown stops every agent process: SIGTERM to its process group, SIGKILL after 5 s.

@@ -54,3 +54,51 @@ func TestSilenceDefaults(t *testing.T) {
 		t.Errorf("FailedStarts() = %d, want 5", got)
 	}
 }
+
+// TestBackoffDelay: the wait doubles per failure from the base, is never shorter than the
+// time the failed start held its slot, and never longer than maxBackoff.
+func TestBackoffDelay(t *testing.T) {
+	cases := []struct {
+		base  time.Duration
+		fails int
+		held  time.Duration
+		want  time.Duration
+	}{
+		{time.Second, 1, 0, time.Second},
+		{time.Second, 3, 0, 4 * time.Second},
+		{300 * time.Millisecond, 2, 50 * time.Millisecond, 600 * time.Millisecond},
+		// A command that hangs until the 120 s start timeout waits at least as long.
+		{time.Second, 1, 120*time.Second + 30*time.Millisecond, 120*time.Second + 100*time.Millisecond},
+		{100 * time.Millisecond, 1, 1050 * time.Millisecond, 1100 * time.Millisecond},
+		{time.Second, 30, 0, maxBackoff},
+		{time.Second, 1, time.Hour, maxBackoff},
+	}
+	for _, tc := range cases {
+		if got := backoffDelay(tc.base, tc.fails, tc.held); got != tc.want {
+			t.Errorf("backoffDelay(%v, %d, %v) = %v, want %v", tc.base, tc.fails, tc.held, got, tc.want)
+		}
+	}
+}
+
+// TestHealthyFirst: work whose last start failed is offered a slot after the others, in
+// their order otherwise.
+func TestHealthyFirst(t *testing.T) {
+	c := &Coordinator{broken: map[workKey]int{{"a", filestore.PurposeChat}: 2, {"c", filestore.PurposeTask}: 1}}
+	ais := []*filestore.Agent{{ID: "a"}, {ID: "b"}, {ID: "c"}, {ID: "d"}}
+	ids := func(as []*filestore.Agent) string {
+		var out string
+		for _, a := range as {
+			out += a.ID
+		}
+		return out
+	}
+	if got := ids(c.healthyFirst(ais, filestore.PurposeChat)); got != "bcda" {
+		t.Errorf("chat order %s, want bcda", got)
+	}
+	if got := ids(c.healthyFirst(ais, filestore.PurposeTask)); got != "abdc" {
+		t.Errorf("task order %s, want abdc", got)
+	}
+	if got := ids(ais); got != "abcd" {
+		t.Errorf("the list itself was reordered: %s", got)
+	}
+}
