@@ -411,7 +411,7 @@ func (s *Store) EndTalksWith(gone []Unreachable) (dlgs, convs []string, err erro
 			return nil, nil, err
 		}
 		if u.Reason != EndAgentInactive && u.Reason != EndAgentCannotStart {
-			return nil, nil, newErr(ErrInvalid, "invalid_argument", "use "+EndAgentInactive+" or "+EndAgentCannotStart, "invalid reason %q", clip(u.Reason))
+			return nil, nil, newErr(ErrInvalid, "invalid_argument", "use agent_inactive or agent_cannot_start", "invalid reason %q", clip(u.Reason))
 		}
 		by[u.AgentID] = u
 	}
@@ -459,9 +459,9 @@ func (s *Store) EndTalksWith(gone []Unreachable) (dlgs, convs []string, err erro
 			u := by[d.TargetAgentID]
 			now := s.Now()
 			from := d.Status
-			why := msg.Text(lang, "talk."+u.Reason, u.AgentID)
+			why := msg.Text(lang, "talk.agent_inactive", u.AgentID)
 			if u.Reason == EndAgentCannotStart {
-				why = msg.Text(lang, "talk."+u.Reason, u.AgentID, u.Detail)
+				why = msg.Text(lang, "talk.agent_cannot_start", u.AgentID, u.Detail)
 			}
 			d.Status, d.Result, d.CompletedAt = DelegationFailed, why, &now
 			if err := s.saveDelegationLocked(talkActor, d, Event{Change: "status", From: from, To: DelegationFailed, Reason: u.Reason}); err != nil {
