@@ -106,6 +106,10 @@ type proc struct {
 	// of life); asks counts the questions.
 	askedAt time.Time
 	asks    int
+	// cpuSeen is the CPU time its process group had used at the last look, cpuAt when it
+	// last grew by cpuSign: a sign of life.
+	cpuSeen time.Duration
+	cpuAt   time.Time
 	done    chan struct{}
 	// moved: stopped because the agent's lease went to another machine; retired: because
 	// the agent was made inactive. Neither exit is a failure.
@@ -1313,8 +1317,9 @@ func orphanAlive(sp *filestore.Spawn) bool {
 
 // supervise stops the running processes that hang. One that has not authenticated within
 // settings.start_timeout_seconds is stopped. One that works (it is not in a wait the
-// server knows about, see waiting and lastSigns) but has made no tool call and written no
-// output for settings.silence_timeout_seconds is asked, by a notification, to report
+// server knows about, see waiting and lastSigns) but has made no tool call, written no
+// output and used no CPU to speak of (cpuSign: work it does without aipm, such as a
+// build) for settings.silence_timeout_seconds is asked, by a notification, to report
 // progress or call get_next_action; still silent settings.silence_grace_seconds later, it
 // is stopped. A stopped process is recorded (its spawn's outcome says why), backed off like
 // a failure (its task goes to the next start), and its slot is free at once. next is when
@@ -1356,8 +1361,20 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 			pr.askedAt = time.Time{} // inside a call the server is serving
 			continue
 		}
-		last := latest(pr.started, sg.call, c.outputAt(pr))
-		switch d := silenceStep(set, now, last, pr.askedAt); d.act {
+		last := latest(pr.started, sg.call, c.outputAt(pr), pr.cpuAt)
+		d := silenceStep(set, now, last, pr.askedAt)
+		if d.act == silenceAsk || d.act == silenceStop {
+			// Before a question or a stop: is it busy without aipm (a build it runs, a
+			// long response it streams)? Its processes' CPU time says so.
+			if cpu, ok := groupCPU(pr.cmd.Process.Pid); ok && cpu-pr.cpuSeen >= cpuSign {
+				pr.cpuSeen, pr.cpuAt = cpu, now
+				last = now
+				d = silenceStep(set, now, last, pr.askedAt)
+			} else if ok {
+				pr.cpuSeen = max(pr.cpuSeen, cpu)
+			}
+		}
+		switch d.act {
 		case silenceAnswered:
 			c.Say("%s answered: it is active again", k)
 			pr.askedAt = time.Time{}
@@ -1380,6 +1397,11 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 	}
 	return next
 }
+
+// cpuSign is how much CPU time a process group must have used since the last look for
+// it to count as a sign of life: far more than an idle agent CLI waiting for a model uses
+// in minutes, far less than a build or a stream of tool calls uses.
+const cpuSign = time.Second
 
 // What silenceStep decides for a working process.
 const (

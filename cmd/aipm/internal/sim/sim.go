@@ -18,6 +18,8 @@
 //	hang <duration>                 a hung model: no tool call at all for that long
 //	hang <duration> once <path>     the same, the first time only: hangs unless <path>
 //	                                exists, and writes it before it hangs
+//	compute <duration>              work that keeps the CPU busy and calls no tool (a
+//	                                build, say)
 //	ask <agent> <question…>         consult another AI agent
 //	shiritori <agent> <rounds> <first-word>
 //	                                play shiritori: <rounds> words from each side
@@ -1045,6 +1047,13 @@ func (s *simAgent) do(d simDirective) (string, error) {
 			return "", err
 		}
 		return "worked " + d.dur.String(), nil
+	case "compute":
+		s.logf("computing for %s without a tool call", d.dur)
+		n := 0
+		for end := time.Now().Add(d.dur); time.Now().Before(end); {
+			n++
+		}
+		return fmt.Sprintf("computed %s (%d rounds)", d.dur, n), nil
 	case "hang":
 		if d.path != "" {
 			full, err := simSafePath(s.root, d.path)
@@ -1707,7 +1716,7 @@ func simParseLine(line string) (simDirective, bool) {
 		}
 		d.in, d.out = f[0], f[1]
 		return d, true
-	case "sleep", "hang":
+	case "sleep", "hang", "compute":
 		if d.verb == "hang" && len(f) == 3 && strings.EqualFold(f[1], "once") {
 			d.path, f = f[2], f[:1]
 		}
@@ -1800,6 +1809,8 @@ func (d simDirective) title() string {
 		return "Work for " + d.dur.String()
 	case "hang":
 		return "Hang for " + d.dur.String()
+	case "compute":
+		return "Compute for " + d.dur.String()
 	case "ask":
 		return "Ask " + d.agent
 	case "shiritori":

@@ -27,6 +27,8 @@ func TestSimParseLine(t *testing.T) {
 		{"sleep 20s", true, simDirective{verb: "sleep", dur: 20 * time.Second}},
 		{"sleep well", false, simDirective{}},
 		{"hang 1h", true, simDirective{verb: "hang", dur: time.Hour}},
+		{"compute 8s", true, simDirective{verb: "compute", dur: 8 * time.Second}},
+		{"compute hard", false, simDirective{}},
 		{"hang 10s once hung.txt", true, simDirective{verb: "hang", dur: 10 * time.Second, path: "hung.txt"}},
 		{"hang 10s twice hung.txt", false, simDirective{}},
 		{"sleep 10s once hung.txt", false, simDirective{}}, // only a hang happens once
