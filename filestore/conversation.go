@@ -36,6 +36,11 @@ const (
 	// EndSessionExpired: a side of an active conversation has had no live chat session for
 	// the session grace (SessionGrace).
 	EndSessionExpired = "session_expired"
+	// EndAgentInactive: a side was made inactive (EndTalksWith).
+	EndAgentInactive = "agent_inactive"
+	// EndAgentCannotStart: a side's command keeps failing to start, and `aipm run` gave
+	// up on it (EndTalksWith).
+	EndAgentCannotStart = "agent_cannot_start"
 )
 
 // Turn limits of a conversation: max_turns defaults to 20 (ten round trips) and is clamped

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore/internal/engine"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Delegation statuses (seed 003): pending → processing → completed | failed.
@@ -384,4 +385,115 @@ func (s *Store) saveDelegationLocked(actor Actor, d *Delegation, ev Event) error
 		ev.ConversationID = ev.To
 	}
 	return s.appendEvent(ev)
+}
+
+// Unreachable is an agent that will not answer, and why: Reason is EndAgentInactive or
+// EndAgentCannotStart; Detail, for the latter, what failed.
+type Unreachable struct {
+	AgentID, Reason, Detail string
+}
+
+// talkActor is who ends the talks of an agent that will not answer.
+var talkActor = Actor{ID: SystemSender, Via: ViaCoordinator}
+
+// EndTalksWith ends at once what waits on agents that will not answer, instead of letting
+// it wait out its timeouts: each unfinished delegation that targets one of them fails, its
+// result saying why (in the project's language), and each of their pending or active
+// conversations ends with the reason as its end_reason — the other side is told
+// (conversation_ended), the unreachable side is not waited for. It returns the
+// delegations and conversations it ended. Nothing is written when none applies.
+func (s *Store) EndTalksWith(gone []Unreachable) (dlgs, convs []string, err error) {
+	if len(gone) == 0 {
+		return nil, nil, nil
+	}
+	by := map[string]Unreachable{}
+	for _, u := range gone {
+		if err := ValidateAgentID(u.AgentID); err != nil {
+			return nil, nil, err
+		}
+		if u.Reason != EndAgentInactive && u.Reason != EndAgentCannotStart {
+			return nil, nil, newErr(ErrInvalid, "invalid_argument", "use agent_inactive or agent_cannot_start", "invalid reason %q", clip(u.Reason))
+		}
+		by[u.AgentID] = u
+	}
+	find := func() ([]*Delegation, []*Conversation, error) {
+		var ds []*Delegation
+		for _, st := range []string{DelegationPending, DelegationProcessing} {
+			list, err := s.Delegations(DelegationFilter{Status: st})
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, d := range list {
+				if _, ok := by[d.TargetAgentID]; ok {
+					ds = append(ds, d)
+				}
+			}
+		}
+		k, err := s.convClock()
+		if err != nil {
+			return nil, nil, err
+		}
+		open, _, err := s.openConversations(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		var cs []*Conversation
+		for _, c := range open {
+			_, a := by[c.InitiatorID]
+			_, b := by[c.ParticipantID]
+			if c.Live() && (a || b) {
+				cs = append(cs, c)
+			}
+		}
+		return ds, cs, nil
+	}
+	if ds, cs, err := find(); err != nil || len(ds)+len(cs) == 0 {
+		return nil, nil, err
+	}
+	lang := s.ProjectLanguage()
+	err = s.locked(func() error {
+		ds, _, err := find()
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			u := by[d.TargetAgentID]
+			now := s.Now()
+			from := d.Status
+			why := msg.Text(lang, "talk.agent_inactive", u.AgentID)
+			if u.Reason == EndAgentCannotStart {
+				why = msg.Text(lang, "talk.agent_cannot_start", u.AgentID, u.Detail)
+			}
+			d.Status, d.Result, d.CompletedAt = DelegationFailed, why, &now
+			if err := s.saveDelegationLocked(talkActor, d, Event{Change: "status", From: from, To: DelegationFailed, Reason: u.Reason}); err != nil {
+				return err
+			}
+			dlgs = append(dlgs, d.ID)
+		}
+		// Read again under the lock: a due timeout is written first, by conversationsLocked.
+		for _, st := range []string{ConvPending, ConvActive} {
+			list, err := s.conversationsLocked(ConversationFilter{States: []string{st}})
+			if err != nil {
+				return err
+			}
+			for _, c := range list {
+				u, ok := by[c.InitiatorID]
+				if !ok {
+					if u, ok = by[c.ParticipantID]; !ok {
+						continue
+					}
+				}
+				now := s.Now()
+				ev := Event{Change: "state", From: c.State, To: ConvTerminating, Reason: u.Reason}
+				c.State, c.EndedAt, c.EndedBy, c.EndReason = ConvTerminating, &now, SystemSender, u.Reason
+				c.notify(u.AgentID) // it will not read the notice
+				if err := s.saveConversationLocked(talkActor, c, ev); err != nil {
+					return err
+				}
+				convs = append(convs, c.ID)
+			}
+		}
+		return nil
+	})
+	return dlgs, convs, err
 }

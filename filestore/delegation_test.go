@@ -301,3 +301,61 @@ func TestResumeEndsAnUnlinkedConversation(t *testing.T) {
 		t.Errorf("a fresh conversation for the delegation: %v", err)
 	}
 }
+
+// What waits on an agent that will not answer ends at once: the delegations that target
+// it fail with a result naming it and why, its live conversations end with the reason
+// (its partner is told, it is not waited for); other agents' talks stay as they were, and
+// a second pass finds nothing to do.
+func TestEndTalksWith(t *testing.T) {
+	s := newTestStore(t)
+	tk := mustTask(t, s, NewTask{Title: "needs a chat", AssigneeID: "w1"})
+	taken := mustDelegate(t, s, "w1", "w2", tk.ID, "ask w2")
+	queued := mustDelegate(t, s, "w1", "w2", tk.ID, "ask w2 again")
+	other := mustDelegate(t, s, "w1", "mgr", tk.ID, "ask mgr")
+	if _, err := s.TakeDelegation(as("w1")); err != nil { // the oldest: taken is processing, queued pending
+		t.Fatal(err)
+	}
+	c := mustStart(t, s, "w1", "w2", ConversationRequest{Purpose: "ask", InitialMessage: "hello", DelegationID: taken.ID})
+	keep := mustStart(t, s, "w1", "mgr", ConversationRequest{Purpose: "ask", InitialMessage: "hello"})
+
+	if _, _, err := s.EndTalksWith([]Unreachable{{AgentID: "w2", Reason: "gone"}}); code(err) != "invalid_argument" {
+		t.Errorf("an unknown reason: %v, want invalid_argument", err)
+	}
+	dlgs, convs, err := s.EndTalksWith([]Unreachable{{AgentID: "w2", Reason: EndAgentInactive}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(dlgs)
+	want := []string{taken.ID, queued.ID}
+	slices.Sort(want)
+	if !slices.Equal(dlgs, want) || !slices.Equal(convs, []string{c.ID}) {
+		t.Fatalf("ended %v and %v, want %v and [%s]", dlgs, convs, want, c.ID)
+	}
+	for _, id := range want {
+		d, _ := s.Delegation(id)
+		if d.Status != DelegationFailed || d.CompletedAt == nil || !strings.HasPrefix(d.Result, "w2 was made inactive and will not answer") {
+			t.Errorf("%s: %+v", id, d)
+		}
+	}
+	if d, _ := s.Delegation(other.ID); d.Status != DelegationPending {
+		t.Errorf("a delegation to another agent changed: %+v", d)
+	}
+	got := mustConv(t, s, c.ID)
+	if got.State != ConvTerminating || got.EndReason != EndAgentInactive || !got.WasNotified("w2") || got.WasNotified("w1") {
+		t.Errorf("the conversation with w2: %+v", got)
+	}
+	if got := mustConv(t, s, keep.ID); got.State != ConvPending {
+		t.Errorf("a conversation with another agent changed: %+v", got)
+	}
+	if d, cv, err := s.EndTalksWith([]Unreachable{{AgentID: "w2", Reason: EndAgentInactive}}); err != nil || len(d)+len(cv) != 0 {
+		t.Errorf("second pass: %v, %v, %v; want nothing", d, cv, err)
+	}
+	// One whose command cannot start: the result says what failed.
+	d := mustDelegate(t, s, "w1", "w2", tk.ID, "ask w2 once more")
+	if _, _, err := s.EndTalksWith([]Unreachable{{AgentID: "w2", Reason: EndAgentCannotStart, Detail: "it did not authenticate"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Delegation(d.ID); got.Status != DelegationFailed || !strings.HasPrefix(got.Result, "w2 cannot be started (it did not authenticate)") {
+		t.Errorf("cannot start: %+v", got)
+	}
+}

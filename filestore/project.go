@@ -68,9 +68,17 @@ type Settings struct {
 	// StartTimeoutSeconds: a process `aipm run` started that has not authenticated this long
 	// is stopped, recorded and backed off (default 120, the life of its spawn ticket).
 	StartTimeoutSeconds int `json:"start_timeout_seconds,omitempty"`
-	// SilenceTimeoutSeconds: a process whose sessions made no tool call this long, while
-	// not waiting in a long poll, is stopped, recorded and backed off (default 1800).
+	// SilenceTimeoutSeconds: a process that works (it is not in a wait the server knows
+	// about) and has made no tool call and written no output this long is asked, by a
+	// notification, to report progress or call get_next_action (default 180).
 	SilenceTimeoutSeconds int `json:"silence_timeout_seconds,omitempty"`
+	// SilenceGraceSeconds: a process still silent this long after it was asked is stopped,
+	// recorded and backed off, and its task goes to the next start (default 120).
+	SilenceGraceSeconds int `json:"silence_grace_seconds,omitempty"`
+	// MaxFailedStarts: after this many starts in a row of one agent and purpose that fail,
+	// never authenticate or are stopped as hung, `aipm run` gives up on that work for the
+	// run and ends what waits on it (default 5).
+	MaxFailedStarts int `json:"max_failed_starts,omitempty"`
 	// TaskBranches: in a Git repository with at least one commit, each task `aipm run`
 	// starts works in a worktree and on a branch of its own (aipm/<task id>, made from
 	// the target's tip), and its code reaches the target through the merge queue
@@ -179,8 +187,21 @@ func (s Settings) MaxProcesses() int {
 // StartTimeout returns how long a started agent process may take to authenticate.
 func (s Settings) StartTimeout() time.Duration { return seconds(s.StartTimeoutSeconds, 120) }
 
-// SilenceTimeout returns how long a working agent process may make no tool call.
-func (s Settings) SilenceTimeout() time.Duration { return seconds(s.SilenceTimeoutSeconds, 1800) }
+// SilenceTimeout returns how long a working agent process may make no tool call and write
+// no output before it is asked whether it is stuck.
+func (s Settings) SilenceTimeout() time.Duration { return seconds(s.SilenceTimeoutSeconds, 180) }
+
+// SilenceGrace returns how long an agent process asked whether it is stuck may stay silent
+// before it is stopped.
+func (s Settings) SilenceGrace() time.Duration { return seconds(s.SilenceGraceSeconds, 120) }
+
+// FailedStarts returns how many failed starts in a row make `aipm run` give up on a work.
+func (s Settings) FailedStarts() int {
+	if s.MaxFailedStarts > 0 {
+		return s.MaxFailedStarts
+	}
+	return 5
+}
 
 // Lease returns the effective session lease.
 func (s Settings) Lease() time.Duration {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aipm/aipm/filestore/internal/engine"
+	"github.com/aipm/aipm/filestore/msg"
 )
 
 // Spawn is runtime/spawns/<id>.json: one agent process the coordinator started, for one
@@ -183,7 +184,7 @@ const OutcomeShutdown = "stopped: aipm run shut down"
 // while shutting down or because the agent moved to another machine, nor when the next
 // coordinator cleaned up after a dead one.
 func (sp *Spawn) Failed() bool {
-	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved {
+	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved || sp.Outcome == OutcomeInactive {
 		return false
 	}
 	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
@@ -192,6 +193,10 @@ func (sp *Spawn) Failed() bool {
 // OutcomeMoved is the outcome of a process its coordinator stopped because the agent's
 // lease went to another machine: not a failure of the agent.
 const OutcomeMoved = "stopped: its lease moved to another machine"
+
+// OutcomeInactive is the outcome of a process its coordinator stopped because its agent
+// was made inactive: not a failure of the agent either.
+const OutcomeInactive = "stopped: the agent was made inactive"
 
 // OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
 // stopped what was left of it and closed the record. Not a failure of the agent.
@@ -304,7 +309,7 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 			return err
 		}
 	}
-	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved) && ex.Status == ExecFailed {
+	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved || outcome == OutcomeInactive) && ex.Status == ExecFailed {
 		// Not the agent's failure: the run was cut short, and its work starts again.
 		ex.Interrupted = true
 		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"
@@ -339,4 +344,25 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// AskSilent tells the agent of a running spawn, by a notification to the spawn's latest
+// session (or, before it has one, to its purpose), that its process has been silent for
+// silent and seems stuck: report progress or call get_next_action, or be stopped after
+// grace. round tells one question to the same process from the next (one notification
+// each).
+func (s *Store) AskSilent(spawnID string, silent, grace time.Duration, round int) (*Notification, error) {
+	sp, err := s.Spawn(spawnID)
+	if err != nil {
+		return nil, err
+	}
+	lang := s.ProjectLanguage()
+	n := Notification{TargetAgentID: sp.AgentID, TargetPurpose: sp.Purpose, Type: NotifyStatusChange, Action: "report_progress",
+		Priority: NotifyHigh, TaskID: sp.TaskID, FromAgentID: SystemSender, Key: "silent:" + sp.ID + ":" + strconv.Itoa(round),
+		Message: msg.Text(lang, "silent.message", silent), Instruction: msg.Text(lang, "silent.instruction", grace)}
+	if k := len(sp.SessionIDs); k > 0 {
+		n.TargetSessionID, n.TargetPurpose = sp.SessionIDs[k-1], PurposeAny
+	}
+	out, _, err := s.AddNotification(Actor{ID: SystemSender, Via: ViaCoordinator}, n)
+	return out, err
 }

@@ -165,3 +165,39 @@ func TestSpawnTicketKeepsItsTask(t *testing.T) {
 		t.Errorf("the spawned process's session works %s, want %s, the task it was started for", r.Session.TaskID, sub.ID)
 	}
 }
+
+// A silent spawn is asked once per round, by a notification to the session its process
+// opened, in the project's language; asking the same round again adds nothing.
+func TestAskSilent(t *testing.T) {
+	s := newTestStore(t)
+	tk := startTask(t, s, "w1")
+	sp, ticket, err := s.CreateSpawn(NewSpawn{AgentID: "w1", Purpose: PurposeTask, TaskID: tk.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: ticket, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.AskSilent(sp.ID, 3*time.Minute, 2*time.Minute, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n.TargetSessionID != r.Session.ID || n.TaskID != tk.ID || n.Action != "report_progress" ||
+		!strings.Contains(n.Message, "no tool call and no output from you for 3m0s") || !strings.Contains(n.Instruction, "within 2m0s") {
+		t.Errorf("question: %+v", n)
+	}
+	again, err := s.AskSilent(sp.ID, 4*time.Minute, 2*time.Minute, 1)
+	if err != nil || again.ID != n.ID {
+		t.Errorf("the same round asked twice: %+v, %v", again, err)
+	}
+	setSettings(t, s, func(st *Settings) { st.Language = "ja" })
+	ja, err := s.AskSilent(sp.ID, 3*time.Minute, 2*time.Minute, 2)
+	if err != nil || ja.ID == n.ID || !strings.Contains(ja.Message, "停止しているようです") {
+		t.Errorf("second round, in Japanese: %+v, %v", ja, err)
+	}
+	got, err := s.SessionNotifications(r.Session, true)
+	if err != nil || len(got) != 2 {
+		t.Errorf("the session sees %d question(s), %v; want 2", len(got), err)
+	}
+}

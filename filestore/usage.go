@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 
+	"time"
+
 	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
@@ -40,7 +42,19 @@ func (s *Store) usagePath(sessionID string) string {
 // process serving the session writes it, once per call, so it takes no store lock and no
 // fsync: a count lost in a crash costs nothing, a slower call costs the agent. Nothing
 // watches the file.
-func (s *Store) WriteUsage(sessionID string, u Usage) error {
+func (s *Store) WriteUsage(sessionID string, u Usage) error { return s.RecordUsage(sessionID, u, 0) }
+
+// usageRecord is the usage file: the counts, and the calls the serving process was in the
+// middle of when it wrote them. The file's time is when the session last called a tool
+// (to within the writer's pace), which the coordinator reads as a sign of life.
+type usageRecord struct {
+	Usage
+	InFlight int `json:"calls_in_flight,omitempty"`
+}
+
+// RecordUsage is WriteUsage that also says how many of the session's calls are in flight
+// (a long poll, say): a session inside a call the server is serving is not silent.
+func (s *Store) RecordUsage(sessionID string, u Usage, inFlight int) error {
 	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
 		return err
 	}
@@ -48,7 +62,7 @@ func (s *Store) WriteUsage(sessionID string, u Usage) error {
 	if err := ensureUsageDir(filepath.Dir(path)); err != nil {
 		return err
 	}
-	data, err := json.Marshal(u)
+	data, err := json.Marshal(usageRecord{Usage: u, InFlight: max(inFlight, 0)})
 	if err != nil {
 		return err
 	}
@@ -76,6 +90,28 @@ func ensureUsageDir(dir string) error {
 		usageDirs.Store(dir, fi)
 	}
 	return nil
+}
+
+// SessionActivity says when the process serving a session last recorded a tool call of it
+// (the usage file's time; zero when it recorded none) and whether a call of it was in
+// flight then.
+func (s *Store) SessionActivity(sessionID string) (last time.Time, inFlight bool, err error) {
+	if err := ValidateEntityID(PrefixSession, sessionID); err != nil {
+		return time.Time{}, false, err
+	}
+	path := s.usagePath(sessionID)
+	fi, err := engine.Lstat(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return time.Time{}, false, nil
+		}
+		return time.Time{}, false, err
+	}
+	var r usageRecord
+	if err := s.readJSON(path, &r); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fi.ModTime(), false, err
+	}
+	return fi.ModTime(), r.InFlight > 0, nil
 }
 
 // SessionUsage reads a session's usage; a session that made no counted call has none.

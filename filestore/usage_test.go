@@ -149,3 +149,43 @@ func TestStartExecutionOnceThenWithoutTheLock(t *testing.T) {
 		t.Errorf("executions/: %d files (%v), want 1", len(entries), err)
 	}
 }
+
+// The usage file is also a session's sign of life: its time is when the serving process
+// last recorded a call, and it says whether a call is in flight (a long poll), which the
+// coordinator does not take for silence. The counts read the same either way.
+func TestSessionActivity(t *testing.T) {
+	s := newTestStore(t)
+	startTask(t, s, "w1")
+	r, err := s.Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeTask, PID: os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := r.Session.ID
+	if at, in, err := s.SessionActivity(id); err != nil || !at.IsZero() || in {
+		t.Errorf("before any call: %v, %v, %v; want zero, false, nil", at, in, err)
+	}
+	u := Usage{Calls: 3, RequestBytes: 10, ResultBytes: 20}
+	if err := s.RecordUsage(id, u, 1); err != nil {
+		t.Fatal(err)
+	}
+	at, in, err := s.SessionActivity(id)
+	if err != nil || at.IsZero() || !in {
+		t.Errorf("in a call: %v, %v, %v; want a time, true, nil", at, in, err)
+	}
+	if got, err := s.SessionUsage(id); err != nil || got != u {
+		t.Errorf("usage in a call: %+v, %v; want %+v", got, err, u)
+	}
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(s.usagePath(id), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RecordUsage(id, u, 0); err != nil {
+		t.Fatal(err)
+	}
+	if at2, in, err := s.SessionActivity(id); err != nil || !at2.After(old) || in {
+		t.Errorf("after the call: %v, %v, %v; want later than %v, false, nil", at2, in, err, old)
+	}
+	if _, _, err := s.SessionActivity("../x"); err == nil {
+		t.Error("a bad session id was accepted")
+	}
+}

@@ -88,7 +88,10 @@ type Server struct {
 	// usageDue: the sessions whose counts are not written yet; usageTimer writes them.
 	usageDue   map[string]bool
 	usageTimer *time.Timer
-	list       listing // the short list of a process with a ticket (listing.go)
+	// inFlight counts, per owned session, its calls being served now: written with the
+	// counts, so the coordinator can tell a session in a long poll from a silent one.
+	inFlight map[string]int
+	list     listing // the short list of a process with a ticket (listing.go)
 
 	// subtrees holds, by task, its sub-tree as last copied for a session's decisions
 	// (subtreeOf); subMu serializes subtreeOf. patchedSubtrees counts the copies brought
@@ -126,7 +129,7 @@ func New(store *filestore.Store, o Options) *Server {
 		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "aipm mcp: "+format+"\n", args...) }
 	}
 	s := &Server{store: store, tools: map[string]*tool{}, pid: o.PID, log: o.Logf, hub: o.Hub, ticket: o.SpawnTicket, seen: map[string]map[string]taskSig{}, derivedAt: map[string]uint64{}, settling: map[string]bool{}, walkBound: changedWalkBound,
-		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, polls: make(chan struct{}, MaxWaits),
+		waiting: map[string]int{}, msgSeen: map[string]string{}, ownedAs: map[string]ownedSession{}, usage: map[string]filestore.Usage{}, inFlight: map[string]int{}, polls: make(chan struct{}, MaxWaits),
 		list: listing{named: map[string]bool{}, asked: map[string]bool{}, read: make(chan struct{})}}
 	if s.hub == nil {
 		s.hub, s.recheck = &watch.Hub{}, 250*time.Millisecond

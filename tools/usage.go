@@ -19,6 +19,12 @@ func (s *Server) counted(name string, h server.ToolHandlerFunc) server.ToolHandl
 		if endsRun(name) {
 			s.flushUsage() // the run record this call may close reads the counts so far
 		}
+		if name != "authenticate" {
+			if id := s.callerSession(req); id != "" {
+				s.inCall(id, 1)
+				defer s.inCall(id, -1)
+			}
+		}
 		res, err := h(ctx, req)
 		tok, _ := req.GetArguments()["session_token"].(string)
 		if tok == "" || name == "authenticate" {
@@ -46,6 +52,42 @@ func (s *Server) counted(name string, h server.ToolHandlerFunc) server.ToolHandl
 		}
 		s.count(id, name, in, out)
 		return res, err
+	}
+}
+
+// callerSession is the id of the session a call acts for, as far as it is known before
+// the call runs: its session_token, else the connection's session.
+func (s *Server) callerSession(req mcp.CallToolRequest) string {
+	tok, _ := req.GetArguments()["session_token"].(string)
+	if tok == "" {
+		s.mu.Lock()
+		tok = s.current
+		s.mu.Unlock()
+	}
+	id, _, _ := strings.Cut(tok, ".")
+	return id
+}
+
+// inCall counts a call of a session this process serves in (+1) or out (-1), and has the
+// usage file say so within usageEvery: the coordinator reads a call in flight as a wait
+// the server is serving, not as silence.
+func (s *Server) inCall(id string, d int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.ownedAs[id]; !ok {
+		return
+	}
+	if n := s.inFlight[id] + d; n > 0 {
+		s.inFlight[id] = n
+	} else {
+		delete(s.inFlight, id)
+	}
+	if s.usageDue == nil {
+		s.usageDue = map[string]bool{}
+	}
+	s.usageDue[id] = true
+	if s.usageTimer == nil {
+		s.usageTimer = time.AfterFunc(usageEvery, s.flushUsage)
 	}
 }
 
@@ -103,7 +145,7 @@ func (s *Server) flushUsage() {
 		s.usageTimer = nil
 	}
 	for id := range s.usageDue {
-		if err := s.store.WriteUsage(id, s.usage[id]); err != nil {
+		if err := s.store.RecordUsage(id, s.usage[id], s.inFlight[id]); err != nil {
 			s.log("usage of %s: %v", id, err)
 		}
 	}

@@ -274,6 +274,22 @@ var texts = map[string]text{
 		"This notification comes from yourself: your own chat session sent it to this task session. Read the message and act on it as needed.",
 		"あなたのチャットセッションからの通知です。【重要】この通知は、あなた自身が別のセッション（チャットセッション）から送信したものです。メッセージを確認し、必要に応じて対応してください。"},
 
+	// aipm run asks a process that has been silent too long (filestore AskSilent).
+	"silent.message": {
+		"aipm run has seen no tool call and no output from you for %s: you seem stuck.",
+		"aipm run は %s の間、あなたからのツール呼び出しも出力も確認できていません。停止しているようです。"},
+	"silent.instruction": {
+		"If you are working, report your progress now (call get_next_action, or any aipm tool); if you are stuck, call get_next_action and follow it. Without a sign of life within %s this process is stopped and the work goes to the next start.",
+		"作業中であれば、今すぐ進捗を知らせてください（get_next_action か、いずれかの aipm ツールを呼び出してください）。行き詰まっている場合は get_next_action を呼び出して指示に従ってください。%s 以内に応答がなければ、このプロセスは停止され、作業は次の起動に引き継がれます。"},
+
+	// A delegation ended because its target will not answer (filestore EndTalksWith).
+	"talk.agent_inactive": {
+		"%s was made inactive and will not answer: the delegation ended without it. Ask someone else, or report the step blocked with this reason.",
+		"%[1]s は非アクティブにされたため応答しません。この委譲は相手なしで終了しました。別の相手に頼むか、この理由でステップをブロックとして報告してください。"},
+	"talk.agent_cannot_start": {
+		"%s cannot be started (%s) and will not answer: the delegation ended without it. Ask someone else, or report the step blocked with this reason.",
+		"%[1]s は起動できないため（%[2]s）応答しません。この委譲は相手なしで終了しました。別の相手に頼むか、この理由でステップをブロックとして報告してください。"},
+
 	// Tool results.
 	"approve_task_request.done": {
 		"Task %s is approved. %s may work on it once it is moved to todo and then in_progress.",

@@ -178,6 +178,7 @@ var hints = []translation{
 	{"delegation_not_processing", "take it up first: get_next_action hands you your oldest pending delegation (process_delegation), start_conversation with delegation_id starts it; then report its outcome", "先に委譲に着手してください。get_next_action が最も古い保留中の委譲を渡します（process_delegation）。start_conversation に delegation_id を指定しても着手できます。その後で結果を報告してください"},
 	{"invalid_argument", "pass the conversation_id to read, or a message summing up what the task session should know", "読むべき conversation_id か、タスクセッションが知っておくべきことをまとめた message を渡してください"},
 	{"invalid_argument", "use normal or high", "normal か high を指定してください"},
+	{"invalid_argument", "use agent_inactive or agent_cannot_start", "agent_inactive か agent_cannot_start を指定してください"},
 	{"invalid_argument", "send it with target_purpose task (or leave it empty)", "target_purpose を task にして（または空のままで）送ってください"},
 	{"invalid_argument", "use a lower-case word such as cancel, pause, blocked or check_chat", "cancel、pause、blocked、check_chat のような小文字の単語を使ってください"},
 	{"invalid_argument", "use a short key naming the change, e.g. task:<id>:status:v7", "変更を表す短いキーを使ってください（例: task:<id>:status:v7）"},

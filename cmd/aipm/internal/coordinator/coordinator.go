@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aipm/aipm/filestore"
@@ -102,10 +101,18 @@ type proc struct {
 	// stops it (supervise); done is closed when it has exited.
 	authenticated bool
 	stopReason    string
-	done          chan struct{}
-	// moved: stopped because the agent's lease went to another machine; its exit is no
-	// failure.
-	moved bool
+	// askedAt is when it was last asked whether it is stuck (zero: not since its last sign
+	// of life); asks counts the questions.
+	askedAt time.Time
+	asks    int
+	// cpuSeen is the CPU time its process group had used at the last look, cpuAt when it
+	// last grew by cpuSign: a sign of life.
+	cpuSeen time.Duration
+	cpuAt   time.Time
+	done    chan struct{}
+	// moved: stopped because the agent's lease went to another machine; retired: because
+	// the agent was made inactive. Neither exit is a failure.
+	moved, retired bool
 }
 
 type exitEvent struct {
@@ -143,6 +150,9 @@ type Coordinator struct {
 	// gaveUp holds the work whose last start failed for a reason only a person can mend
 	// (needsPerson), with what to do: it is not started again in this run.
 	gaveUp map[workKey]string
+	// broken counts the starts in a row of each work that failed, never authenticated or
+	// were stopped as hung (failedStart).
+	broken map[workKey]int
 	tl     *timeline
 	// machine is this machine's id; leaseTTL how long an agent lease lasts. ours holds
 	// the agents whose lease this machine held at the last look.
@@ -184,7 +194,7 @@ func New(s *filestore.Store, opt Options) (*Coordinator, error) {
 	c := &Coordinator{s: s, opt: opt, aipm: exe, t0: time.Now(), running: map[workKey]*proc{}, fails: map[workKey]int{},
 		until: map[workKey]time.Time{}, held: map[workKey]string{}, warned: map[string]bool{}, exits: make(chan exitEvent, 16),
 		machine: machine, leaseTTL: ttl, ours: map[string]bool{}, busyTasks: map[string]bool{}, landKick: make(chan struct{}, 1),
-		gaveUp: map[workKey]string{}}
+		gaveUp: map[workKey]string{}, broken: map[workKey]int{}}
 	if opt.Timeline {
 		c.tl = newTimeline(s, c.Say)
 	}
@@ -197,8 +207,6 @@ func (c *Coordinator) Say(format string, args ...any) {
 	defer c.sayMu.Unlock()
 	fmt.Fprintf(c.opt.Out, "[%6.2fs] %s\n", time.Since(c.t0).Seconds(), fmt.Sprintf(format, args...))
 }
-
-const maxBackoff = 5 * time.Minute
 
 // idleGrace is how long --exit-when-idle lets chat sessions with nothing to talk about
 // log out by themselves before it stops them.
@@ -430,6 +438,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 			return false, now.Add(time.Second)
 		}
 	}
+	c.endTalks(agents)
 	c.unapproved = map[string]string{}
 	c.noCommand = map[string]bool{}
 	var ais []*filestore.Agent
@@ -469,7 +478,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		}
 	}
 	for _, purpose := range []string{filestore.PurposeChat, filestore.PurposeTask} {
-		for _, ag := range ais {
+		for _, ag := range c.healthyFirst(ais, purpose) {
 			w := works[ag.ID]
 			k := workKey{ag.ID, purpose}
 			if purpose == filestore.PurposeTask && w.TaskID == "" || purpose == filestore.PurposeChat && !w.Chat {
@@ -543,100 +552,6 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 	return idle, next
 }
 
-// claimLeases takes or renews the leases of the AI agents this machine may run — those
-// with work or a process here that it can start (their command is set and approved here),
-// and those whose lease it already holds — and stops the processes of an agent whose
-// lease has gone to another machine (a move, or a merge that kept the other machine's
-// claim): an agent runs on one machine at a time. It returns the agents this machine
-// holds.
-func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, works map[string]filestore.Work) map[string]bool {
-	held := map[string]bool{}
-	if leases, err := c.s.Leases(); err != nil {
-		c.Say("cannot read the agent leases: %v", err)
-	} else {
-		for _, l := range leases {
-			held[l.AgentID] = l.MachineID == c.machine
-		}
-	}
-	var ids []string
-	for _, ag := range ais {
-		w := works[ag.ID]
-		_, task := c.running[workKey{ag.ID, filestore.PurposeTask}]
-		_, chat := c.running[workKey{ag.ID, filestore.PurposeChat}]
-		// Its own leases it keeps renewing (a move made them its own before any work),
-		// so that its agents' presence stays known to their partners elsewhere. A free
-		// one it takes only for an agent it can start: another machine may.
-		ac, ok := p.Settings.AgentCommands[AIType(ag)]
-		startable := ok
-		if ok {
-			startable, _, _ = c.approved(AIType(ag), ac, c.s.Root())
-		}
-		if task || chat || c.ours[ag.ID] || held[ag.ID] || startable && (w.TaskID != "" || w.Chat) {
-			ids = append(ids, ag.ID)
-		}
-	}
-	got, err := c.s.ClaimLeases(c.machine, ids)
-	if err != nil {
-		c.Say("cannot claim agent leases: %v", err)
-		got = nil // start nothing: without the leases, another machine may run them
-	}
-	mine := map[string]bool{}
-	for id, l := range got {
-		if l != nil && l.MachineID == c.machine && l.Held(c.s.Now()) {
-			mine[id] = true
-			if !c.ours[id] {
-				c.Say("lease %s: held by this machine (%s) until %s", id, c.machine, l.ExpiresAt.Format(time.RFC3339))
-			}
-		} else if c.ours[id] {
-			c.Say("lease %s: %s", id, c.leaseHolder(id))
-		}
-	}
-	c.ours = mine
-	for k, pr := range c.running {
-		if !mine[k.agent] && !pr.moved && pr.cmd.Process != nil {
-			c.Say("stop %s: its lease is no longer this machine's", k)
-			pr.moved = true
-			signalGroup(pr.cmd.Process.Pid, false)
-		}
-	}
-	return mine
-}
-
-// notElsewhere are the tasks not assigned to an agent whose lease another machine holds
-// now: the queue starts only what this machine may run, so two machines never start two
-// tasks of one agent.
-func (c *Coordinator) notElsewhere(tasks []*filestore.Task, now time.Time) []*filestore.Task {
-	leases, err := c.s.Leases()
-	if err != nil {
-		c.Say("cannot read the agent leases: %v", err)
-		return nil
-	}
-	elsewhere := map[string]bool{}
-	for _, l := range leases {
-		if l.MachineID != c.machine && l.Held(now) {
-			elsewhere[l.AgentID] = true
-		}
-	}
-	if len(elsewhere) == 0 {
-		return tasks
-	}
-	return slices.DeleteFunc(slices.Clone(tasks), func(t *filestore.Task) bool { return elsewhere[t.AssigneeID] })
-}
-
-// leaseHolder says where an agent runs instead of here.
-func (c *Coordinator) leaseHolder(agentID string) string {
-	l, err := c.s.Lease(agentID)
-	switch {
-	case err != nil:
-		return fmt.Sprintf("its lease cannot be read: %v", err)
-	case l == nil:
-		return "no lease could be taken"
-	case l.MachineID == c.machine:
-		return "this machine's lease lapsed"
-	}
-	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
-}
-
 // sayRepairs prints the repairs RepairMerged applied, and once each breach it could not
 // repair (`aipm doctor` names its fix); it returns how many it applied.
 func (c *Coordinator) sayRepairs(found []filestore.Breach) int {
@@ -653,75 +568,6 @@ func (c *Coordinator) sayRepairs(found []filestore.Breach) int {
 	return n
 }
 
-// What a running process waits for (see waiting); "" means it works.
-const (
-	waitIdleChat  = "nothing to talk about"
-	waitPartner   = "a conversation partner"
-	waitWorkers   = "its workers"
-	waitDelegated = "its delegation"
-)
-
-// openDelegations counts the unfinished delegations per task, by delegating agent.
-func (c *Coordinator) openDelegations() map[workKey]int {
-	out := map[workKey]int{}
-	ds, err := c.s.Delegations(filestore.DelegationFilter{})
-	if err != nil {
-		return out
-	}
-	for _, d := range ds {
-		if !d.Finished() {
-			out[workKey{d.AgentID, d.TaskID}]++
-		}
-	}
-	return out
-}
-
-// toldToWait maps each spawn whose live task session get_next_action told to wait to what
-// it waits for.
-func (c *Coordinator) toldToWait() map[string]string {
-	out := map[string]string{}
-	all, err := c.s.Sessions("")
-	if err != nil {
-		return out
-	}
-	now := c.s.Now()
-	for _, se := range all {
-		if se.Waiting != "" && se.SpawnID != "" && se.Live(now) {
-			out[se.SpawnID] = se.Waiting
-		}
-	}
-	return out
-}
-
-// waiting says what a running process only waits for, or "" when it works (or may: a
-// process that just started, a task that changed under it). w is its agent's work now;
-// told is what get_next_action told the live sessions to wait for, by spawn.
-func (c *Coordinator) waiting(pr *proc, w filestore.Work, tasks []*filestore.Task, open map[workKey]int, told map[string]string) string {
-	if pr.key.purpose == filestore.PurposeChat {
-		if w.ChatInput() {
-			return ""
-		}
-		if busy, err := c.s.ChatBusy(pr.key.agent); err != nil || busy {
-			return waitPartner
-		}
-		return waitIdleChat
-	}
-	t := findTask(tasks, pr.taskID)
-	if t == nil || t.Status != filestore.StatusInProgress {
-		return ""
-	}
-	if open[workKey{pr.key.agent, pr.taskID}] > 0 {
-		return waitDelegated
-	}
-	if pr.manager && managerHold(tasks, pr.taskID) != "" {
-		return waitWorkers
-	}
-	if what := told[pr.spawn.ID]; what != "" {
-		return what // e.g. a worker's wait for a dependency that is someone else's work
-	}
-	return ""
-}
-
 func (c *Coordinator) hold(k workKey, why string) {
 	if c.held[k] != why {
 		c.held[k] = why
@@ -735,530 +581,6 @@ func AIType(a *filestore.Agent) string {
 		return "claude"
 	}
 	return a.AIType
-}
-
-// managerHold says why a manager with task work should not be started now: its sub-work is
-// merely in progress with nothing for it to react to (no blocked sub-task, nothing to
-// dispatch, not everything finished). Starting it would only make it wait, and restarting
-// it each time it exits is the spawn loop the original system suffered.
-func managerHold(tasks []*filestore.Task, taskID string) string {
-	byID := map[string]*filestore.Task{}
-	kids := map[string][]*filestore.Task{}
-	for _, t := range tasks {
-		byID[t.ID] = t
-		kids[t.ParentID] = append(kids[t.ParentID], t)
-	}
-	children := kids[taskID]
-	if len(children) == 0 {
-		return ""
-	}
-	finished := 0
-	for _, ch := range children {
-		switch ch.Status {
-		case filestore.StatusBlocked:
-			return ""
-		case filestore.StatusDone, filestore.StatusCancelled:
-			finished++
-		case filestore.StatusTodo, filestore.StatusBacklog:
-			ready := true
-			for _, d := range ch.Dependencies {
-				if !filestore.DependencyMet(byID[d]) {
-					ready = false
-				}
-			}
-			if ready {
-				return ""
-			}
-		}
-	}
-	if finished == len(children) {
-		return ""
-	}
-	running := 0
-	var walk func(id string)
-	walk = func(id string) {
-		for _, t := range kids[id] {
-			// A done sub-task whose code the merge queue is landing moves too.
-			if t.Status == filestore.StatusInProgress || t.LandingInFlight() {
-				running++
-			}
-			walk(t.ID)
-		}
-	}
-	walk(taskID)
-	if running == 0 {
-		return "" // nothing moves: the manager must look (e.g. a dependency deadlock)
-	}
-	return "waiting for workers (sub-tasks in progress, nothing to react to)"
-}
-
-// fingerprint summarizes the work a start is for; the same fingerprint after the process
-// exits means it made no progress.
-func fingerprint(purpose string, w filestore.Work, tasks []*filestore.Task) string {
-	if purpose == filestore.PurposeChat {
-		return fmt.Sprintf("chat unread=%d delegations=%d requests=%d notices=%d opened=%v",
-			w.Unread, w.PendingDelegations, w.ConversationRequests, w.Notices, w.ChatOpened)
-	}
-	kids := map[string][]*filestore.Task{}
-	var root *filestore.Task
-	for _, t := range tasks {
-		kids[t.ParentID] = append(kids[t.ParentID], t)
-		if t.ID == w.TaskID {
-			root = t
-		}
-	}
-	if root == nil {
-		return "task " + w.TaskID
-	}
-	var parts []string
-	var walk func(t *filestore.Task)
-	walk = func(t *filestore.Task) {
-		parts = append(parts, fmt.Sprintf("%s:%s:%d", t.ID, t.Status, t.Version))
-		for _, k := range kids[t.ID] {
-			walk(k)
-		}
-	}
-	walk(root)
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
-
-// start mints a spawn ticket and starts the agent's command for one purpose; it reports
-// whether a process started.
-func (c *Coordinator) start(p *filestore.Project, ag *filestore.Agent, ac filestore.AgentCommand, purpose string, w filestore.Work, tasks []*filestore.Task) bool {
-	k := workKey{ag.ID, purpose}
-	taskID := ""
-	if purpose == filestore.PurposeTask {
-		taskID = w.TaskID
-	}
-	fail := func(sp *filestore.Spawn, err error) {
-		c.Say("start %s failed: %v", k, err)
-		if sp != nil {
-			// The log the record names says why, as a process's own output would.
-			if f, lerr := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID)); lerr == nil {
-				fmt.Fprintf(f, "aipm run: cannot start %s: %v\n", k, err)
-				f.Close()
-			}
-			c.s.EndSpawn(sp.ID, -1, "start_failed")
-		}
-		c.backoff(k, sp, "the start failed")
-	}
-	sp, ticket, err := c.s.CreateSpawn(filestore.NewSpawn{AgentID: ag.ID, Purpose: purpose, TaskID: taskID, AIType: AIType(ag), Machine: c.machine,
-		TicketTTL: p.Settings.StartTimeout()})
-	if err != nil {
-		fail(nil, err)
-		return false
-	}
-	workdir := c.s.Root()
-	taskDir := ""
-	if taskID != "" && c.opt.Lander != nil {
-		t, err := c.s.Task(taskID)
-		if err != nil {
-			fail(sp, err)
-			return false
-		}
-		dir, made, err := c.opt.Lander.Workdir(t)
-		if err != nil {
-			fail(sp, fmt.Errorf("the task's worktree: %w", err))
-			return false
-		}
-		if made {
-			if t, err := c.s.Task(taskID); err == nil && t.Landing != nil {
-				c.Say("made worktree %s for task %s on branch %s from %s at %.10s", dir, taskID, t.Landing.Branch, t.Landing.Target, t.Landing.Base)
-			}
-		}
-		taskDir = dir
-	}
-	if taskDir != "" {
-		workdir = taskDir
-	} else if p.Settings.AgentWorktrees {
-		if c.opt.AgentWorktree == nil {
-			fail(sp, fmt.Errorf("settings.agent_worktrees is on, but this coordinator cannot make worktrees"))
-			return false
-		}
-		dir, created, err := c.opt.AgentWorktree(ag.ID)
-		if err != nil {
-			fail(sp, fmt.Errorf("settings.agent_worktrees: %w", err))
-			return false
-		}
-		if created {
-			c.Say("made worktree %s for %s", dir, ag.ID)
-		}
-		workdir = dir
-	}
-	// What runs is checked where it runs: the program as it resolves in the agent's
-	// directory (a worktree may hold another version of a repository script), and that
-	// very file is executed.
-	ok, prog, err := c.approved(AIType(ag), ac, workdir)
-	if !ok {
-		if err == nil {
-			err = fmt.Errorf("its program %s, as it resolves in %s, is not the one approved on this machine; review it and approve it with `aipm trust`", prog, workdir)
-		}
-		fail(sp, fmt.Errorf("settings.agent_commands.%s: %w", AIType(ag), err))
-		return false
-	}
-	vars := spawnVars{AIPM: c.aipm, Workdir: workdir, AgentID: ag.ID, Purpose: purpose, TaskID: taskID, Model: ag.Model,
-		Prompt: agentPrompt(p.Settings.Language, ag, purpose, taskID, workdir)}
-	plan, err := renderSpawn(ac, vars, ticket, sp.ID, filepath.Join(c.s.Dir(), "runtime", "spawns"))
-	if err != nil {
-		fail(sp, fmt.Errorf("settings.agent_commands.%s (agent %s): %w", AIType(ag), ag.ID, err))
-		return false
-	}
-	if prog.Exec != "" {
-		plan.Argv[0] = prog.Exec
-	}
-	log, err := filestore.OpenAppend(c.s.SpawnLogPath(sp.ID))
-	if err != nil {
-		fail(sp, err)
-		return false
-	}
-	cmd := exec.Command(plan.Argv[0], plan.Argv[1:]...)
-	cmd.Dir = workdir
-	// The agent's processes belong to this machine: its presence is judged by this
-	// machine's sessions, its partners' by their leases.
-	cmd.Env = append(append(childEnv(os.Environ()), filestore.EnvMachineID+"="+c.machine), plan.Env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group: stopping the coordinator stops the agent and its aipm mcp.
-	ownGroup(cmd)
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		if plan.MCPConfig != "" {
-			os.Remove(plan.MCPConfig)
-		}
-		fail(sp, err)
-		return false
-	}
-	c.s.SetSpawnPID(sp.ID, cmd.Process.Pid, describeArgv(plan.Argv, vars.Prompt))
-	pr := &proc{key: k, spawn: sp, cmd: cmd, log: log, mcpConfig: plan.MCPConfig, taskID: taskID, manager: ag.Hierarchy == filestore.HierarchyManager, started: time.Now(), before: fingerprint(purpose, w, tasks),
-		done: make(chan struct{})}
-	c.running[k] = pr
-	if taskID != "" {
-		c.busyMu.Lock()
-		c.busyTasks[taskID] = true
-		c.busyMu.Unlock()
-	}
-	c.spawned = append(c.spawned, sp.ID)
-	c.starts++
-	c.peak = max(c.peak, len(c.running))
-	what := "chat"
-	if taskID != "" {
-		what = "task " + taskID
-		if t := findTask(tasks, taskID); t != nil {
-			what += " (" + t.Title + ")"
-		}
-	}
-	c.Say("start %s for %s: %s, pid %d, %s", ag.ID, what, AIType(ag), cmd.Process.Pid, sp.ID)
-	go func() {
-		err := cmd.Wait()
-		close(pr.done)
-		c.exits <- exitEvent{p: pr, err: err}
-	}()
-	return true
-}
-
-// approved resolves an agent command's program as it would run in dir and reports
-// whether this machine approved the command with that program.
-func (c *Coordinator) approved(name string, ac filestore.AgentCommand, dir string) (bool, filestore.Program, error) {
-	prog, err := c.s.CommandProgram(ac, c.aipm, dir)
-	if err != nil {
-		return false, prog, err
-	}
-	ok, err := c.s.CommandApproved(name, ac, prog)
-	return ok, prog, err
-}
-
-func findTask(tasks []*filestore.Task, id string) *filestore.Task {
-	for _, t := range tasks {
-		if t.ID == id {
-			return t
-		}
-	}
-	return nil
-}
-
-// childEnv is the coordinator's environment minus every AIPM_* variable: a start sets its
-// own (who the agent is, the ticket, the store), and nothing of the coordinator's user or
-// of another agent may leak into it.
-func childEnv(env []string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "AIPM_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-// describeArgv is the command for the spawn record: the prompt elided, nothing secret.
-func describeArgv(argv []string, prompt string) string {
-	parts := make([]string, len(argv))
-	for i, s := range argv {
-		if prompt != "" && strings.Contains(s, prompt) {
-			s = strings.ReplaceAll(s, prompt, "{prompt}")
-		}
-		parts[i] = s
-	}
-	return strings.Join(parts, " ")
-}
-
-// exited reconciles a finished process: its spawn record, its sessions (only its own),
-// its runs' logs, and whether the next start for the same work must wait.
-func (c *Coordinator) exited(ev exitEvent) {
-	pr := ev.p
-	delete(c.running, pr.key)
-	if pr.taskID != "" {
-		c.busyMu.Lock()
-		delete(c.busyTasks, pr.taskID)
-		c.busyMu.Unlock()
-		select {
-		case c.landKick <- struct{}{}:
-		default:
-		}
-	}
-	pr.log.Close()
-	if pr.mcpConfig != "" {
-		os.Remove(pr.mcpConfig)
-	}
-	code, outcome := 0, "exited"
-	if ev.err != nil {
-		var ee *exec.ExitError
-		if errors.As(ev.err, &ee) {
-			code = ee.ExitCode()
-			outcome = "failed"
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				outcome = "signal " + ws.Signal().String()
-			}
-		} else {
-			code, outcome = -1, "failed"
-		}
-	}
-	if pr.stopReason != "" {
-		outcome = "stopped: " + pr.stopReason
-	} else if c.stopping && outcome != "exited" {
-		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
-	} else if pr.moved && outcome != "exited" {
-		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
-	}
-	if (code != 0 || outcome != "exited") && pr.stopReason == "" && !c.stopping && !pr.moved {
-		if fix := needsPerson(pr.spawn.AIType, lastLines(c.s.SpawnLogPath(pr.spawn.ID), failTailLines)); fix != "" {
-			c.gaveUp[pr.key] = fix
-			outcome = "needs a person: " + fix
-		}
-	}
-	ended, err := c.s.EndSpawn(pr.spawn.ID, code, outcome)
-	if err != nil {
-		c.Say("%s: recording the exit: %v", pr.key, err)
-	}
-	msg := fmt.Sprintf("exit %s: %s", pr.key, outcome)
-	if outcome != "exited" || code != 0 {
-		msg += fmt.Sprintf(" (code %d)", code)
-	}
-	msg += fmt.Sprintf(" after %.2fs", time.Since(pr.started).Seconds())
-	if len(ended) > 0 {
-		msg += "; ended its session(s) " + strings.Join(ended, ", ")
-	}
-	c.Say("%s", msg)
-	if (code != 0 || outcome != "exited") && !c.stopping && !pr.moved {
-		c.sayLogTail(c.s.SpawnLogPath(pr.spawn.ID))
-	}
-
-	if c.stopping || pr.moved {
-		return
-	}
-	if p, err := c.s.Project(); err == nil && p.Status != filestore.ProjectActive && outcome == "exited" && code == 0 {
-		// The pause sent it away (or refused it): no failure, and nothing starts until the
-		// project is resumed anyway.
-		return
-	}
-	sp, _ := c.s.Spawn(pr.spawn.ID)
-	authenticated := sp != nil && sp.TicketUsedAt != nil
-	w, err := c.s.DetectWork(pr.key.agent)
-	if err != nil {
-		return
-	}
-	tasks, _ := c.s.WorkingTasks()
-	left := pr.key.purpose == filestore.PurposeTask && w.TaskID != "" || pr.key.purpose == filestore.PurposeChat && w.Chat
-	switch {
-	case c.gaveUp[pr.key] != "":
-		c.wasted++
-		c.Say("stop retrying %s: %s; then run aipm run again", pr.key, c.gaveUp[pr.key])
-	case code != 0 || outcome != "exited":
-		c.wasted++
-		c.backoff(pr.key, pr.spawn, outcome)
-	case !authenticated && left:
-		c.wasted++
-		c.backoff(pr.key, pr.spawn, "it never authenticated")
-	case left && fingerprint(pr.key.purpose, w, tasks) == pr.before:
-		c.wasted++
-		c.backoff(pr.key, pr.spawn, "it left its work unchanged")
-	default:
-		delete(c.fails, pr.key)
-		delete(c.until, pr.key)
-	}
-}
-
-// reclaim deals with what a coordinator that died (kill -9, a crash) left: the processes
-// it started run on unsupervised, and their spawn records have no end. Each one still
-// alive is stopped (SIGTERM to its process group, SIGKILL after 5 s) and every such record
-// is closed, ending its sessions and closing its runs, before anything is evaluated: their
-// work is then detected as any other and started again under this coordinator, which so
-// never reports "idle" while one of them still works.
-func (c *Coordinator) reclaim(ctx context.Context) {
-	open, err := c.s.OpenSpawns()
-	if err != nil {
-		c.Say("cannot list the spawn records: %v", err)
-		return
-	}
-	if len(open) == 0 {
-		return
-	}
-	// Only this machine's: another machine's coordinator runs its own (its lock is not
-	// this one), and this machine's lock says no other coordinator of it runs.
-	open = slices.DeleteFunc(open, func(sp *filestore.Spawn) bool { return sp.Machine != "" && sp.Machine != c.machine })
-	if len(open) == 0 {
-		return
-	}
-	var live []*filestore.Spawn
-	for _, sp := range open {
-		if orphanAlive(sp) {
-			live = append(live, sp)
-			signalGroup(sp.PID, false)
-		}
-	}
-	c.Say("a previous aipm run left %d spawn record(s) open, %d process(es) still running: stopping them; their work starts again here",
-		len(open), len(live))
-	deadline := time.Now().Add(5 * time.Second)
-	killed := false
-	for {
-		live = slices.DeleteFunc(live, func(sp *filestore.Spawn) bool { return !orphanAlive(sp) })
-		if len(live) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			if killed {
-				c.Say("%d orphaned process(es) did not stop even after SIGKILL", len(live))
-				break
-			}
-			for _, sp := range live {
-				signalGroup(sp.PID, true)
-			}
-			killed, deadline = true, time.Now().Add(2*time.Second)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	for _, sp := range open {
-		ended, err := c.s.EndSpawn(sp.ID, -1, filestore.OutcomeOrphaned)
-		if err != nil {
-			c.Say("%s: closing the record of %s/%s: %v", sp.ID, sp.AgentID, sp.Purpose, err)
-			continue
-		}
-		msg := fmt.Sprintf("closed %s/%s %s (pid %d): %s", sp.AgentID, sp.Purpose, sp.ID, sp.PID, filestore.OutcomeOrphaned)
-		if len(ended) > 0 {
-			msg += "; ended its session(s) " + strings.Join(ended, ", ")
-		}
-		c.Say("%s", msg)
-	}
-}
-
-// orphanAlive reports whether anything of a spawn's process group still runs: the process
-// itself (the same one, by its start time), or, once it is gone, the rest of its group
-// (its aipm mcp) — no other process can take the group's id while that group exists.
-func orphanAlive(sp *filestore.Spawn) bool {
-	if sp.PID <= 0 {
-		return false
-	}
-	if sp.Alive() {
-		return true
-	}
-	if pidLive(sp.PID) {
-		return false // the pid is another process's now
-	}
-	return groupLive(sp.PID)
-}
-
-// supervise stops the running processes that hang: one that has not authenticated within
-// settings.start_timeout_seconds, and one that works (it is not waiting in a long poll, see
-// waiting) but whose sessions made no tool call for settings.silence_timeout_seconds. A
-// stopped process is recorded (its spawn's outcome says why), backed off like a failure,
-// and its slot is free at once. next is when the earliest of those deadlines passes.
-// A session's last call is known to within min(lease/10, 1 minute): the renewal's step.
-func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map[string]filestore.Work, tasks []*filestore.Task,
-	open map[workKey]int, told map[string]string) (next time.Time) {
-	soonest := func(t time.Time) {
-		if next.IsZero() || t.Before(next) {
-			next = t
-		}
-	}
-	var calls map[string]time.Time
-	for k, pr := range c.running {
-		if pr.stopReason != "" {
-			continue
-		}
-		if !pr.authenticated {
-			if sp, err := c.s.Spawn(pr.spawn.ID); err == nil && sp.TicketUsedAt != nil {
-				pr.authenticated = true
-			}
-		}
-		if !pr.authenticated {
-			if d := set.StartTimeout(); now.Sub(pr.started) >= d {
-				c.stop(pr, fmt.Sprintf("it did not authenticate within %s (settings.start_timeout_seconds)", d))
-			} else {
-				soonest(pr.started.Add(d))
-			}
-			continue
-		}
-		if c.waiting(pr, works[k.agent], tasks, open, told) != "" {
-			continue // a long poll or a wait for someone else is not silence
-		}
-		if calls == nil {
-			calls = c.lastCalls()
-		}
-		last := pr.started
-		if t := calls[pr.spawn.ID]; t.After(last) {
-			last = t
-		}
-		if d := set.SilenceTimeout(); now.Sub(last) >= d {
-			c.stop(pr, fmt.Sprintf("it made no tool call for %s (settings.silence_timeout_seconds)", d))
-		} else {
-			soonest(last.Add(d))
-		}
-	}
-	return next
-}
-
-// lastCalls maps each spawn to the latest tool call of its live sessions.
-func (c *Coordinator) lastCalls() map[string]time.Time {
-	out := map[string]time.Time{}
-	all, err := c.s.Sessions("")
-	if err != nil {
-		return out
-	}
-	for _, se := range all {
-		if se.SpawnID != "" && se.LastActivityAt.After(out[se.SpawnID]) {
-			out[se.SpawnID] = se.LastActivityAt
-		}
-	}
-	return out
-}
-
-// stop ends a hung process: SIGTERM to its process group, SIGKILL 5 s later if it is
-// still there. Its exit is handled as any other (exited), as a failure.
-func (c *Coordinator) stop(pr *proc, why string) {
-	pr.stopReason = why
-	c.Say("stop %s: %s; stopping pid %d", pr.key, why, pr.cmd.Process.Pid)
-	pid := pr.cmd.Process.Pid
-	signalGroup(pid, false)
-	go func() {
-		select {
-		case <-pr.done:
-		case <-time.After(5 * time.Second):
-			signalGroup(pid, true)
-		}
-	}()
 }
 
 // usage is what the agents this run started spent in tool calls, every session of
@@ -1277,45 +599,6 @@ func (c *Coordinator) usage() filestore.Usage {
 		}
 	}
 	return sum
-}
-
-// backoff delays the next start for k: the base delay, doubled per consecutive failure.
-// The spawn that failed (if any) records it, for `aipm status`.
-func (c *Coordinator) backoff(k workKey, sp *filestore.Spawn, why string) {
-	c.fails[k]++
-	d := c.opt.Backoff << min(c.fails[k]-1, 20)
-	d = min(d, maxBackoff)
-	c.until[k] = time.Now().Add(d)
-	if sp != nil {
-		if err := c.s.SetSpawnBackoff(sp.ID, c.until[k]); err != nil {
-			c.Say("%s: recording the backoff: %v", k, err)
-		}
-	}
-	c.Say("backoff %s: %s; next start in %s at the earliest", k, why, d)
-}
-
-// shutdown stops every agent process: SIGTERM to its process group, SIGKILL after 5 s.
-func (c *Coordinator) shutdown() {
-	if len(c.running) == 0 {
-		return
-	}
-	c.stopping = true
-	c.Say("stopping %d agent process(es)", len(c.running))
-	for _, pr := range c.running {
-		signalGroup(pr.cmd.Process.Pid, false)
-	}
-	deadline := time.After(5 * time.Second)
-	for len(c.running) > 0 {
-		select {
-		case ev := <-c.exits:
-			c.exited(ev)
-		case <-deadline:
-			for _, pr := range c.running {
-				signalGroup(pr.cmd.Process.Pid, true)
-			}
-			deadline = nil
-		}
-	}
 }
 
 // landLoop runs the merge queue beside the coordinator: it lands one entry after another

@@ -452,10 +452,17 @@ func (s *simAgent) finishJob(j *simJob, ok bool, result string) error {
 		if !ok {
 			status = filestore.DelegationFailed
 		}
-		if err := s.call("report_delegation_completed", map[string]any{"delegation_id": j.delegationID, "result": result, "status": status}, nil); err != nil {
+		err := s.call("report_delegation_completed", map[string]any{"delegation_id": j.delegationID, "result": result, "status": status}, nil)
+		var te *simToolError
+		switch {
+		case errors.As(err, &te) && te.Code == "delegation_already_finished":
+			// Ended without us (its target was made inactive, say): nothing to report.
+			s.logf("%s already finished: %s", j.delegationID, te.Message)
+		case err != nil:
 			return err
+		default:
+			s.logf("reported %s %s: %s", j.delegationID, status, result)
 		}
-		s.logf("reported %s %s: %s", j.delegationID, status, result)
 	case j.human != "":
 		if j.kind == "ask" && ok {
 			result = j.target + ": " + result

@@ -98,7 +98,10 @@ func simParseLine(line string) (simDirective, bool) {
 		}
 		d.in, d.out = f[0], f[1]
 		return d, true
-	case "sleep", "hang":
+	case "sleep", "hang", "compute":
+		if d.verb == "hang" && len(f) == 3 && strings.EqualFold(f[1], "once") {
+			d.path, f = f[2], f[:1]
+		}
 		if len(f) != 1 {
 			return d, false
 		}
@@ -188,6 +191,8 @@ func (d simDirective) title() string {
 		return "Work for " + d.dur.String()
 	case "hang":
 		return "Hang for " + d.dur.String()
+	case "compute":
+		return "Compute for " + d.dur.String()
 	case "ask":
 		return "Ask " + d.agent
 	case "shiritori":
@@ -289,7 +294,27 @@ func (s *simAgent) do(d simDirective) (string, error) {
 			return "", err
 		}
 		return "worked " + d.dur.String(), nil
+	case "compute":
+		s.logf("computing for %s without a tool call", d.dur)
+		n := 0
+		for end := time.Now().Add(d.dur); time.Now().Before(end); {
+			n++
+		}
+		return fmt.Sprintf("computed %s (%d rounds)", d.dur, n), nil
 	case "hang":
+		if d.path != "" {
+			full, err := simSafePath(s.root, d.path)
+			if err != nil {
+				return "", &simStepError{msg: err.Error()}
+			}
+			if _, err := os.Lstat(full); err == nil {
+				s.logf("not hanging again: %s exists", d.path)
+				return "did not hang again", nil
+			}
+			if err := simWriteFile(full, "hung once\n"); err != nil {
+				return "", simStepErrorf("hang: write %s: %v", d.path, err)
+			}
+		}
 		s.logf("hanging for %s without a tool call", d.dur)
 		time.Sleep(d.dur)
 		return "hung " + d.dur.String(), nil

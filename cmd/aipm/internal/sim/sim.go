@@ -16,6 +16,10 @@
 //	double <in> <out>               read an integer from <in>, write twice it to <out>
 //	sleep <duration>                work that takes time (Go duration: 20s, 1m30s)
 //	hang <duration>                 a hung model: no tool call at all for that long
+//	hang <duration> once <path>     the same, the first time only: hangs unless <path>
+//	                                exists, and writes it before it hangs
+//	compute <duration>              work that keeps the CPU busy and calls no tool (a
+//	                                build, say)
 //	ask <agent> <question…>         consult another AI agent
 //	shiritori <agent> <rounds> <first-word>
 //	                                play shiritori: <rounds> words from each side

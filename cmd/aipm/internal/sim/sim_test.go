@@ -26,6 +26,12 @@ func TestSimParseLine(t *testing.T) {
 		{"Double check the results", false, simDirective{}}, // three arguments: prose
 		{"sleep 20s", true, simDirective{verb: "sleep", dur: 20 * time.Second}},
 		{"sleep well", false, simDirective{}},
+		{"hang 1h", true, simDirective{verb: "hang", dur: time.Hour}},
+		{"compute 8s", true, simDirective{verb: "compute", dur: 8 * time.Second}},
+		{"compute hard", false, simDirective{}},
+		{"hang 10s once hung.txt", true, simDirective{verb: "hang", dur: 10 * time.Second, path: "hung.txt"}},
+		{"hang 10s twice hung.txt", false, simDirective{}},
+		{"sleep 10s once hung.txt", false, simDirective{}}, // only a hang happens once
 		{"ask w2 what is in seed.txt?", true, simDirective{verb: "ask", agent: "w2", question: "what is in seed.txt?"}},
 		{"ask W2 hello", false, simDirective{}}, // not an agent id
 		{"shiritori w2 5 りんご", true, simDirective{verb: "shiritori", agent: "w2", rounds: 5, first: "りんご"}},
