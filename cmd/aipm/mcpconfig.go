@@ -271,6 +271,11 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 			out = append(out, filestore.Problem{Path: projectFile, Line: 1,
 				Problem: fmt.Sprintf("settings.agent_commands.%s (%s) starts %q, which is not on PATH; install it%s or put its full path first in the command",
 					t, who, prog, installHint(prog))})
+		} else if home, err := os.UserHomeDir(); err == nil {
+			if login := loginProblem(t, ac, home); login != "" {
+				out = append(out, filestore.Problem{Path: projectFile, Line: 1,
+					Problem: fmt.Sprintf("settings.agent_commands.%s (%s) runs %s", t, who, login)})
+			}
 		}
 		if filepath.Base(prog) == "gemini" && !declaresAipm(filepath.Join(s.Root(), ".gemini", "settings.json")) {
 			out = append(out, filestore.Problem{Path: ".gemini/settings.json", Line: 1,
