@@ -766,8 +766,13 @@ func (c *checker) conflict(path string, data []byte) {
 	for _, f := range fields {
 		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(CompactJSON(o[f])), clip(CompactJSON(t[f]))))
 	}
-	c.add(path, line, "unresolved merge conflict in %s: both sides changed %s; keep one side with `aipm resolve %s --ours` or `--theirs` (or edit the file), then `git add %s` and finish the merge or rebase",
-		what, strings.Join(parts, ", "), rel, rel)
+	next := fmt.Sprintf("then `git add %s` and finish the merge or rebase", rel)
+	if fi, err := engine.Lstat(c.s.path(".git")); err == nil && fi.Mode().IsRegular() {
+		// .ai-pm is a worktree of the state branch: a sync round merged it.
+		next = "and the next `aipm sync` round (or a running `aipm run`) carries it to every clone (if a git merge or rebase is under way in .ai-pm, `git -C .ai-pm add` the file and finish that instead)"
+	}
+	c.add(path, line, "unresolved merge conflict in %s: both sides changed %s; keep one side with `aipm resolve %s --ours` or `--theirs` (or edit the file), %s",
+		what, strings.Join(parts, ", "), rel, next)
 }
 
 func isMarkerLine(line []byte) bool {

@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -90,6 +91,32 @@ type Task struct {
 	// on a branch of its own (landing.go), nil otherwise.
 	Landing *Landing `json:"landing,omitempty"`
 	Version int      `json:"version"`
+	// Conflict is set on a task whose file holds Git's conflict markers (two clones
+	// changed one field, and no rule decides): the task is read as our side, listed and
+	// counted as it, marked with the fields in conflict and their other side, and refused
+	// any write until a person settles it (`aipm resolve`). It is never read from a file:
+	// a task file that carries it is read without it.
+	Conflict *TaskConflict `json:"conflict,omitempty"`
+}
+
+// TaskConflict is what a conflicted task file holds besides our side: the fields both
+// sides changed, and their values on the other side (compact JSON).
+type TaskConflict struct {
+	Fields []string          `json:"fields"`
+	Theirs map[string]string `json:"theirs"`
+}
+
+// String says the fields in conflict with both values: title (ours "A", theirs "B").
+func (c *TaskConflict) String(ours *Task) string {
+	var o Object
+	if data, err := json.Marshal(ours); err == nil {
+		json.Unmarshal(data, &o)
+	}
+	parts := make([]string, 0, len(c.Fields))
+	for _, f := range c.Fields {
+		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(CompactJSON(o[f])), clip(c.Theirs[f])))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
@@ -122,7 +149,16 @@ func (s *Store) Task(id string) (*Task, error) {
 
 func (s *Store) readTask(id string) (*Task, error) {
 	var t Task
-	if err := s.readJSON(s.taskPath(id), &t); err != nil {
+	path := s.taskPath(id)
+	data, err := engine.ReadFile(path, engine.MaxEntityFile)
+	if err == nil {
+		err = s.decodeJSON(path, data, &t)
+		t.Conflict = nil
+		if err != nil && HasConflictMarkers(data) && readConflicted(data, &t) {
+			err = nil
+		}
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, newErr(ErrNotFound, "task_not_found", "list tasks with list_tasks", "task %s not found", id)
 		}
@@ -134,6 +170,31 @@ func (s *Store) readTask(id string) (*Task, error) {
 	// doctor reports the mismatch.
 	t.ID = id
 	return &t, nil
+}
+
+// readConflicted reads a task file that holds Git's conflict markers as our side, with
+// the conflict: the fields in conflict and their other side. False when the sides are not
+// both tasks (the file stays unreadable, as before).
+func readConflicted(data []byte, t *Task) bool {
+	ours, theirs, ok := SplitConflict(data)
+	if !ok {
+		return false
+	}
+	var other Object
+	*t = Task{}
+	if json.Unmarshal(ours, t) != nil || DecodeObject(theirs, &other) != nil {
+		return false
+	}
+	fields, err := ConflictFields(ours, theirs)
+	if err != nil {
+		return false
+	}
+	c := &TaskConflict{Fields: fields, Theirs: map[string]string{}}
+	for _, f := range fields {
+		c.Theirs[f] = CompactJSON(other[f])
+	}
+	t.Conflict = c
+	return true
 }
 
 // normalize fills what a hand-written file may leave out, so rules see sane values.
@@ -542,7 +603,20 @@ func (s *Store) commitTask(actor Actor, t *Task, now time.Time, ev Event) error 
 // writeTask writes a task file and tells the caches of every process (the journal) and of
 // this one. The caller holds the lock.
 func (s *Store) writeTask(t *Task) error {
+	if t.Conflict != nil {
+		return conflictedTaskError(s, t)
+	}
 	return engine.WriteEntity(s.tasks, t.ID, cloneTask(t))
+}
+
+// conflictedTaskError refuses a write to a task whose file holds a merge conflict: the
+// write would settle the conflict by our side without a word.
+func conflictedTaskError(s *Store, t *Task) *Error {
+	rel := s.Rel(s.taskPath(t.ID))
+	e := newErr(ErrConflict, "task_conflicted",
+		fmt.Sprintf("a person settles it: `aipm resolve %s --ours` or `--theirs` (or edit the file), then the change can be made", rel),
+		"task %s has an unresolved merge conflict in %s: it is left as it is until it is settled", t.ID, t.Conflict.String(t))
+	return e
 }
 
 // StatusMove is one status a task's table row lists, and whether the rules let the task

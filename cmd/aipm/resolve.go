@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/aipm/aipm/cmd/aipm/internal/gitstate"
 	"github.com/aipm/aipm/filestore"
 	"github.com/aipm/aipm/filestore/merge"
 )
@@ -41,12 +42,12 @@ func (a *app) cmdResolve(args []string) error {
 	if err != nil {
 		return err
 	}
-	return s.Locked(func() error { return a.resolveLocked(path, kind, *ours) })
+	return s.Locked(func() error { return a.resolveLocked(s.Root(), path, kind, *ours) })
 }
 
 // resolveLocked is resolve under the store lock: read with the store's limits (no link
 // followed, nothing over the entity limit), written back by atomic replace.
-func (a *app) resolveLocked(path, kind string, ours bool) error {
+func (a *app) resolveLocked(root, path, kind string, ours bool) error {
 	data, err := filestore.ReadFile(path, filestore.MaxEntityFile)
 	if err != nil {
 		return err
@@ -74,6 +75,10 @@ func (a *app) resolveLocked(path, kind string, ours bool) error {
 		side = "ours"
 	}
 	a.printf("%s: took %s for %s\n", path, side, strings.Join(fields, ", "))
+	if gitstate.Attached(root) && gitstate.Healthy(root) == nil {
+		a.printf("next: nothing to add: the next `aipm sync` round (or a running `aipm run`) commits it and carries it to every clone\n")
+		return nil
+	}
 	a.printf("next: git add %s, then finish the merge (git commit) or the rebase (git rebase --continue)\n", path)
 	return nil
 }

@@ -37,6 +37,9 @@ type statusView struct {
 	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
 	Blocked []taskNote `json:"blocked_tasks"`
 	Invalid []taskNote `json:"invalid_tasks"`
+	// Conflicted are the open tasks whose file holds a merge conflict two clones made:
+	// shown as this clone's side, changed by nothing until a person keeps one side.
+	Conflicted []taskNote `json:"conflicted_tasks"`
 	// Approvals are the tasks an agent asked for that wait for a human's yes or no.
 	Approvals []taskNote `json:"pending_approvals"`
 	// Landing is this clone's merge queue (tasks whose code waits to land on the target),
@@ -311,7 +314,7 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			v.TaskCounts["invalid"] += n // a status no transition leads to: a hand edit
 		}
 	}
-	v.Blocked, v.Invalid, v.Approvals = []taskNote{}, []taskNote{}, []taskNote{}
+	v.Blocked, v.Invalid, v.Approvals, v.Conflicted = []taskNote{}, []taskNote{}, []taskNote{}, []taskNote{}
 	v.Landing, v.NotLanded = []taskNote{}, []taskNote{}
 	if q, ok := land.New(s, nil); ok {
 		es, _ := q.Entries()
@@ -335,6 +338,10 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	}
 	cascaded := func(t *filestore.Task) bool { return roots[t.ID] != "" }
 	for _, t := range tasks {
+		if t.Conflict != nil {
+			v.Conflicted = append(v.Conflicted, taskNote{ID: t.ID, Title: t.Title, AssigneeID: t.AssigneeID,
+				Why: "both sides changed " + t.Conflict.String(t) + "; keep one: aipm resolve " + s.Rel(s.TaskFile(t.ID)) + " --ours (or --theirs)"})
+		}
 		if p := t.Problem(); p != "" {
 			if slices.Contains(filestore.Statuses, t.Status) {
 				v.TaskCounts[t.Status]--
@@ -464,6 +471,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		a.printf("\nUnverified chat requests (an agent acted on a superior's request that its messages do not show; ask the superior whether it asked):\n")
 		for _, e := range v.Unverified {
 			a.printf("  %s  %s %s: %s\n", localTime(e.At), e.Actor, strings.ReplaceAll(e.Reason, e.To, sh.id(e.To)), e.Warning)
+		}
+	}
+	if len(v.Conflicted) > 0 {
+		a.printf("\nConflicts two clones made (nothing changes these tasks until a person keeps one side; the next sync carries it):\n")
+		for _, n := range v.Conflicted {
+			a.printf("  %s  %s  %s\n", sh.id(n.ID), n.Title, n.Why)
 		}
 	}
 	if len(v.Invalid) > 0 {

@@ -328,6 +328,11 @@ func (a *app) taskShow(args []string) error {
 	if p := t.Problem(); p != "" {
 		a.printf("  problem: %s (fix %s by hand; `aipm doctor` checks every file)\n", p, s.Rel(s.TaskFile(t.ID)))
 	}
+	if t.Conflict != nil {
+		rel := s.Rel(s.TaskFile(t.ID))
+		a.printf("  conflict: two clones changed %s; shown as ours, and no change is made to it until a person keeps one side: `aipm resolve %s --ours` or `--theirs`\n",
+			t.Conflict.String(t), rel)
+	}
 	if t.Approval != filestore.ApprovalApproved {
 		a.printf("  approval: %s\n", t.Approval)
 	}

@@ -264,11 +264,15 @@ func statusLabel(t *filestore.Task) string {
 	if t.Problem() != "" {
 		return fmt.Sprintf("INVALID(%s)", t.Status)
 	}
+	label := t.Status
 	if t.Status == filestore.StatusDone && t.Landing != nil {
 		// Done is the agent's word; landed is the code's.
-		return t.Status + " (" + t.Landing.State + ")"
+		label += " (" + t.Landing.State + ")"
 	}
-	return t.Status
+	if t.Conflict != nil {
+		label += " CONFLICT(" + strings.Join(t.Conflict.Fields, ",") + ")"
+	}
+	return label
 }
 
 type treeNode struct {

@@ -28,6 +28,10 @@ func (e *UnhealthyError) Error() string {
 	return "nothing committed, merged or pushed: " + e.Why + "; " + e.Fix
 }
 
+// Healthy reports whether root's state working copy is one a round would commit: no git
+// operation under way in it, nothing unmerged, nothing deleted beside aipm.
+func Healthy(root string) error { return healthy(gitCmd{dir: stateDir(root)}) }
+
 // healthy checks the state's working copy before a round commits it.
 func healthy(g gitCmd) error {
 	dir := g.dir

@@ -3,6 +3,7 @@ package ui
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -179,5 +180,45 @@ func TestNeedsYouOneApproval(t *testing.T) {
 	}
 	if got := items(); len(got) != 1 || got[0].Kind != "message" {
 		t.Errorf("after w1's message: %+v, want it", got)
+	}
+}
+
+// A task whose file holds a merge conflict stays on the board as this clone's side, with
+// the conflict on its card and one Needs-you item that says how to settle it.
+func TestConflictedTaskOnTheBoard(t *testing.T) {
+	ts, st, _, _ := newTestServer(t)
+	tk, err := st.CreateTask(filestore.Actor{ID: "alice", Via: filestore.ViaCLI}, filestore.NewTask{Title: "Before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, th := *tk, *tk
+	o.Title, th.Title = "Named in B", "Named in A"
+	od, _ := json.MarshalIndent(&o, "", "  ")
+	td, _ := json.MarshalIndent(&th, "", "  ")
+	if err := os.WriteFile(st.TaskFile(tk.ID), filestore.MarkConflicts(append(od, '\n'), append(td, '\n')), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st.Changed("tasks/" + tk.ID + ".json")
+	state := readState(t, func() (int, string) { return do(t, ts, "GET", "/api/state", "", testToken, "") })
+	var row *taskRow
+	for i := range state.Tasks {
+		if state.Tasks[i].ID == tk.ID {
+			row = &state.Tasks[i]
+		}
+	}
+	if row == nil || row.Title != "Named in B" || row.Conflict != `title (ours "Named in B", theirs "Named in A")` {
+		t.Fatalf("the board's row: %+v", row)
+	}
+	var kinds []string
+	for _, a := range state.Attention {
+		if a.TaskID == tk.ID {
+			kinds = append(kinds, a.Kind)
+			if !strings.Contains(a.Text, "aipm resolve .ai-pm/tasks/"+tk.ID+".json --ours") {
+				t.Errorf("the item does not say how to settle it: %s", a.Text)
+			}
+		}
+	}
+	if !slices.Equal(kinds, []string{"conflict"}) {
+		t.Errorf("Needs you about the conflicted task: %v", kinds)
 	}
 }

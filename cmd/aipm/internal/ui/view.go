@@ -67,6 +67,9 @@ type taskRow struct {
 	Problem string `json:"problem,omitempty"`
 	// Landing is where the task's code is, for a task on a branch of its own.
 	Landing *landingRow `json:"landing,omitempty"`
+	// Conflict is, for a task whose file holds a merge conflict two clones made, the
+	// fields in it with both values; the task is shown as this clone's side.
+	Conflict string `json:"conflict,omitempty"`
 
 	// For the attention list, not sent.
 	updatedAt    time.Time
@@ -88,6 +91,9 @@ func rowOf(id string, t *filestore.Task) taskRow {
 	}
 	if t.Approval != filestore.ApprovalApproved {
 		r.Approval = t.Approval
+	}
+	if t.Conflict != nil {
+		r.Conflict = t.Conflict.String(t)
 	}
 	return r
 }
@@ -120,7 +126,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid, unverified_request
+	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid, conflict, unverified_request
 	TaskID  string `json:"task_id,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
 	RunID   string `json:"run_id,omitempty"`
@@ -310,6 +316,9 @@ func needsYou(rows map[string]taskRow, machine string, unread []filestore.Messag
 	// not land.
 	for _, t := range rows {
 		switch {
+		case t.Conflict != "":
+			out = append(out, attention{Kind: "conflict", TaskID: t.ID, AgentID: t.AssigneeID,
+				Text: t.Title + ": two clones changed " + t.Conflict + "; keep one side: aipm resolve .ai-pm/tasks/" + t.ID + ".json --ours (or --theirs)", At: t.updatedAt})
 		case t.Problem != "":
 			out = append(out, attention{Kind: "invalid", TaskID: t.ID, AgentID: t.AssigneeID,
 				Text: t.Title + ": " + t.Problem + "; fix tasks/" + t.ID + ".json (aipm doctor)", At: t.updatedAt})

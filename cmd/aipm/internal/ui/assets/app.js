@@ -516,7 +516,8 @@ function card(t, parent, dl) {
   dl.length > 0 && h('div', { class: 'hint' + (open.length ? ' dep-open' : '') },
     (open.length ? 'waits for: ' : 'after: ') + dl.map(d => d.title + ' (' + depState(d) + ')').join(', ')),
   t.blocked_reason && t.status === 'blocked' && h('div', { class: 'hint' }, 'blocked: ' + t.blocked_reason),
-  t.problem && h('div', { class: 'hint problem' }, t.problem));
+  t.problem && h('div', { class: 'hint problem' }, t.problem),
+  t.conflict && h('div', { class: 'hint problem' }, 'conflict: ' + t.conflict));
 }
 
 // cardKey: Enter or Space opens a card; the arrows move between cards and columns.
