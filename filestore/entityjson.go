@@ -29,7 +29,7 @@ func (s *Store) decodeJSON(path string, data []byte, v any) error {
 func (s *Store) corrupt(path string, data []byte, err error) *CorruptError {
 	line, problem := 0, err.Error()
 	if HasConflictMarkers(data) {
-		return &CorruptError{Path: s.Rel(path), Line: 1, Problem: "unresolved merge conflict (Git's markers): `aipm doctor` says which fields and how to settle them"}
+		return &CorruptError{Path: s.Rel(path), Line: firstMarkerLine(data), Problem: "unresolved merge conflict (Git's markers): `aipm doctor` says which fields and how to settle them"}
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -58,4 +58,15 @@ func lineAt(data []byte, offset int64) int {
 		n--
 	}
 	return n
+}
+
+// firstMarkerLine is the 1-based line of the first of Git's conflict markers in data, as
+// doctor names it; 1 when none is at the start of a line.
+func firstMarkerLine(data []byte) int {
+	for i, l := range bytes.Split(data, []byte("\n")) {
+		if isMarkerLine(l) {
+			return i + 1
+		}
+	}
+	return 1
 }

@@ -83,8 +83,9 @@ func FuzzValidateIDs(f *testing.F) {
 }
 
 // FuzzTaskDecode: a task file holding anything at all — as a human with an editor or a bad
-// merge may leave it — is read by Store.Task without panicking, as a task or as a
-// *CorruptError that points into the file, and Check reports the same file.
+// merge may leave it — is read by Store.Task without panicking, as a task, as a task
+// marked conflicted (Git's markers around two task objects), or as a *CorruptError that
+// points into the file, and Check reports the same file.
 func FuzzTaskDecode(f *testing.F) {
 	s, err := Init(f.TempDir(), InitOptions{Name: "fuzz"}, Options{})
 	if err != nil {
@@ -124,6 +125,17 @@ func FuzzTaskDecode(f *testing.F) {
 			if p.Path == rel {
 				mine = append(mine, p)
 			}
+		}
+		if err == nil && task.Conflict != nil {
+			// A merge conflict left in place is read as our side, marked; doctor still
+			// reports the file, and a write is refused.
+			if !HasConflictMarkers(data) || len(mine) == 0 {
+				t.Fatalf("%q read as a conflicted task (%+v); Check says %v", data, task.Conflict, mine)
+			}
+			if werr := s.writeTask(task); !errors.Is(werr, ErrConflict) {
+				t.Fatalf("a write to a conflicted task: %v", werr)
+			}
+			return
 		}
 		if err == nil {
 			if !json.Valid(data) {
