@@ -648,13 +648,14 @@ func TestScaleStoreIsSound(t *testing.T) {
 	dir := t.TempDir()
 	sz := scaleSize{Name: "check", Background: 300, BigSubtasks: 40, Messages: 3000, Conversations: 60, Events: 3000}
 	st := buildScaleStore(t, exe, dir, sz)
-	// The agents name Claude Code (the default ai_type): a stand-in on PATH satisfies
-	// doctor's check of the agent commands, which is not what this test is about.
+	// The agents name Claude Code (the default ai_type): a stand-in on PATH, with a key,
+	// satisfies doctor's check of the agent commands, which is not what this test is about.
 	stub := t.TempDir()
 	if err := os.WriteFile(filepath.Join(stub, "claude"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", stub+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("ANTHROPIC_API_KEY", "stand-in")
 	// A generated store, like a clone, comes with commands this machine never approved;
 	// doctor names those, and they are not what this test is about either.
 	scaleCLI(t, exe, dir, "trust")
