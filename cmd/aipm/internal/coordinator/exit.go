@@ -34,6 +34,18 @@ func (c *Coordinator) healthyFirst(ais []*filestore.Agent, purpose string) []*fi
 // its runs' logs, and whether the next start for the same work must wait.
 func (c *Coordinator) exited(ev exitEvent) {
 	pr := ev.p
+	// A process asked whether it was stuck that worked since (its task changed, or its
+	// sessions called a tool) and then ended before a look saw it, answered too.
+	if !pr.askedAt.IsZero() && pr.stopReason == "" {
+		worked := c.lastSigns()[pr.spawn.ID].call.After(pr.askedAt)
+		if !worked && pr.taskID != "" {
+			t, err := c.s.Task(pr.taskID)
+			worked = err == nil && t.UpdatedAt.After(pr.askedAt)
+		}
+		if worked {
+			c.answered(pr)
+		}
+	}
 	delete(c.running, pr.key)
 	if pr.taskID != "" {
 		c.busyMu.Lock()

@@ -128,7 +128,7 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 			continue
 		}
 		if c.waiting(pr, works[k.agent], tasks, open, told) != "" {
-			pr.askedAt = time.Time{} // a long poll or a wait for someone else is not silence
+			c.answered(pr) // a long poll or a wait for someone else is not silence
 			continue
 		}
 		if signs == nil {
@@ -136,7 +136,7 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 		}
 		sg := signs[pr.spawn.ID]
 		if sg.inCall {
-			pr.askedAt = time.Time{} // inside a call the server is serving
+			c.answered(pr) // inside a call the server is serving
 			continue
 		}
 		last := latest(pr.started, sg.call, c.outputAt(pr), pr.cpuAt)
@@ -154,8 +154,7 @@ func (c *Coordinator) supervise(set filestore.Settings, now time.Time, works map
 		}
 		switch d.act {
 		case silenceAnswered:
-			c.Say("%s answered: it is active again", k)
-			pr.askedAt = time.Time{}
+			c.answered(pr)
 			soonest(d.at)
 		case silenceAsk:
 			pr.asks++
@@ -228,6 +227,16 @@ func latest(ts ...time.Time) time.Time {
 
 // sign is what a spawn's sessions say of its life: its latest tool call, and whether one
 // of its live sessions is inside a call now.
+// answered ends the question put to a silent process that shows life again, and says so
+// once; nothing for a process that was not asked.
+func (c *Coordinator) answered(pr *proc) {
+	if pr.askedAt.IsZero() {
+		return
+	}
+	c.Say("%s answered: it is active again", pr.key)
+	pr.askedAt = time.Time{}
+}
+
 type sign struct {
 	call   time.Time
 	inCall bool
