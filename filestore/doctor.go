@@ -731,13 +731,7 @@ func (c *checker) readLogs() {
 // conflict explains a file Git left with conflict markers: which entity, which fields
 // differ on the two sides and with what values, and how to settle it.
 func (c *checker) conflict(path string, data []byte) {
-	line := 1
-	for i, l := range strings.Split(string(data), "\n") {
-		if isMarkerLine([]byte(l)) {
-			line = i + 1
-			break
-		}
-	}
+	line := firstMarkerLine(data)
 	rel := c.s.Rel(path)
 	kind := EntityKind(rel)
 	what := rel

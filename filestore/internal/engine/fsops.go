@@ -209,17 +209,7 @@ func CreateOnce(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(perm)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if _, err := fillTemp(tmp, data, perm); err != nil {
 		return err
 	}
 	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {

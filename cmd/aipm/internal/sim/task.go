@@ -312,13 +312,10 @@ func simStepItems(steps []simDirective) []map[string]any {
 	return items
 }
 
-// dispatch assigns each unassigned dispatchable sub-task (to the plan's `for` agent, else
-// the least loaded subordinate, ties by id) and starts those whose dependencies are done.
-func (s *simAgent) dispatch(n *simNext) error {
-	if n.Call != nil && n.Call.Tool == "dispatch_subtasks" {
-		return s.dispatchCall(n)
-	}
-	forAgent := map[string]string{}
+// dispatchPlan is what a dispatch goes by: the agent the task's script plans each
+// sub-task for (by title), and the available workers' loads and ids, sorted.
+func dispatchPlan(n *simNext) (forAgent map[string]string, load map[string]int, workers []string) {
+	forAgent = map[string]string{}
 	if n.Task != nil {
 		for _, d := range simParseScript(n.Task.Description) {
 			if d.verb == "plan" && d.plan.agent != "" {
@@ -326,13 +323,22 @@ func (s *simAgent) dispatch(n *simNext) error {
 			}
 		}
 	}
-	load := map[string]int{}
-	var workers []string
+	load = map[string]int{}
 	for _, w := range n.AvailableWorkers {
 		load[w.ID] = w.ActiveTasks
 		workers = append(workers, w.ID)
 	}
 	slices.Sort(workers)
+	return forAgent, load, workers
+}
+
+// dispatch assigns each unassigned dispatchable sub-task (to the plan's `for` agent, else
+// the least loaded subordinate, ties by id) and starts those whose dependencies are done.
+func (s *simAgent) dispatch(n *simNext) error {
+	if n.Call != nil && n.Call.Tool == "dispatch_subtasks" {
+		return s.dispatchCall(n)
+	}
+	forAgent, load, workers := dispatchPlan(n)
 	leastLoaded := func() string {
 		best := ""
 		for _, w := range workers {
@@ -378,21 +384,7 @@ func (s *simAgent) dispatch(n *simNext) error {
 // an unassigned sub-task the least loaded worker counting its own choices (ties by id).
 // Refused, it makes the call as offered.
 func (s *simAgent) dispatchCall(n *simNext) error {
-	forAgent := map[string]string{}
-	if n.Task != nil {
-		for _, d := range simParseScript(n.Task.Description) {
-			if d.verb == "plan" && d.plan.agent != "" {
-				forAgent[d.plan.title] = d.plan.agent
-			}
-		}
-	}
-	load := map[string]int{}
-	var workers []string
-	for _, w := range n.AvailableWorkers {
-		load[w.ID] = w.ActiveTasks
-		workers = append(workers, w.ID)
-	}
-	slices.Sort(workers)
+	forAgent, load, workers := dispatchPlan(n)
 	unassigned := map[string]string{} // id → title
 	for _, l := range n.DispatchableSubtasks {
 		if l.AssigneeID == "" {
