@@ -1,6 +1,7 @@
 package filestore
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -42,6 +43,11 @@ type Lease struct {
 	ChatSeenAt *time.Time `json:"chat_seen_at"`
 	UpdatedAt  time.Time  `json:"updated_at"`
 	Version    int        `json:"version"`
+	// MovedBy names the human whose `aipm agent move` gave the lease to its machine (kept
+	// over renewals, empty after a claim or takeover): where two machines' changes meet in
+	// a merge, a move made since the common version beats a claim, so that no takeover
+	// undoes a placement a person chose.
+	MovedBy string `json:"moved_by,omitempty"`
 }
 
 // Held reports whether the lease binds its agent to its machine at now.
@@ -77,6 +83,22 @@ func (s *Store) Lease(agentID string) (*Lease, error) {
 	}
 	if ttl, err := LeaseDuration(); err == nil {
 		l.clamp(s.Now(), ttl)
+	}
+	return &l, nil
+}
+
+// ParseLease decodes a lease file read from elsewhere (the remote's copy of the state
+// branch) and bounds it as Lease does a local one.
+func ParseLease(data []byte, now time.Time) (*Lease, error) {
+	var l Lease
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, err
+	}
+	if err := ValidateAgentID(l.AgentID); err != nil {
+		return nil, err
+	}
+	if ttl, err := LeaseDuration(); err == nil {
+		l.clamp(now, ttl)
 	}
 	return &l, nil
 }
@@ -322,7 +344,7 @@ func (s *Store) MoveAgent(actor Actor, agentID, machine string) (*Lease, error) 
 			from, version = l.MachineID, l.Version
 		}
 		now := s.Now()
-		out = &Lease{AgentID: agentID, MachineID: machine, AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(ttl), Version: version}
+		out = &Lease{AgentID: agentID, MachineID: machine, AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(ttl), Version: version, MovedBy: actor.ID}
 		return s.saveLeaseLocked(actor, out, now, Event{Change: "lease", From: from, To: machine, Reason: "moved by " + actor.ID})
 	})
 	return out, err

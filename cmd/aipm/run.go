@@ -63,13 +63,21 @@ func (a *app) cmdRun(args []string) error {
 	if q, ok := land.New(s, func(format string, args ...any) { c.Say(format, args...) }); ok {
 		opt.Lander = q
 	}
+	// Whenever the state branch has a remote, the coordinator keeps it in sync: another
+	// clone's message or task reaches this one's agents within a round or two. The remote
+	// then decides the agent leases: what its rounds leave there is what counts.
+	remote := gitstate.Remote(s.Root())
+	syncing := !*noSync && remote != "" && gitstate.Attached(s.Root())
+	var pub *gitstate.Published
+	if syncing {
+		pub = gitstate.NewPublished(s.Root(), remote)
+		opt.Remote = pub
+	}
 	c, err = coordinator.New(s, opt)
 	if err != nil {
 		return err
 	}
-	// Whenever the state branch has a remote, the coordinator keeps it in sync: another
-	// clone's message or task reaches this one's agents within a round or two.
-	if remote := gitstate.Remote(s.Root()); !*noSync && remote != "" && gitstate.Attached(s.Root()) {
+	if syncing {
 		sy := newStateSyncer(s, remote, a.stdout)
 		wake, stopWatch, err := a.wakeOn(s.Dir(), syncRelevant)
 		if err != nil {
@@ -80,7 +88,11 @@ func (a *app) cmdRun(args []string) error {
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			sy.Loop(syncCtx, *syncEvery, wake, roundReporter(a.stdout, a.stderr, remote, !*timeline))
+			report := roundReporter(a.stdout, a.stderr, remote, !*timeline)
+			sy.Loop(syncCtx, *syncEvery, wake, func(r *gitstate.Round, err error) {
+				pub.Observe(r, err, time.Now())
+				report(r, err)
+			})
 		}()
 		runErr := c.Run(ctx)
 		stopSync()

@@ -182,11 +182,14 @@ var mergeRulesFor = map[string]mergeRules{
 		text:   []string{"name", "description", "settings.agent_commands"},
 		encode: encodeAs[filestore.Project],
 	},
-	// Two machines that each took an agent's lease: the later taking (a move, a takeover)
-	// wins whole, so one machine runs the agent and the other stops it; the same machine's
-	// renewals merge field by field (the later times).
+	// Two machines that each took an agent's lease: the remote decides, as a
+	// compare-and-swap would. Theirs (in a sync round: the remote's, which it accepted
+	// first) wins whole, so one machine runs the agent and the other never starts it —
+	// except against a human's move made since the common version, which no claim or
+	// takeover undoes (two moves: the later). The same machine's renewals merge field by
+	// field (the later times).
 	filestore.KindLease: {
-		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at"},
+		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at", "moved_by"},
 			pick: pickLease}},
 		encode: encodeAs[filestore.Lease],
 	},
@@ -199,10 +202,28 @@ func pickLease(b, o, t obj) (int, bool) {
 		}
 		return tieBreak(o, t), false
 	}
-	if c := cmpTime(o["acquired_at"], t["acquired_at"]); c != 0 {
-		return -c, false
+	switch om, tm := leaseMoved(b, o), leaseMoved(b, t); {
+	case om && !tm:
+		return -1, false
+	case tm && !om:
+		return 1, false
+	case om && tm:
+		if c := cmpTime(o["acquired_at"], t["acquired_at"]); c != 0 {
+			return -c, false
+		}
+		return tieBreak(o, t), false
 	}
-	return tieBreak(o, t), false
+	return 1, false
+}
+
+// leaseMoved says side s holds a move made since base: a new taking by a human's move.
+func leaseMoved(b, s obj) bool {
+	var by string
+	if json.Unmarshal(s["moved_by"], &by) != nil || by == "" {
+		return false
+	}
+	return filestore.CompactJSON(b["acquired_at"]) != filestore.CompactJSON(s["acquired_at"]) ||
+		filestore.CompactJSON(b["machine_id"]) != filestore.CompactJSON(s["machine_id"])
 }
 
 // identity fields never change after creation: both sides changing them is a conflict.

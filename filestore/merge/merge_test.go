@@ -440,10 +440,15 @@ func TestMergeLease(t *testing.T) {
 	base := filestore.Lease{AgentID: "w1", MachineID: "m-a", AcquiredAt: at(0), RenewedAt: at(0), ExpiresAt: at(60), UpdatedAt: at(0), Version: 1}
 	renewed := base
 	renewed.RenewedAt, renewed.ExpiresAt, renewed.UpdatedAt, renewed.Version = at(20), at(80), at(20), 2
-	moved := base
-	moved.MachineID, moved.AcquiredAt, moved.RenewedAt, moved.ExpiresAt, moved.UpdatedAt, moved.Version = "m-b", at(10), at(10), at(70), at(10), 2
-	for _, sides := range [][2]filestore.Lease{{renewed, moved}, {moved, renewed}} {
-		r, err := Merge(filestore.KindLease, enc(t, &base), enc(t, &sides[0]), enc(t, &sides[1]))
+	claimed := base // m-b took it over, believing it lapsed
+	claimed.MachineID, claimed.AcquiredAt, claimed.RenewedAt, claimed.ExpiresAt, claimed.UpdatedAt, claimed.Version = "m-b", at(30), at(30), at(90), at(30), 2
+	moved := claimed // a human moved it to m-b
+	moved.AcquiredAt, moved.RenewedAt, moved.ExpiresAt, moved.MovedBy = at(10), at(10), at(70), "alice"
+	movedBack := moved // and later back to m-a
+	movedBack.MachineID, movedBack.AcquiredAt, movedBack.RenewedAt, movedBack.ExpiresAt = "m-a", at(15), at(15), at(75)
+	merge := func(o, th filestore.Lease) filestore.Lease {
+		t.Helper()
+		r, err := Merge(filestore.KindLease, enc(t, &base), enc(t, &o), enc(t, &th))
 		if err != nil || len(r.Conflicts) > 0 {
 			t.Fatalf("merge: %v %v", err, r)
 		}
@@ -451,10 +456,38 @@ func TestMergeLease(t *testing.T) {
 		if err := json.Unmarshal(r.Data, &got); err != nil {
 			t.Fatal(err)
 		}
-		// The move is the later taking: it wins whole, though the renewal is later.
-		if got.MachineID != "m-b" || !got.ExpiresAt.Equal(at(70)) || got.Version != 3 {
-			t.Errorf("merged %+v", got)
+		return got
+	}
+	for _, c := range []struct {
+		name         string
+		ours, theirs filestore.Lease
+		machine      string
+		expires      time.Time
+	}{
+		// Theirs is what the remote accepted first: a later claim of ours loses to it,
+		// and so does an earlier one.
+		{"our claim, their renewal", claimed, renewed, "m-a", at(80)},
+		{"our renewal, their claim", renewed, claimed, "m-b", at(90)},
+		// A move wins against a claim or a renewal, on either side; two moves: the later.
+		{"our move, their renewal", moved, renewed, "m-b", at(70)},
+		{"our renewal, their move", renewed, moved, "m-b", at(70)},
+		{"our move back, their move", movedBack, moved, "m-a", at(75)},
+		{"our move, their move back", moved, movedBack, "m-a", at(75)},
+	} {
+		got := merge(c.ours, c.theirs)
+		if got.MachineID != c.machine || !got.ExpiresAt.Equal(c.expires) || got.Version != 3 {
+			t.Errorf("%s: merged %+v, want machine %s until %s", c.name, got, c.machine, c.expires)
 		}
+	}
+	// A renewal keeps the move's mark, but a renewal is no move: against it, a claim
+	// that the remote took first still wins.
+	renewedMove := moved
+	renewedMove.RenewedAt, renewedMove.ExpiresAt = at(40), at(100)
+	base = moved
+	retaken := claimed
+	retaken.MachineID, retaken.AcquiredAt = "m-c", at(45)
+	if got := merge(renewedMove, retaken); got.MachineID != "m-c" {
+		t.Errorf("a renewed move beat the remote's takeover: %+v", got)
 	}
 	if filestore.EntityKind(".ai-pm/leases/w1.json") != filestore.KindLease {
 		t.Errorf("leases are not entity files")

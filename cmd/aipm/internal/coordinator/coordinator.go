@@ -37,9 +37,24 @@ type Options struct {
 	// settings.agent_worktrees is on, creating it on first use (created). The command
 	// wires it to Git; nil refuses the setting.
 	AgentWorktree func(agentID string) (dir string, created bool, err error)
+	// Remote, when the state branch is synced with a remote, says what the remote holds
+	// of the agent leases: an agent starts only once the remote holds this machine's
+	// lease of it. nil: this clone's lease files decide (no remote).
+	Remote RemoteLeases
 	// Lander gives each task a worktree and a branch of its own and lands their code
 	// (cmd/aipm/internal/land); nil: tasks work in the repository itself.
 	Lander Lander
+}
+
+// RemoteLeases follows the remote's copy of the agent leases (gitstate.Published).
+type RemoteLeases interface {
+	// Remote names the remote.
+	Remote() string
+	// Published returns the remote's leases by agent as of the last sync round that
+	// reached it, and since when the rounds reach it (zero: they fail now, err says why).
+	Published() (leases map[string]*filestore.Lease, reachableSince time.Time, err error)
+	// Changed is signalled after every sync round.
+	Changed() <-chan struct{}
 }
 
 // Lander makes tasks' worktrees and runs the merge queue.
@@ -159,6 +174,13 @@ type Coordinator struct {
 	machine  string
 	leaseTTL time.Duration
 	ours     map[string]bool
+	// With a remote: leaseWhy says why each agent whose lease is this machine's here does
+	// not run (the remote does not hold it yet, or no longer long enough); fenceAt is the
+	// earliest moment an agent must stop because its renewals have not reached the remote;
+	// remoteUp whether the last round reached it (remoteNoted: said once).
+	leaseWhy              map[string]string
+	fenceAt               time.Time
+	remoteUp, remoteNoted bool
 	// sayMu keeps timeline lines whole: the merge queue prints from its own goroutine.
 	sayMu sync.Mutex
 	// busyMu guards busyTasks, the tasks whose agent process runs, which the merge queue
@@ -254,6 +276,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			<-landDone
 		}()
 	}
+	var remoteChanged <-chan struct{}
+	if c.opt.Remote != nil {
+		remoteChanged = c.opt.Remote.Changed()
+	}
 	for {
 		if c.tl != nil {
 			c.tl.poll()
@@ -338,6 +364,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if !c.idleSince.IsZero() {
 			wait = min(wait, max(time.Until(c.idleSince.Add(idleGrace)), 10*time.Millisecond))
 		}
+		if !c.fenceAt.IsZero() {
+			wait = min(wait, max(time.Until(c.fenceAt), 10*time.Millisecond))
+		}
 		timer := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -354,6 +383,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case ev := <-c.exits:
 			c.exited(ev)
 		case <-sub.C:
+		case <-remoteChanged:
 		case <-timer.C:
 		}
 		timer.Stop()
@@ -519,6 +549,12 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 				continue
 			}
 			if !mine[ag.ID] {
+				if why := c.leaseWhy[ag.ID]; why != "" {
+					// Waits for the remote to decide its lease: work in progress.
+					idle = false
+					c.hold(k, why)
+					continue
+				}
 				// Another machine's agent: its work is that machine's to start.
 				c.hold(k, c.leaseHolder(ag.ID))
 				continue

@@ -42,6 +42,10 @@ type Round struct {
 	Conflicts []string `json:"conflicts"` // entity files left with conflict markers
 	Pushed    bool     `json:"pushed"`    // the remote's branch moved to ours
 	Rejected  int      `json:"rejected"`  // pushes refused because the remote moved meanwhile
+	// Current says the remote's branch held this clone's head at the end of the round
+	// (pushed now, or nothing of ours it lacked): Head is that commit.
+	Current bool   `json:"current,omitempty"`
+	Head    string `json:"head,omitempty"`
 	// Refused are the paths another clone pushed that are not the store's to take
 	// (filestore.StatePath), each "<path>: <why> (commit <id>)"; the rest of the round went on.
 	Refused []string `json:"refused,omitempty"`
@@ -105,15 +109,20 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 				return r, err
 			}
 			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
+				r.Current, r.Head = true, f[0]
 				break // nothing of ours that the remote lacks
 			}
+		}
+		head, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD")
+		if err != nil {
+			return r, err
 		}
 		rejected, err := push(root, s.Remote)
 		if err != nil {
 			return r, err
 		}
 		if !rejected {
-			r.Pushed = true
+			r.Pushed, r.Current, r.Head = true, true, head
 			break
 		}
 		r.Rejected++
