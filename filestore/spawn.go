@@ -184,7 +184,7 @@ const OutcomeShutdown = "stopped: aipm run shut down"
 // while shutting down or because the agent moved to another machine, nor when the next
 // coordinator cleaned up after a dead one.
 func (sp *Spawn) Failed() bool {
-	if sp.EndedAt == nil || sp.Outcome == OutcomeShutdown || sp.Outcome == OutcomeOrphaned || sp.Outcome == OutcomeMoved || sp.Outcome == OutcomeInactive {
+	if sp.EndedAt == nil || Interruption(sp.Outcome) {
 		return false
 	}
 	return sp.BackoffUntil != nil || sp.Outcome != "exited" || sp.ExitCode == nil || *sp.ExitCode != 0
@@ -197,6 +197,22 @@ const OutcomeMoved = "stopped: its lease moved to another machine"
 // OutcomeInactive is the outcome of a process its coordinator stopped because its agent
 // was made inactive: not a failure of the agent either.
 const OutcomeInactive = "stopped: the agent was made inactive"
+
+// OutcomeFenced is the outcome of a process its coordinator stopped because the renewals
+// of its agent's lease no longer reached the remote (another machine may take the lease
+// once it lapses there): not a failure of the agent.
+const OutcomeFenced = "stopped: its lease could not be renewed on the remote"
+
+// Interruption says whether outcome is a stop that is no failure of the agent: the run
+// shut down, the lease moved or could not be renewed, the agent was made inactive, or
+// the next coordinator cleaned up after a dead one. Its work starts again.
+func Interruption(outcome string) bool {
+	switch outcome {
+	case OutcomeShutdown, OutcomeOrphaned, OutcomeMoved, OutcomeInactive, OutcomeFenced:
+		return true
+	}
+	return false
+}
 
 // OutcomeOrphaned is the outcome of a spawn whose coordinator died: the next coordinator
 // stopped what was left of it and closed the record. Not a failure of the agent.
@@ -309,7 +325,7 @@ func (s *Store) attachRunLocked(execID string, sp *Spawn, exitCode int, outcome 
 			return err
 		}
 	}
-	if (outcome == OutcomeShutdown || outcome == OutcomeOrphaned || outcome == OutcomeMoved || outcome == OutcomeInactive) && ex.Status == ExecFailed {
+	if Interruption(outcome) && ex.Status == ExecFailed {
 		// Not the agent's failure: the run was cut short, and its work starts again.
 		ex.Interrupted = true
 		ex.Summary = "interrupted: " + outcome + "; the work starts again with the next run"

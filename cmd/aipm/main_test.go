@@ -86,6 +86,8 @@ func scriptParams(dir string) testscript.Params {
 			// Where the real agent CLIs are (make agentclis); the testdata/e2e scripts put
 			// it on their PATH.
 			env.Setenv("AGENTCLIS", agentCLIDir())
+			// How many rounds sync_race runs (3 unless asked for more).
+			env.Setenv("AIPM_RACE_RUNS", os.Getenv("AIPM_RACE_RUNS"))
 			setupModel(env)
 			return setupMCP(env)
 		},

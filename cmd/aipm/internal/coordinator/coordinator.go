@@ -128,6 +128,9 @@ type proc struct {
 	// moved: stopped because the agent's lease went to another machine; retired: because
 	// the agent was made inactive. Neither exit is a failure.
 	moved, retired bool
+	// fenced: stopped (moved is set too) because its lease's renewals no longer reached
+	// the remote.
+	fenced bool
 }
 
 type exitEvent struct {

@@ -79,6 +79,8 @@ func (c *Coordinator) exited(ev exitEvent) {
 		outcome = filestore.OutcomeShutdown // Ctrl-C or the end of the run: no failure
 	} else if pr.retired && outcome != "exited" {
 		outcome = filestore.OutcomeInactive // its agent was made inactive: no failure
+	} else if pr.fenced && outcome != "exited" {
+		outcome = filestore.OutcomeFenced // its lease could not be renewed: no failure either
 	} else if pr.moved && outcome != "exited" {
 		outcome = filestore.OutcomeMoved // its lease went elsewhere: no failure either
 	}

@@ -107,6 +107,7 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 				pr.retired = true
 			case why[k.agent] != "":
 				c.Say("stop %s: %s", k, why[k.agent])
+				pr.fenced = true
 			default:
 				c.Say("stop %s: its lease is no longer this machine's", k)
 			}
