@@ -52,6 +52,9 @@ type Event struct {
 	// Changes holds the old and new value of each field an edit changed (dependencies as
 	// comma-separated ids); events written before it was kept have only Fields.
 	Changes []FieldChange `json:"changes,omitempty"`
+	// Machine is the machine the change was made on (its id, as `aipm agent leases` shows
+	// it): with the state shared by a remote, it says where a change came from.
+	Machine string `json:"machine,omitempty"`
 }
 
 // FieldChange is one field of an edit, from its old value to its new one.
@@ -65,6 +68,9 @@ type FieldChange struct {
 // it describes is already durable, and the event is written right after it under the same
 // lock.
 func (s *Store) appendEvent(e Event) error {
+	if e.Machine == "" {
+		e.Machine = s.ThisMachine()
+	}
 	return engine.AppendLine(s.path("events.jsonl"), e, false)
 }
 

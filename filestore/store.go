@@ -43,6 +43,9 @@ type Store struct {
 	dix     dlgIndex
 	agents  *engine.Cache[Agent]
 	history *historyIndex
+	// machine is this machine's id as the history stamps it (ThisMachine), read once.
+	machineIDMu sync.Mutex
+	machineID   string
 	// project.json as last read, with the identity of the file it came from.
 	projMu    sync.Mutex
 	proj      *Project

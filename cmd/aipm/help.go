@@ -105,7 +105,7 @@ func (a *app) usage(w io.Writer, path []string, cmds []*command) {
 	if len(path) == 0 {
 		fmt.Fprintln(w, "Global flags, with every command:")
 		fmt.Fprintln(w, "  --json     print JSON (errors too: {\"error\": {...}} on standard error)")
-		fmt.Fprintln(w, "  --as ID    the acting human (default $AIPM_USER, else the project owner)")
+		fmt.Fprintln(w, "  --as ID    the acting human (default $AIPM_USER, else this clone's human: `aipm whoami`)")
 		fmt.Fprintln(w, "  --version  print aipm's version")
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Ids: a task or agent id may be shortened to any unique prefix (tsk_8001, or 8001).")
@@ -160,7 +160,7 @@ func newFlags(a *app, path string) *flags {
 	fs.SetOutput(io.Discard) // parse reports errors and help itself
 	fs.Usage = func() {}
 	fs.BoolVar(&fs.json, "json", false, "print JSON")
-	fs.StringVar(&fs.as, "as", "", "the acting human's agent `ID` (default $AIPM_USER, else the project owner)")
+	fs.StringVar(&fs.as, "as", "", "the acting human's agent `ID` (default $AIPM_USER, else this clone's human: `aipm whoami`)")
 	return fs
 }
 

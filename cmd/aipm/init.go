@@ -34,13 +34,13 @@ func (a *app) cmdInit(args []string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, filestore.DirName, "project.json")); err == nil {
 		// A clone (or a re-run): the project is there, this machine's side of it may not be.
-		return a.prepareClone(dir, fs.json)
+		return a.prepareClone(dir, fs.json, fs.as)
 	}
 	if abs, err := filepath.Abs(dir); err == nil {
 		// A linked worktree of a clone whose state is on its own branch has no .ai-pm
 		// checked out: it uses the clone's store, like any linked worktree.
 		if _, linked, err := clone.SharedRoot(abs); err == nil && linked {
-			return a.prepareClone(dir, fs.json)
+			return a.prepareClone(dir, fs.json, fs.as)
 		}
 	}
 	stateBranch := atMainTop(dir)
@@ -51,7 +51,7 @@ func (a *app) cmdInit(args []string) error {
 			return err
 		}
 		if ok {
-			return a.prepareClone(dir, fs.json)
+			return a.prepareClone(dir, fs.json, fs.as)
 		}
 	}
 	exe, err := coordinator.Executable()
@@ -62,13 +62,20 @@ func (a *app) cmdInit(args []string) error {
 		AgentCommands: coordinator.DefaultAgentCommands(), AIPM: exe, TargetBranch: checkedOutBranch(dir)},
 		filestore.Options{Now: a.now})
 	if errors.Is(err, filestore.ErrExists) { // made meanwhile
-		return a.prepareClone(dir, fs.json)
+		return a.prepareClone(dir, fs.json, fs.as)
 	}
 	if err != nil {
 		return err
 	}
 	p, err := s.Project()
 	if err != nil {
+		return err
+	}
+	if _, err := s.MachineID(); err != nil { // made now, so the history names it from here on
+		return err
+	}
+	// Who works in this clone: the owner, who made the project here.
+	if _, err := s.SetIdentity(p.OwnerID, "project created"); err != nil {
 		return err
 	}
 	driver, err := registerDriver(s.Root())
@@ -123,7 +130,7 @@ func stateLine(remote string) string {
 // changes nothing that is there and adds what this clone lacks — the runtime area Git
 // does not carry, the merge driver in the clone's Git config — and says which AI agents
 // need a passkey on this machine.
-func (a *app) prepareClone(dir string, asJSON bool) error {
+func (a *app) prepareClone(dir string, asJSON bool, as string) error {
 	root, err := filepath.Abs(dir)
 	if err != nil {
 		return err
@@ -143,14 +150,22 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	if _, err := s.MachineID(); err != nil {
+		return err
+	}
+	who, err := a.cloneIdentity(s, as)
+	if err != nil {
+		return err
+	}
 	if asJSON {
 		return a.printJSON(struct {
-			Store          string   `json:"store"`
-			CreatedRuntime bool     `json:"created_runtime"`
-			WroteGitFiles  []string `json:"wrote_git_files"`
-			MergeDriver    string   `json:"merge_driver"`
-			NoPasskey      []string `json:"no_passkey"`
-		}{s.Dir(), prep.CreatedRuntime, prep.WroteGitFiles, driver, prep.NoPasskey})
+			Store          string              `json:"store"`
+			CreatedRuntime bool                `json:"created_runtime"`
+			WroteGitFiles  []string            `json:"wrote_git_files"`
+			MergeDriver    string              `json:"merge_driver"`
+			NoPasskey      []string            `json:"no_passkey"`
+			Identity       *filestore.Identity `json:"identity"`
+		}{s.Dir(), prep.CreatedRuntime, prep.WroteGitFiles, driver, prep.NoPasskey, who})
 	}
 	p, err := s.Project()
 	if err != nil {
@@ -171,6 +186,7 @@ func (a *app) prepareClone(dir string, asJSON bool) error {
 	if md, err := s.MachineDir(); err == nil {
 		a.printf("  this machine's approvals and passkeys for it: %s (outside the repository: nothing committed is trusted)\n", md)
 	}
+	a.printf("  %s\n", describeIdentity(who))
 	for _, f := range prep.WroteGitFiles {
 		a.printf("  wrote %s: commit it, so every clone merges the same way\n", f)
 	}

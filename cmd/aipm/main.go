@@ -143,6 +143,8 @@ func commands() []*command {
 			examples: []string{"aipm demo", "aipm demo /tmp/aipm-demo"}},
 		{name: "sim-agent", summary: "a simulated agent (no LLM) for tests and the demo; reads AIPM_AGENT_ID and friends", run: (*app).cmdSimAgent,
 			examples: []string{"AIPM_AGENT_ID=w1 AIPM_PURPOSE=task aipm sim-agent"}},
+		{name: "whoami", summary: "show (or set) the human the command line acts as in this clone, and this machine", run: (*app).cmdWhoami,
+			examples: []string{"aipm whoami", "aipm whoami --set bob"}},
 		{name: "version", summary: "print aipm's version", run: (*app).cmdVersion, examples: []string{"aipm version", "aipm --version"}},
 	}
 }
@@ -327,11 +329,26 @@ func (a *app) openOneAs(fs *flags, args []string, usage string, resolve func(*fi
 	return s, actor, id, err
 }
 
-// actor resolves the acting human: --as, else AIPM_USER, else the project owner. It must be
+// actor resolves the acting human: --as, else AIPM_USER, else this clone's human (`aipm
+// whoami`), else — in a store from before clones had one — the project owner. It must be
 // a human agent of the project, so every CLI change is attributed to a real person.
 func (a *app) actor(s *filestore.Store, as string) (filestore.Actor, error) {
 	if as == "" {
 		as = a.getenv("AIPM_USER")
+	}
+	if as == "" {
+		who, err := s.Identity()
+		if err != nil {
+			return filestore.Actor{}, err
+		}
+		if who != nil && who.Human == "" {
+			return filestore.Actor{}, &filestore.Error{Code: "no_identity", Kind: filestore.ErrUnauthorized,
+				Message: "nobody is set as the human of this clone: " + who.From,
+				Hint:    "say who you are once with `aipm whoami --set ID`, or pass --as ID; not a member yet? the owner adds you (`aipm agent add ID --type human --parent OWNER`)"}
+		}
+		if who != nil {
+			as = who.Human
+		}
 	}
 	if as == "" {
 		p, err := s.Project()

@@ -162,6 +162,9 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if n := len(r.Refused); n > 0 {
 		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
 	}
+	if n := len(r.Suspect); n > 0 {
+		parts = append(parts, fmt.Sprintf("took in %d commit(s) from %s that aipm did not make: %s", n, remote, strings.Join(r.Suspect, "; ")))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

@@ -352,7 +352,11 @@ func (a *app) taskShow(args []string) error {
 	}
 	if len(hist) > 0 {
 		a.printf("history:\n")
+		here := s.ThisMachine()
 		for _, e := range hist {
+			if e.Machine == here {
+				e.Machine = "" // only the changes made elsewhere name their machine
+			}
 			a.printf("  %s\n", historyLine(e, sh))
 		}
 	}
@@ -411,7 +415,11 @@ func (a *app) printLinks(s *filestore.Store, t *filestore.Task, sh shortener, in
 // historyLine is one history event for a person: local time with its offset, who, how,
 // what changed from what to what.
 func historyLine(e filestore.Event, sh shortener) string {
-	line := fmt.Sprintf("%s  %s via %s: %s", localTime(e.At), e.Actor, e.Via, e.Change)
+	actor := e.Actor
+	if e.Machine != "" {
+		actor += " on " + e.Machine
+	}
+	line := fmt.Sprintf("%s  %s via %s: %s", localTime(e.At), actor, e.Via, e.Change)
 	if len(e.Changes) > 0 {
 		var parts []string
 		for _, c := range e.Changes {

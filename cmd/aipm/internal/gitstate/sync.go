@@ -46,6 +46,9 @@ type Round struct {
 	// (pushed now, or nothing of ours it lacked): Head is that commit.
 	Current bool   `json:"current,omitempty"`
 	Head    string `json:"head,omitempty"`
+	// Suspect names the commits taken in that aipm did not make (plain git: no
+	// Aipm-Machine trailer), with their authors.
+	Suspect []string `json:"suspect,omitempty"`
 	// Refused are the paths another clone pushed that are not the store's to take
 	// (filestore.StatePath), each "<path>: <why> (commit <id>)"; the rest of the round went on.
 	Refused []string `json:"refused,omitempty"`
@@ -87,6 +90,11 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 			var err error
 			if theirs, found, err = fetchState(root, s.Remote); err != nil {
 				return r, err
+			}
+			if found {
+				if sus, err := foreignCommits(gitCmd{dir: stateDir(root)}, "HEAD", theirs); err == nil {
+					r.Suspect = appendNew(r.Suspect, sus...)
+				}
 			}
 		}
 		merged, conflicts, err := s.commitAndMerge(theirs, found, r)
@@ -239,7 +247,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 		if err := healthy(g); err != nil {
 			return err
 		}
-		committed, err := commitLocal(g)
+		committed, err := commitLocal(g, s.trailers())
 		if err != nil {
 			return err
 		}
@@ -291,7 +299,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 // commitLocal commits every change of the working copy; the caller holds the store
 // lock, so the files stand still while git reads them. The commit starts no detached
 // `git gc` of its own: pack does it, in the round, after the lock is released.
-func commitLocal(g gitCmd) (bool, error) {
+func commitLocal(g gitCmd, trailers string) (bool, error) {
 	if _, err := g.run("add", "-A", "."); err != nil {
 		return false, err
 	}
@@ -304,8 +312,25 @@ func commitLocal(g gitCmd) (bool, error) {
 	if host, _ := os.Hostname(); host != "" {
 		msg += " on " + host
 	}
+	msg += trailers
 	_, err = g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
 	return err == nil, err
+}
+
+// trailers name, in every commit of this clone's changes, the machine they were made on
+// and the clone's human (`aipm whoami`), so the history says where a change came from.
+func (s *Syncer) trailers() string {
+	var t []string
+	if m := s.Store.ThisMachine(); m != "" {
+		t = append(t, "Aipm-Machine: "+m)
+	}
+	if who, err := s.Store.Identity(); err == nil && who != nil && who.Human != "" {
+		t = append(t, "Aipm-Human: "+who.Human)
+	}
+	if len(t) == 0 {
+		return ""
+	}
+	return "\n\n" + strings.Join(t, "\n")
 }
 
 // push pushes the state branch; rejected is true when the remote moved meanwhile.

@@ -441,7 +441,12 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		storeError(w, err)
 		return
 	}
-	d.History = append(d.History, hist...)
+	for _, e := range hist {
+		if e.Machine == s.machine {
+			e.Machine = "" // the page names only the changes made elsewhere
+		}
+		d.History = append(d.History, e)
+	}
 	if d.Moves, err = s.moves(t.ID); err != nil {
 		storeError(w, err)
 		return

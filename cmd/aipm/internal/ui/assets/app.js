@@ -796,7 +796,7 @@ async function renderDetails(force) {
     runs.length ? h('ul', { class: 'runs' }, runs) : !d.failed_starts.length && h('p', { class: 'empty' }, 'No runs yet.'),
     h('h2', {}, 'History'),
     h('ul', { class: 'history' }, d.history.slice().reverse().map(e => h('li', {},
-      h('span', { class: 't' }, fmtTime(e.at)), e.actor + ' via ' + e.via + ': ' + e.change, shortText(historyText(e)),
+      h('span', { class: 't' }, fmtTime(e.at)), e.actor + (e.machine ? ' on ' + e.machine : '') + ' via ' + e.via + ': ' + e.change, shortText(historyText(e)),
       e.reason ? ' (' + shortText(e.reason) + ')' : '')))).childNodes);
   pane.scrollTop = scroll;
   if (hadFocus) reason.focus();
