@@ -46,6 +46,11 @@ type Agent struct {
 	CreatedAt        time.Time `json:"created_at"`
 	UpdatedAt        time.Time `json:"updated_at"`
 	Version          int       `json:"version"`
+	// Conflict is set when the agent's file holds Git's conflict markers (two clones
+	// changed its name, role or system prompt): it is read as our side, so the agent
+	// keeps working, until a person settles the file (see EntityConflict). Never read
+	// from a file.
+	Conflict *EntityConflict `json:"conflict,omitempty"`
 }
 
 // IsManager reports whether the agent manages others (owners count as managers for
@@ -70,7 +75,7 @@ func (s *Store) Agent(id string) (*Agent, error) {
 	if err := ValidateAgentID(id); err != nil {
 		return nil, err
 	}
-	if a := s.agents.CachedCopy(id, func(a *Agent) *Agent { c := *a; return &c }); a != nil {
+	if a := s.agents.CachedCopy(id, func(a *Agent) *Agent { c := *a; c.Conflict = a.Conflict.clone(); return &c }); a != nil {
 		return a, nil
 	}
 	return s.readAgent(id)
@@ -78,7 +83,19 @@ func (s *Store) Agent(id string) (*Agent, error) {
 
 func (s *Store) readAgent(id string) (*Agent, error) {
 	var a Agent
-	if err := s.readJSON(s.agentPath(id), &a); err != nil {
+	path := s.agentPath(id)
+	data, err := engine.ReadFile(path, engine.MaxEntityFile)
+	if err == nil {
+		err = s.decodeJSON(path, data, &a)
+		a.Conflict = nil
+		if err != nil && HasConflictMarkers(data) {
+			a = Agent{}
+			if a.Conflict = readOurSide(data, &a); a.Conflict != nil {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, newErr(ErrNotFound, "agent_not_found", "list agents with `aipm agent list`", "agent %s not found", id)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -203,4 +204,60 @@ func SortedKeys(m map[string]bool) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// EntityConflict is what an entity file that holds Git's conflict markers holds besides
+// our side (two clones changed one field, and no rule decides): the fields both sides
+// changed, and their values on the other side (compact JSON). The entity is read as our
+// side, marked with it, listed and counted as it, and refused any write that would settle
+// the conflict without a word, until a person settles it (`aipm resolve`). It is never
+// read from a file: a file that carries it is read without it.
+type EntityConflict struct {
+	Fields []string          `json:"fields"`
+	Theirs map[string]string `json:"theirs"`
+}
+
+// String says the fields in conflict with both values: title (ours "A", theirs "B");
+// ours is the entity as read (our side).
+func (c *EntityConflict) String(ours any) string {
+	var o Object
+	if data, err := json.Marshal(ours); err == nil {
+		json.Unmarshal(data, &o)
+	}
+	parts := make([]string, 0, len(c.Fields))
+	for _, f := range c.Fields {
+		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(CompactJSON(o[f])), clip(c.Theirs[f])))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// clone is a deep copy.
+func (c *EntityConflict) clone() *EntityConflict {
+	if c == nil {
+		return nil
+	}
+	return &EntityConflict{Fields: slices.Clone(c.Fields), Theirs: maps.Clone(c.Theirs)}
+}
+
+// readOurSide decodes our side of a file that holds Git's conflict markers into v (the
+// zero value of its type) and returns the conflict; nil when the sides are not both
+// objects that decode (the file stays unreadable: doctor names it).
+func readOurSide(data []byte, v any) *EntityConflict {
+	ours, theirs, ok := SplitConflict(data)
+	if !ok {
+		return nil
+	}
+	var other Object
+	if json.Unmarshal(ours, v) != nil || DecodeObject(theirs, &other) != nil {
+		return nil
+	}
+	fields, err := ConflictFields(ours, theirs)
+	if err != nil {
+		return nil
+	}
+	c := &EntityConflict{Fields: fields, Theirs: map[string]string{}}
+	for _, f := range fields {
+		c.Theirs[f] = CompactJSON(other[f])
+	}
+	return c
 }

@@ -32,6 +32,11 @@ type Project struct {
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	Version     int       `json:"version"`
+	// Conflict is set when project.json holds Git's conflict markers (two clones changed
+	// the name, the description or an agent command): the project is read as our side,
+	// so nothing stops, and a change of it is refused until a person settles the file
+	// (see EntityConflict). Never read from a file.
+	Conflict *EntityConflict `json:"conflict,omitempty"`
 }
 
 // Settings are the project's tunables. Zero values mean the default (see the Effective
@@ -390,7 +395,18 @@ func (s *Store) projectRead() (p *Project, shared bool, err error) {
 		s.projMu.Unlock()
 	}
 	var read Project
-	if err := s.readJSON(path, &read); err != nil {
+	data, err := engine.ReadFile(path, engine.MaxEntityFile)
+	if err == nil {
+		err = s.decodeJSON(path, data, &read)
+		read.Conflict = nil
+		if err != nil && HasConflictMarkers(data) {
+			read = Project{}
+			if read.Conflict = readOurSide(data, &read); read.Conflict != nil {
+				err = nil
+			}
+		}
+	}
+	if err != nil {
 		return nil, false, err
 	}
 	if statErr == nil && regular {
@@ -406,6 +422,7 @@ func (s *Store) projectRead() (p *Project, shared bool, err error) {
 // clone is a deep copy: callers may change what they get.
 func (p *Project) clone() *Project {
 	c := *p
+	c.Conflict = p.Conflict.clone()
 	if p.Settings.AgentCommands != nil {
 		c.Settings.AgentCommands = make(map[string]AgentCommand, len(p.Settings.AgentCommands))
 		for k, ac := range p.Settings.AgentCommands {
@@ -444,6 +461,9 @@ func (s *Store) EditSettings(actor Actor, change func(*Settings)) error {
 		if err != nil {
 			return err
 		}
+		if p.Conflict != nil {
+			return conflictedError(s, "project", "project", s.path("project.json"), p.Conflict.String(p))
+		}
 		change(&p.Settings)
 		now := s.Now()
 		p.UpdatedAt = now
@@ -475,6 +495,9 @@ func (s *Store) SetProjectStatus(actor Actor, status string) (*ProjectStatusChan
 		p, err := s.Project()
 		if err != nil {
 			return err
+		}
+		if p.Conflict != nil {
+			return conflictedError(s, "project", "project", s.path("project.json"), p.Conflict.String(p))
 		}
 		ch = &ProjectStatusChange{Project: p, Previous: p.Status, Notified: []string{}}
 		if p.Status == ProjectArchived {

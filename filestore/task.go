@@ -1,7 +1,6 @@
 package filestore
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -99,25 +98,8 @@ type Task struct {
 	Conflict *TaskConflict `json:"conflict,omitempty"`
 }
 
-// TaskConflict is what a conflicted task file holds besides our side: the fields both
-// sides changed, and their values on the other side (compact JSON).
-type TaskConflict struct {
-	Fields []string          `json:"fields"`
-	Theirs map[string]string `json:"theirs"`
-}
-
-// String says the fields in conflict with both values: title (ours "A", theirs "B").
-func (c *TaskConflict) String(ours *Task) string {
-	var o Object
-	if data, err := json.Marshal(ours); err == nil {
-		json.Unmarshal(data, &o)
-	}
-	parts := make([]string, 0, len(c.Fields))
-	for _, f := range c.Fields {
-		parts = append(parts, fmt.Sprintf("%s (ours %s, theirs %s)", f, clip(CompactJSON(o[f])), clip(c.Theirs[f])))
-	}
-	return strings.Join(parts, ", ")
-}
+// TaskConflict is what a conflicted task file holds besides our side.
+type TaskConflict = EntityConflict
 
 func (s *Store) taskPath(id string) string { return s.path("tasks", id+".json") }
 
@@ -176,25 +158,10 @@ func (s *Store) readTask(id string) (*Task, error) {
 // the conflict: the fields in conflict and their other side. False when the sides are not
 // both tasks (the file stays unreadable, as before).
 func readConflicted(data []byte, t *Task) bool {
-	ours, theirs, ok := SplitConflict(data)
-	if !ok {
-		return false
-	}
-	var other Object
 	*t = Task{}
-	if json.Unmarshal(ours, t) != nil || DecodeObject(theirs, &other) != nil {
-		return false
-	}
-	fields, err := ConflictFields(ours, theirs)
-	if err != nil {
-		return false
-	}
-	c := &TaskConflict{Fields: fields, Theirs: map[string]string{}}
-	for _, f := range fields {
-		c.Theirs[f] = CompactJSON(other[f])
-	}
+	c := readOurSide(data, t)
 	t.Conflict = c
-	return true
+	return c != nil
 }
 
 // normalize fills what a hand-written file may leave out, so rules see sane values.
@@ -612,11 +579,16 @@ func (s *Store) writeTask(t *Task) error {
 // conflictedTaskError refuses a write to a task whose file holds a merge conflict: the
 // write would settle the conflict by our side without a word.
 func conflictedTaskError(s *Store, t *Task) *Error {
-	rel := s.Rel(s.taskPath(t.ID))
-	e := newErr(ErrConflict, "task_conflicted",
+	return conflictedError(s, "task", t.ID, s.taskPath(t.ID), t.Conflict.String(t))
+}
+
+// conflictedError refuses a write to an entity (kind, id) whose file holds a merge
+// conflict (what says the fields with both values).
+func conflictedError(s *Store, kind, id, path, what string) *Error {
+	rel := s.Rel(path)
+	return newErr(ErrConflict, kind+"_conflicted",
 		fmt.Sprintf("a person settles it: `aipm resolve %s --ours` or `--theirs` (or edit the file), then the change can be made", rel),
-		"task %s has an unresolved merge conflict in %s: it is left as it is until it is settled", t.ID, t.Conflict.String(t))
-	return e
+		"%s %s has an unresolved merge conflict in %s: it is left as it is until it is settled", kind, id, what)
 }
 
 // StatusMove is one status a task's table row lists, and whether the rules let the task

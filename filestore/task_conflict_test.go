@@ -102,3 +102,71 @@ func TestConflictMarkSurvivesTheIndexFile(t *testing.T) {
 		t.Fatalf("a file that says conflict: %+v, %v", got, err)
 	}
 }
+
+// A conflicted project.json or agent file does not stop the clone: both are read as our
+// side, marked with the fields in conflict and both values; a change of the project is
+// refused until the file is settled (it would settle it by our side without a word), and
+// the agent keeps working.
+func TestConflictedProjectAndAgentKeepWorking(t *testing.T) {
+	s := newTestStore(t)
+	p, err := s.Project()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, th := *p, *p
+	o.Description, th.Description = "ours", "theirs"
+	od, _ := engine.EncodeJSON(&o)
+	td, _ := engine.EncodeJSON(&th)
+	if err := os.WriteFile(s.path("project.json"), MarkConflicts(od, td), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ag, err := s.Agent("w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ao, at := *ag, *ag
+	ao.Role, at.Role = "backend", "frontend"
+	aod, _ := engine.EncodeJSON(&ao)
+	atd, _ := engine.EncodeJSON(&at)
+	if err := os.WriteFile(s.agentPath("w1"), MarkConflicts(aod, atd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.Changed("agents/w1/agent.json")
+	if _, err := s.SendMessage(human, SendRequest{To: "w1", Content: "still there?"}); err != nil {
+		t.Fatalf("a message to a conflicted agent: %v", err)
+	}
+
+	for name, st := range map[string]*Store{"this process": s, "another": reopen(t, s)} {
+		got, err := st.Project()
+		if err != nil || got.Description != "ours" || got.Conflict == nil || got.Conflict.Theirs["description"] != `"theirs"` {
+			t.Fatalf("%s: project %+v, %v", name, got, err)
+		}
+		if want := `description (ours "ours", theirs "theirs")`; got.Conflict.String(got) != want {
+			t.Errorf("%s: %s, want %s", name, got.Conflict.String(got), want)
+		}
+		a, err := st.Agent("w1")
+		if err != nil || a.Role != "backend" || a.Conflict == nil || strings.Join(a.Conflict.Fields, ",") != "role" {
+			t.Fatalf("%s: agent %+v, %v", name, a, err)
+		}
+	}
+	if _, err := reopen(t, s).Authenticate(AuthRequest{AgentID: "w1", Passkey: "w1-passkey", Purpose: PurposeChat, PID: os.Getpid()}); err != nil {
+		t.Errorf("a conflicted agent cannot authenticate: %v", err)
+	}
+	_, err = s.SetProjectStatus(human, ProjectPaused)
+	var e *Error
+	if !errors.As(err, &e) || e.Code != "project_conflicted" || !strings.Contains(e.Hint, "aipm resolve .ai-pm/project.json --ours") {
+		t.Fatalf("a change of a conflicted project: %v", err)
+	}
+	if err := s.EditSettings(human, func(*Settings) {}); !errors.As(err, &e) || e.Code != "project_conflicted" {
+		t.Fatalf("a settings change of a conflicted project: %v", err)
+	}
+	// A file that says "conflict" by hand is read without it.
+	data, _ := engine.EncodeJSON(&o)
+	data = []byte(strings.Replace(string(data), `"version"`, `"conflict": {"fields": ["name"], "theirs": {}}, "version"`, 1))
+	if err := os.WriteFile(s.path("project.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := reopen(t, s).Project(); err != nil || got.Conflict != nil {
+		t.Fatalf("a hand-written conflict field counts: %+v, %v", got, err)
+	}
+}

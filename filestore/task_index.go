@@ -200,12 +200,7 @@ func cloneTask(t *Task) *Task {
 		l := *t.Landing
 		c.Landing = &l
 	}
-	if t.Conflict != nil {
-		k := *t.Conflict
-		k.Fields = slices.Clone(t.Conflict.Fields)
-		k.Theirs = maps.Clone(t.Conflict.Theirs)
-		c.Conflict = &k
-	}
+	c.Conflict = t.Conflict.clone()
 	return &c
 }
 

@@ -40,6 +40,9 @@ type statusView struct {
 	// Conflicted are the open tasks whose file holds a merge conflict two clones made:
 	// shown as this clone's side, changed by nothing until a person keeps one side.
 	Conflicted []taskNote `json:"conflicted_tasks"`
+	// ConflictedFiles are the project's and agents' files holding such a conflict: they
+	// are read as this clone's side, so nothing stops meanwhile.
+	ConflictedFiles []taskNote `json:"conflicted_files,omitempty"`
 	// Approvals are the tasks an agent asked for that wait for a human's yes or no.
 	Approvals []taskNote `json:"pending_approvals"`
 	// Landing is this clone's merge queue (tasks whose code waits to land on the target),
@@ -315,6 +318,14 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		}
 	}
 	v.Blocked, v.Invalid, v.Approvals, v.Conflicted = []taskNote{}, []taskNote{}, []taskNote{}, []taskNote{}
+	if p.Conflict != nil {
+		v.ConflictedFiles = append(v.ConflictedFiles, conflictNote("project", p.ID, s.Rel(filepath.Join(s.Dir(), "project.json")), p.Conflict.String(p)))
+	}
+	for _, ag := range agents {
+		if ag.Conflict != nil {
+			v.ConflictedFiles = append(v.ConflictedFiles, conflictNote("agent", ag.ID, s.Rel(filepath.Join(s.Dir(), "agents", ag.ID, "agent.json")), ag.Conflict.String(ag)))
+		}
+	}
 	v.Landing, v.NotLanded = []taskNote{}, []taskNote{}
 	if q, ok := land.New(s, nil); ok {
 		es, _ := q.Entries()
@@ -473,10 +484,13 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 			a.printf("  %s  %s %s: %s\n", localTime(e.At), e.Actor, strings.ReplaceAll(e.Reason, e.To, sh.id(e.To)), e.Warning)
 		}
 	}
-	if len(v.Conflicted) > 0 {
-		a.printf("\nConflicts two clones made (nothing changes these tasks until a person keeps one side; the next sync carries it):\n")
+	if len(v.Conflicted)+len(v.ConflictedFiles) > 0 {
+		a.printf("\nConflicts two clones made (nothing changes these until a person keeps one side; the next sync carries it):\n")
 		for _, n := range v.Conflicted {
 			a.printf("  %s  %s  %s\n", sh.id(n.ID), n.Title, n.Why)
+		}
+		for _, n := range v.ConflictedFiles {
+			a.printf("  %s  %s\n", n.Title, n.Why)
 		}
 	}
 	if len(v.Invalid) > 0 {
@@ -596,4 +610,10 @@ func oneLine(s string) string {
 		return string(r[:59]) + "…"
 	}
 	return string(r)
+}
+
+// conflictNote is the status line of an entity file that holds a merge conflict.
+func conflictNote(kind, id, rel, what string) taskNote {
+	return taskNote{ID: id, Title: kind + " " + id,
+		Why: "both sides changed " + what + "; keep one: aipm resolve " + rel + " --ours (or --theirs)"}
 }

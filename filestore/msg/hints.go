@@ -26,6 +26,7 @@ var hints = []translation{
 	{"invalid_argument", "pass your passkey, or let `aipm run` start you (it passes a one-time spawn ticket to aipm mcp)", "passkey を渡すか、`aipm run` から起動されるようにしてください（aipm mcp に1回限りの spawn チケットを渡します）"},
 
 	{"task_conflicted", "a person settles it: `aipm resolve %s --ours` or `--theirs` (or edit the file), then the change can be made", "人が解決します: `aipm resolve %s --ours` または `--theirs`（またはファイルを編集）。その後で変更できます"},
+	{"not_human", "name a human agent (`aipm agent list` shows them), or add yourself with `aipm agent add ID --type human`", "人間のエージェントを指定してください（`aipm agent list` で確認できます）。または `aipm agent add ID --type human` で自分を追加してください"},
 
 	{"not_a_subtask", "dispatch the sub-tasks get_next_action lists; assign deeper ones with assign_task", "get_next_action が示すサブタスクをディスパッチしてください。より深い階層のものは assign_task で割り当ててください"},
 	{"not_dispatchable", "leave it out; get_next_action lists what can be dispatched", "それは除いてください。ディスパッチできるものは get_next_action が示します"},
