@@ -48,6 +48,18 @@ type Lease struct {
 	// a merge, a move made since the common version beats a claim, so that no takeover
 	// undoes a placement a person chose.
 	MovedBy string `json:"moved_by,omitempty"`
+	// Home is the machine a human's move placed the agent on, kept over renewals and
+	// takeovers: when another machine took the agent over while its home was away, the
+	// home, running again, asks for it back (HomeBackAt, renewed while it runs) and the
+	// holder lets it go as soon as the agent has no process there.
+	Home       string     `json:"home,omitempty"`
+	HomeBackAt *time.Time `json:"home_back_at,omitempty"`
+}
+
+// HomeWaits says whether machine must leave l alone because the agent's home is another
+// machine that asked for it back within the lease duration.
+func (l *Lease) HomeWaits(machine string, now time.Time, ttl time.Duration) bool {
+	return l != nil && l.Home != "" && l.Home != machine && l.HomeBackAt != nil && now.Sub(*l.HomeBackAt) < ttl
 }
 
 // Held reports whether the lease binds its agent to its machine at now.
@@ -189,7 +201,7 @@ func (s *Store) ClaimLeases(machine string, agents []string) (map[string]*Lease,
 			return nil, err
 		}
 		out[id] = l
-		if l.Held(now) && l.MachineID != machine {
+		if l.Held(now) && l.MachineID != machine || l.HomeWaits(machine, now, ttl) && l.MachineID != machine {
 			continue
 		}
 		chat, _, err := s.chatNow(id)
@@ -209,6 +221,9 @@ func (s *Store) ClaimLeases(machine string, agents []string) (map[string]*Lease,
 				return err
 			}
 			out[id] = l
+			if l.HomeWaits(machine, now, ttl) && l.MachineID != machine {
+				continue // its home machine is back and takes it
+			}
 			chat, ended, err := s.chatNow(id)
 			if err != nil {
 				return err
@@ -227,7 +242,10 @@ func (s *Store) ClaimLeases(machine string, agents []string) (map[string]*Lease,
 				} else if l != nil {
 					reason = fmt.Sprintf("this machine's lease had expired at %s", l.ExpiresAt.Format(time.RFC3339))
 				}
-				nl := &Lease{AgentID: id, MachineID: machine, AcquiredAt: now, Version: prev.Version}
+				nl := &Lease{AgentID: id, MachineID: machine, AcquiredAt: now, Version: prev.Version, Home: prev.Home}
+				if prev.Home != "" && prev.Home != machine {
+					nl.HomeBackAt = prev.HomeBackAt
+				}
 				if err := s.writeLeaseLocked(Actor{ID: SystemSender, Via: ViaCoordinator}, nl, now, ttl, chat, ended,
 					Event{Change: "lease", From: prev.MachineID, To: machine, Reason: reason}); err != nil {
 					return err
@@ -344,7 +362,7 @@ func (s *Store) MoveAgent(actor Actor, agentID, machine string) (*Lease, error) 
 			from, version = l.MachineID, l.Version
 		}
 		now := s.Now()
-		out = &Lease{AgentID: agentID, MachineID: machine, AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(ttl), Version: version, MovedBy: actor.ID}
+		out = &Lease{AgentID: agentID, MachineID: machine, AcquiredAt: now, RenewedAt: now, ExpiresAt: now.Add(ttl), Version: version, MovedBy: actor.ID, Home: machine}
 		return s.saveLeaseLocked(actor, out, now, Event{Change: "lease", From: from, To: machine, Reason: "moved by " + actor.ID})
 	})
 	return out, err
@@ -376,4 +394,73 @@ func (s *Store) ReleaseAgent(actor Actor, agentID string) (*Lease, error) {
 		return s.saveLeaseLocked(actor, l, now, Event{Change: "lease", From: from, To: "", Reason: "released by " + actor.ID})
 	})
 	return out, err
+}
+
+// AskHome records, for each of the agents named whose home is machine but whose lease
+// another machine holds (a takeover while the home was away), that the home runs again
+// and wants it back; renewed every third of the lease while the home runs, so a home that
+// stops again lets the agent stay where it is. It writes only what is due.
+func (s *Store) AskHome(machine string, agents []string) error {
+	ttl, err := LeaseDuration()
+	if err != nil {
+		return err
+	}
+	due := func(l *Lease, now time.Time) bool {
+		return l != nil && l.Home == machine && l.MachineID != machine &&
+			(l.HomeBackAt == nil || now.Sub(*l.HomeBackAt) >= ttl/3)
+	}
+	var want []string
+	now := s.Now()
+	for _, id := range agents {
+		if l, err := s.Lease(id); err == nil && due(l, now) {
+			want = append(want, id)
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	return s.locked(func() error {
+		now := s.Now()
+		for _, id := range want {
+			l, err := s.Lease(id)
+			if err != nil || !due(l, now) {
+				if err != nil {
+					return err
+				}
+				continue
+			}
+			t := now
+			l.HomeBackAt = &t
+			if err := s.saveLeaseLocked(Actor{}, l, now, Event{}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ReturnHome lets machine's lease of agentID go, now, when the agent's home (another
+// machine) asked for it back: the home then takes it, and no other machine does. The
+// caller knows the agent has no process here. It reports whether it let the lease go.
+func (s *Store) ReturnHome(machine, agentID string) (bool, error) {
+	ttl, err := LeaseDuration()
+	if err != nil {
+		return false, err
+	}
+	done := false
+	err = s.locked(func() error {
+		l, err := s.Lease(agentID)
+		now := s.Now()
+		if err != nil || l == nil || l.MachineID != machine || !l.HomeWaits(machine, now, ttl) {
+			return err
+		}
+		if l.ExpiresAt.After(now) {
+			l.ExpiresAt = now
+		}
+		l.ChatLive = false
+		done = true
+		return s.saveLeaseLocked(Actor{ID: SystemSender, Via: ViaCoordinator}, l, now,
+			Event{Change: "lease", From: machine, To: "", Reason: "back to its home machine " + l.Home + ", running again"})
+	})
+	return done, err
 }

@@ -251,3 +251,58 @@ func TestLeaseFromElsewhereIsClamped(t *testing.T) {
 		t.Fatalf("a lease renewed in the future kept the agent on %s", got.MachineID)
 	}
 }
+
+// TestLeaseGoesHome: an agent a human placed on m-a and m-b took over while m-a was away
+// goes back to m-a once m-a runs again and asks: m-b lets it go, a third machine leaves it
+// to m-a, and m-a takes it. A home that stops asking lets the agent stay.
+func TestLeaseGoesHome(t *testing.T) {
+	s, clk := clockedStore(t)
+	if _, err := s.MoveAgent(human, "w1", "m-a"); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(61 * time.Second) // m-a is away: its lease lapses
+	if l := claim(t, s, "m-b", "w1"); l.MachineID != "m-b" || l.Home != "m-a" || l.HomeBackAt != nil {
+		t.Fatalf("takeover: %+v", l)
+	}
+	// m-b cannot let it go before m-a asks.
+	if back, err := s.ReturnHome("m-b", "w1"); err != nil || back {
+		t.Fatalf("returned unasked: %v, %v", back, err)
+	}
+	if err := s.AskHome("m-a", []string{"w1"}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := s.Lease("w1"); l.HomeBackAt == nil || !l.HomeBackAt.Equal(clk.Now()) || l.MachineID != "m-b" {
+		t.Fatalf("asked home: %+v", l)
+	}
+	if back, err := s.ReturnHome("m-c", "w1"); err != nil || back {
+		t.Fatalf("a machine that does not hold it let it go: %v, %v", back, err)
+	}
+	if back, err := s.ReturnHome("m-b", "w1"); err != nil || !back {
+		t.Fatalf("return: %v, %v", back, err)
+	}
+	if ev := latestEvent(t, s, "w1"); ev.From != "m-b" || ev.To != "" || ev.Reason != "back to its home machine m-a, running again" {
+		t.Errorf("history of the return: %+v", ev)
+	}
+	clk.Advance(time.Second)
+	if l := claim(t, s, "m-c", "w1"); l.MachineID != "m-b" {
+		t.Fatalf("a third machine took what goes home: %+v", l)
+	}
+	if l := claim(t, s, "m-a", "w1"); l.MachineID != "m-a" || l.Home != "m-a" || l.HomeBackAt != nil {
+		t.Fatalf("home again: %+v", l)
+	}
+
+	// Away again, taken over again; m-a asks once and stops: after a lease's length the
+	// holder keeps it, and other machines may take it when it lapses.
+	clk.Advance(61 * time.Second)
+	claim(t, s, "m-b", "w1")
+	if err := s.AskHome("m-a", []string{"w1"}); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(61 * time.Second)
+	if back, err := s.ReturnHome("m-b", "w1"); err != nil || back {
+		t.Fatalf("returned to a home that stopped asking: %v, %v", back, err)
+	}
+	if l := claim(t, s, "m-c", "w1"); l.MachineID != "m-c" || l.Home != "m-a" {
+		t.Fatalf("takeover after the home stopped asking: %+v", l)
+	}
+}

@@ -189,7 +189,7 @@ var mergeRulesFor = map[string]mergeRules{
 	// takeover undoes (two moves: the later). The same machine's renewals merge field by
 	// field (the later times).
 	filestore.KindLease: {
-		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at", "moved_by"},
+		groups: []statusGroup{{members: []string{"machine_id", "acquired_at", "renewed_at", "expires_at", "chat_live", "chat_seen_at", "moved_by", "home"},
 			pick: pickLease}},
 		encode: encodeAs[filestore.Lease],
 	},

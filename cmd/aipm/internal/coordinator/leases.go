@@ -40,7 +40,7 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		pub, since, err = c.opt.Remote.Published()
 		c.noteRemote(since, err)
 	}
-	var ids []string
+	var ids, homeward []string
 	why := map[string]string{}
 	for _, ag := range ais {
 		w := works[ag.ID]
@@ -55,7 +55,14 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		if ok {
 			startable, _, _ = c.approved(AIType(ag), ac, c.s.Root())
 		}
-		if !(task || chat || c.ours[ag.ID] || own || startable && (w.TaskID != "" || w.Chat)) {
+		// Placed here by a move, and taken over while this machine was away: asked back,
+		// and taken as soon as its holder lets it go, work or not (as a move makes it ours).
+		home := false
+		if l := local[ag.ID]; startable && l != nil && l.Home == c.machine && l.MachineID != c.machine {
+			homeward = append(homeward, ag.ID)
+			home = !l.Held(now)
+		}
+		if !(task || chat || c.ours[ag.ID] || own || home || startable && (w.TaskID != "" || w.Chat)) {
 			continue
 		}
 		if c.opt.Remote != nil && !own {
@@ -66,6 +73,9 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 		}
 		ids = append(ids, ag.ID)
 	}
+	if err := c.s.AskHome(c.machine, homeward); err != nil {
+		c.Say("cannot ask for this machine's agents back: %v", err)
+	}
 	got, err := c.s.ClaimLeases(c.machine, ids)
 	if err != nil {
 		c.Say("cannot claim agent leases: %v", err)
@@ -74,6 +84,15 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 	mine := map[string]bool{}
 	c.fenceAt = time.Time{}
 	for id, l := range got {
+		if l != nil && l.MachineID == c.machine && l.Held(now) && l.HomeWaits(c.machine, now, c.leaseTTL) && !c.runs(id) {
+			// Its home machine runs again: it goes back there now that nothing of it runs here.
+			if back, err := c.s.ReturnHome(c.machine, id); err != nil {
+				c.Say("lease %s: cannot let it go back to machine %s: %v", id, l.Home, err)
+			} else if back {
+				c.Say("lease %s: back to its home machine %s, which runs again", id, l.Home)
+				continue
+			}
+		}
 		if l != nil && l.MachineID == c.machine && l.Held(now) {
 			if c.opt.Remote != nil {
 				at, wait := c.published(l, pub[id], now)
@@ -211,4 +230,14 @@ func (c *Coordinator) leaseHolder(agentID string) string {
 		return "this machine's lease lapsed"
 	}
 	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
+}
+
+// runs says whether a process of the agent runs here.
+func (c *Coordinator) runs(agentID string) bool {
+	for k := range c.running {
+		if k.agent == agentID {
+			return true
+		}
+	}
+	return false
 }
