@@ -92,7 +92,7 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 				return r, err
 			}
 			if found {
-				if sus, err := foreignCommits(gitCmd{dir: stateDir(root)}, "HEAD", theirs); err == nil {
+				if sus, err := suspectCommits(gitCmd{dir: stateDir(root)}, s.Store, "HEAD", theirs); err == nil {
 					r.Suspect = appendNew(r.Suspect, sus...)
 				}
 			}
