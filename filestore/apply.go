@@ -76,7 +76,7 @@ func StatePath(rel string) error {
 		(parts[0] == "tasks" || parts[0] == "conversations" || parts[0] == "delegations" || parts[0] == "executions" || parts[0] == "leases"):
 		return nil
 	case len(parts) == 3 && parts[0] == "agents" && ValidateAgentID(parts[1]) == nil &&
-		(parts[2] == "agent.json" || parts[2] == "chat.jsonl" || parts[2] == "notifications.jsonl"):
+		(parts[2] == "agent.json" || parts[2] == "chat.jsonl" || parts[2] == "notifications.jsonl" || parts[2] == "reads.jsonl"):
 		return nil
 	}
 	return fmt.Errorf("not a file of aipm's on-disk format (filestore/doc.go)")

@@ -9,6 +9,8 @@
 //	  agents/<agent-id>/agent.json  an agent's profile (human or ai; owner, manager, worker)
 //	  agents/<agent-id>/chat.jsonl  the agent's mailbox: every message it sent or received
 //	  agents/<agent-id>/notifications.jsonl  the agent's notifications (interrupts, notices)
+//	  agents/<agent-id>/reads.jsonl the ids of the messages the agent has read, with when
+//	                                ({"at", "ids"} a line): its read state, on every machine
 //	  tasks/<task-id>.json          one task per file; in a Git repository, "landing" records
 //	                                its branch and how its code reaches the target branch
 //	                                (state, base, commit, landed_commit, attempts; landing.go),
@@ -45,7 +47,7 @@
 //	    index/events.idx              events.jsonl's lines by entity id (# Caches)
 //	    index/tasks.seq               the highest task sequence number, as of a journal
 //	                                  position, for the next task id (# Caches)
-//	    cursors/<agent-id>.json       mailbox read offsets (and .read.jsonl, the ids read)
+//	    cursors/<agent-id>.json       mailbox read offsets: this machine's cache of reads.jsonl
 //	    chat/<agent-id>.json          whether a human has a chat with the agent open
 //	    notifications/<ses-id>.read.jsonl  the notifications that session has read, with when
 //	    notifications/<ses-id>.json        its index: inbox offset, unread before it
@@ -107,8 +109,10 @@
 // appended during a read lies past the offset and stays unread. The cursor fingerprints the
 // bytes before its offset: when a `git pull` rewrites the mailbox under it (a rebase puts
 // the other clone's lines before ones already read), it is rebuilt from
-// runtime/cursors/<agent-id>.read.jsonl, the ids of the messages read, so no message is
-// lost or read twice. Recent context and
+// agents/<agent-id>/reads.jsonl, the ids of the messages read, so no message is lost or
+// read twice. That read log is committed and merged like the mailbox: a machine that
+// takes an agent over, or one whose cursor predates marks another machine made, rebuilds
+// its cursor from it, so no message the agent read elsewhere is answered again. Recent context and
 // conversation pages are read from the end of the file backward. Messages are not history
 // events: the mailboxes are their record.
 //

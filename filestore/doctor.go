@@ -222,6 +222,13 @@ func (c *checker) agentsDir() {
 			}
 			return ""
 		})
+		c.jsonl(filepath.Join(p, "reads.jsonl"), func(line []byte) string {
+			var m readMarks
+			if err := json.Unmarshal(line, &m); err != nil {
+				return "undecodable read marks: " + err.Error()
+			}
+			return ""
+		})
 	}
 	for id, a := range c.agents {
 		path := c.s.agentPath(id)

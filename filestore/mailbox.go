@@ -256,15 +256,38 @@ func (s *Store) appendMessage(agentID string, m Message) error {
 // rebuilt from the read log (runtime/cursors/<agent>.read.jsonl, the ids of every message
 // marked read): Offset moves back to the first unread line, and Skip lists the read
 // messages after it. No message is lost and none is delivered twice.
+//
+// The read log is the agent's, not the machine's: agents/<agent>/reads.jsonl is committed
+// and union-merged like the mailbox, so a machine that takes an agent over (its machine
+// stopped, or a partition healed) knows what the agent already read elsewhere, and does
+// not answer it again. Reads records the log's size when the cursor was written: when
+// another machine's marks arrive (the size differs), or this machine has no cursor yet,
+// the cursor is rebuilt from the log.
 type cursor struct {
 	Offset    int64     `json:"offset"`
 	Check     string    `json:"offset_check,omitempty"`
 	Skip      []string  `json:"skip,omitempty"`
+	Reads     int64     `json:"reads_size,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
 func (s *Store) readLogOf(agentID string) string {
+	return s.path("agents", agentID, "reads.jsonl")
+}
+
+// legacyReadLogOf is where a read log lived before it was the agent's (machine-local):
+// still read, never written.
+func (s *Store) legacyReadLogOf(agentID string) string {
 	return s.path("runtime", "cursors", agentID+".read.jsonl")
+}
+
+// readLogSize is the size of the agent's read log (0 when it has none).
+func (s *Store) readLogSize(agentID string) int64 {
+	fi, err := engine.Lstat(s.readLogOf(agentID))
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
 }
 
 func (s *Store) readCursor(agentID string) (cursor, error) {
@@ -280,15 +303,25 @@ func (s *Store) readCursor(agentID string) (cursor, error) {
 // cursor written before fingerprints existed (no Check) is taken as it is.
 func (s *Store) currentCursor(agentID string) (cursor, error) {
 	c, err := s.readCursor(agentID)
-	if err != nil || c.Offset == 0 || c.Check == "" {
-		return c, err
-	}
-	got, err := tailCheck(s.mailboxPath(agentID), c.Offset)
 	if err != nil {
 		return c, err
 	}
-	if got == c.Check {
+	reads := s.readLogSize(agentID)
+	switch {
+	case c.Offset == 0 && reads == 0:
+		return c, nil // nothing read, here or elsewhere
+	case reads != c.Reads:
+		// Another machine's marks arrived, or this one has none of its own yet.
+	case c.Offset == 0 || c.Check == "":
 		return c, nil
+	default:
+		got, err := tailCheck(s.mailboxPath(agentID), c.Offset)
+		if err != nil {
+			return c, err
+		}
+		if got == c.Check {
+			return c, nil
+		}
 	}
 	// Until the next MarkRead writes it, every count would rebuild the cursor from the
 	// whole mailbox; the process keeps the rebuilt one while the files stay as they were.
@@ -337,21 +370,24 @@ func (s *Store) rebuildKey(agentID string) ([3]engine.Stamp, bool) {
 // read ones after it.
 func (s *Store) rebuildCursor(agentID string) (cursor, error) {
 	read := map[string]bool{}
-	err := engine.ScanLines(s.readLogOf(agentID), 0, func(l Line) error {
-		var m readMarks
-		if json.Unmarshal(l.Data, &m) == nil {
-			for _, id := range m.IDs {
-				read[id] = true
+	reads := s.readLogSize(agentID)
+	for _, log := range []string{s.legacyReadLogOf(agentID), s.readLogOf(agentID)} {
+		err := engine.ScanLines(log, 0, func(l Line) error {
+			var m readMarks
+			if json.Unmarshal(l.Data, &m) == nil {
+				for _, id := range m.IDs {
+					read[id] = true
+				}
 			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return cursor{}, err
 		}
-		return nil
-	})
-	if err != nil {
-		return cursor{}, err
 	}
-	var c cursor
+	c := cursor{Reads: reads}
 	gap := false // an unread message lies before this line
-	err = engine.ScanLines(s.mailboxPath(agentID), 0, func(l Line) error {
+	err := engine.ScanLines(s.mailboxPath(agentID), 0, func(l Line) error {
 		m, ok := parseMessage(l.Data)
 		isRead := true
 		if ok && m.received(agentID) {
@@ -565,7 +601,7 @@ func (s *Store) markReadLocked(agentID string, offset int64) error {
 	if err != nil {
 		return err
 	}
-	return engine.WriteJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, UpdatedAt: s.Now()}, 0o644)
+	return engine.WriteJSON(s.cursorPath(agentID), cursor{Offset: offset, Check: check, Skip: skip, Reads: s.readLogSize(agentID), UpdatedAt: s.Now()}, 0o644)
 }
 
 // TakeUnread returns the agent's unread messages, oldest first, and marks them read, in one

@@ -22,7 +22,8 @@ import (
 // remote's copy of its lease lapses, when renewals stop reaching the remote (fencing:
 // another machine may take the lease only once it lapsed). Without a reachable remote
 // this machine claims no new agent; after a failure it lets another machine's lapsed
-// lease alone for takeoverWait, so that the machine that held it renews it first.
+// lease alone for takeoverWait (a lease's length), so that the machine that held it
+// renews it first.
 func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, works map[string]filestore.Work) map[string]bool {
 	now := c.s.Now()
 	local := map[string]*filestore.Lease{}
@@ -140,7 +141,7 @@ func (c *Coordinator) claimLeases(p *filestore.Project, ais []*filestore.Agent, 
 // takeoverWait is how long, after the remote became reachable again (or the run began),
 // this machine leaves another machine's lapsed lease alone: the holder, back from the
 // same partition, renews it first, so a partition changes no placement.
-func (c *Coordinator) takeoverWait() time.Duration { return c.leaseTTL / 2 }
+func (c *Coordinator) takeoverWait() time.Duration { return c.leaseTTL }
 
 // fenceMargin is how long before the remote's copy of a lease lapses this machine stops
 // the agent when its renewals no longer reach the remote: the clock skew between two

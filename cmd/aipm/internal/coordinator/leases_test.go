@@ -18,7 +18,7 @@ func (remoteAt) Published() (map[string]*filestore.Lease, time.Time, error) {
 func (remoteAt) Changed() <-chan struct{} { return nil }
 
 // TestLeaseRulesWithARemote: the rules by which a machine claims and holds an agent when
-// the remote decides the leases (lease of 60 s: takeover wait 30 s, fencing margin 10 s).
+// the remote decides the leases (lease of 60 s: takeover wait 60 s, fencing margin 10 s).
 func TestLeaseRulesWithARemote(t *testing.T) {
 	c := &Coordinator{machine: "ma", leaseTTL: time.Minute, opt: Options{Remote: remoteAt{}}}
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
@@ -34,8 +34,8 @@ func TestLeaseRulesWithARemote(t *testing.T) {
 		{"free, remote unreachable", nil, time.Time{}, false},
 		{"free, remote answers", nil, at(-1), true},
 		{"held elsewhere (the claim leaves it alone)", held, at(-1), true},
-		{"lapsed elsewhere, remote back 29 s ago", lapsed, at(-29), false},
-		{"lapsed elsewhere, remote back 30 s ago", lapsed, at(-30), true},
+		{"lapsed elsewhere, remote back 59 s ago", lapsed, at(-59), false},
+		{"lapsed elsewhere, remote back 60 s ago", lapsed, at(-60), true},
 		{"lapsed elsewhere, remote unreachable", lapsed, time.Time{}, false},
 	} {
 		if why := c.mayClaim(tc.l, at(0), tc.since); (why == "") != tc.may {
