@@ -272,7 +272,7 @@ func commitFiles(top, msg string) error {
 		return err
 	}
 	c := gitCmd{dir: top, env: identity(top)}
-	commit, err := c.run("commit-tree", "--no-gpg-sign", tree, "-m", msg)
+	commit, err := c.run("commit-tree", "--no-gpg-sign", tree, "-m", msg+rootTrailers(top))
 	if err != nil {
 		return err
 	}

@@ -97,7 +97,7 @@ func Migrate(root string) (*Migration, error) {
 		return nil, err
 	}
 	if !st.ok("diff", "--cached", "--quiet") {
-		if _, err := st.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"); err != nil {
+		if _, err := st.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"+rootTrailers(top)); err != nil {
 			return nil, err
 		}
 		m.Pending = true

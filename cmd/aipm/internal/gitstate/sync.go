@@ -319,18 +319,29 @@ func commitLocal(g gitCmd, trailers string) (bool, error) {
 
 // trailers name, in every commit of this clone's changes, the machine they were made on
 // and the clone's human (`aipm whoami`), so the history says where a change came from.
-func (s *Syncer) trailers() string {
+func (s *Syncer) trailers() string { return storeTrailers(s.Store) }
+
+func storeTrailers(st *filestore.Store) string {
 	var t []string
-	if m := s.Store.ThisMachine(); m != "" {
+	if m := st.ThisMachine(); m != "" {
 		t = append(t, "Aipm-Machine: "+m)
 	}
-	if who, err := s.Store.Identity(); err == nil && who != nil && who.Human != "" {
+	if who, err := st.Identity(); err == nil && who != nil && who.Human != "" {
 		t = append(t, "Aipm-Human: "+who.Human)
 	}
 	if len(t) == 0 {
 		return ""
 	}
 	return "\n\n" + strings.Join(t, "\n")
+}
+
+// rootTrailers are storeTrailers for the store at root ("" when it cannot be opened).
+func rootTrailers(root string) string {
+	st, err := filestore.Open(root, filestore.Options{})
+	if err != nil {
+		return ""
+	}
+	return storeTrailers(st)
 }
 
 // push pushes the state branch; rejected is true when the remote moved meanwhile.
