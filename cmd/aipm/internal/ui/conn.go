@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -58,11 +59,16 @@ func HTTPServer(ctx context.Context, h http.Handler, idle time.Duration) *http.S
 // gateKey is the request context key of the connection a request came on.
 type gateKey struct{}
 
-// Gate is a listener that keeps the connections which have not yet carried a request with
-// the token (Server marks them) within PendingPerClient and PendingMax, and closes each
-// one TokenWait after it was accepted unless it has shown the token by then.
+// Gate is a listener that keeps the connections which have not yet shown the token
+// within PendingPerClient and PendingMax, and closes each one TokenWait after it was
+// accepted unless it has shown the token by then. A connection shows the token when bytes
+// it sent hold it: as the server reads them, or, when the gate is about to close the
+// connection to make room, as they wait unread in the system's buffer — so the token
+// holder's connection is not closed for a flood of connections from its own address
+// (another local user's, where the user is not known) once its request has arrived.
 type Gate struct {
 	net.Listener
+	token          []byte
 	wait           time.Duration
 	perClient, max int
 	// client names a connection's client; clientOf unless a test says otherwise.
@@ -71,11 +77,13 @@ type Gate struct {
 	mu      sync.Mutex
 	pending map[string][]*gateConn // by client, oldest first
 	n       int                    // the connections in pending
+	peekBuf []byte
 }
 
-// NewGate returns the Gate on ln with the package's limits.
-func NewGate(ln net.Listener) *Gate {
-	return &Gate{Listener: ln, wait: TokenWait, perClient: PendingPerClient, max: PendingMax,
+// NewGate returns the Gate on ln with the package's limits, for a server whose token is
+// token.
+func NewGate(ln net.Listener, token string) *Gate {
+	return &Gate{Listener: ln, token: []byte(token), wait: TokenWait, perClient: PendingPerClient, max: PendingMax,
 		client: clientOf, pending: map[string][]*gateConn{}}
 }
 
@@ -102,22 +110,48 @@ func (g *Gate) Accept() (net.Conn, error) {
 	return gc, nil
 }
 
-// victim is the connection to close so that one more of client's fits, or nil.
+// victim is the connection to close so that one more of client's fits, or nil: the
+// oldest of client's when it has its share, else, when all are taken, the oldest of the
+// client holding most. A candidate whose unread bytes hold the token is the token
+// holder's: it leaves the pending connections instead, and the next is looked at. g.mu
+// is held.
 func (g *Gate) victim(client string) *gateConn {
-	if l := g.pending[client]; len(l) >= g.perClient {
-		return l[0]
-	}
-	if g.n < g.max {
-		return nil
-	}
-	var most []*gateConn
-	for _, l := range g.pending {
-		if len(l) > len(most) {
-			most = l
+	for {
+		var from []*gateConn
+		if l := g.pending[client]; len(l) >= g.perClient {
+			from = l
+		} else if g.n < g.max {
+			return nil
+		} else {
+			for _, l := range g.pending {
+				if len(l) > len(from) {
+					from = l
+				}
+			}
 		}
+		c := from[0]
+		if !g.holdsToken(c) {
+			return c
+		}
+		g.drop(c)
 	}
-	return most[0]
 }
+
+// holdsToken says whether the bytes c sent and the server has not read yet hold the token.
+func (g *Gate) holdsToken(c *gateConn) bool {
+	if len(g.token) == 0 {
+		return false
+	}
+	if g.peekBuf == nil {
+		g.peekBuf = make([]byte, peekSize)
+	}
+	n := peek(c.Conn, g.peekBuf)
+	return bytes.Contains(g.peekBuf[:n], g.token)
+}
+
+// peekSize is how much of a connection's unread bytes is looked at for the token: a
+// request line and headers of the page's size.
+const peekSize = 8 << 10
 
 // drop takes gc out of the pending connections; g.mu is held.
 func (g *Gate) drop(gc *gateConn) {
@@ -156,6 +190,30 @@ type gateConn struct {
 	// token; the timer closes it at TokenWait if it still is.
 	pending bool
 	timer   *time.Timer
+	// seen is the end of what the server read from c, as long as c is pending and the
+	// bytes read are a request header's, to find the token across two reads.
+	seen []byte
+	read int
+}
+
+// Read reads as the server does, and trusts c as soon as the bytes read hold the token,
+// before the request they start is parsed.
+func (c *gateConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 && c.read < peekSize && len(c.g.token) > 0 {
+		c.read += n
+		c.seen = append(c.seen, p[:n]...)
+		if bytes.Contains(c.seen, c.g.token) {
+			c.trusted()
+			c.read, c.seen = peekSize, nil
+		} else if keep := len(c.g.token) - 1; len(c.seen) > keep {
+			c.seen = append(c.seen[:0], c.seen[len(c.seen)-keep:]...)
+		}
+		if c.read >= peekSize {
+			c.seen = nil
+		}
+	}
+	return n, err
 }
 
 // trusted records that a request on c carried the token: c leaves the pending budget

@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -42,7 +44,7 @@ type gateHarness struct {
 
 func newGateHarness(t *testing.T, wait time.Duration) *gateHarness {
 	ln := &pipeListener{conns: make(chan net.Conn, 1)}
-	g := NewGate(ln)
+	g := NewGate(ln, testToken)
 	g.wait = wait
 	g.client = func(c net.Conn) string { return c.(namedConn).client }
 	return &gateHarness{t: t, g: g, ln: ln}
@@ -135,7 +137,7 @@ func TestGateClosesConnectionsWithoutToken(t *testing.T) {
 	defer cancel()
 	host := ln.Addr().String()
 	srv := HTTPServer(ctx, New(Options{Store: nil, Hosts: []string{host}, Token: testToken}), time.Hour)
-	gate := NewGate(ln)
+	gate := NewGate(ln, testToken)
 	gate.wait = 300 * time.Millisecond
 	go srv.Serve(gate)
 	defer srv.Close()
@@ -190,5 +192,91 @@ func TestGateClosesConnectionsWithoutToken(t *testing.T) {
 	}
 	if n := gate.Pending(); n != 0 {
 		t.Errorf("%d connections without the token still counted", n)
+	}
+}
+
+// A connection whose request with the token has arrived but is not read yet is the token
+// holder's: a flood from its own client (where the client is only an address) closes the
+// flood's connections, not it.
+func TestGateKeepsAConnectionHoldingTheToken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	g := NewGate(ln, testToken)
+	g.wait = time.Hour
+	g.client = func(net.Conn) string { return "everyone" }
+	type accepted struct {
+		peer, server net.Conn
+	}
+	open := func() accepted {
+		t.Helper()
+		peer, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { peer.Close() })
+		server, err := g.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { server.Close() })
+		return accepted{peer, server}
+	}
+	owner := open()
+	io.WriteString(owner.peer, "GET /api/state HTTP/1.1\r\nHost: x\r\nX-Aipm-Token: "+testToken+"\r\n\r\n")
+	stranger := open()
+	io.WriteString(stranger.peer, "GET /api/state HTTP/1.1\r\nHost: x\r\nX-Aipm-Token: "+strings.Repeat("0", len(testToken))+"\r\n\r\n")
+	// Both requests are in the server's buffers (nothing reads them here).
+	buf := make([]byte, 512)
+	for _, c := range []net.Conn{owner.server, stranger.server} {
+		for deadline := time.Now().Add(time.Minute); peek(c.(*gateConn).Conn, buf) == 0; {
+			if time.Now().After(deadline) {
+				t.Fatal("the request never reached the server's buffer")
+			}
+			runtime.Gosched()
+		}
+	}
+	for range PendingPerClient {
+		open()
+	}
+	if closedTCP(owner.peer) {
+		t.Fatal("the connection whose request holds the token was closed to make room")
+	}
+	if !closedTCP(stranger.peer) {
+		t.Fatal("the connection with a wrong token was kept")
+	}
+}
+
+// closedTCP says whether the server closed peer's connection (a read ends at once), as
+// opposed to keeping it open (the read waits).
+func closedTCP(peer net.Conn) bool {
+	peer.SetReadDeadline(time.Now().Add(time.Second))
+	_, err := peer.Read(make([]byte, 1))
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+}
+
+// The bytes the server reads show the token even when it comes in two reads.
+func TestGateReadFindsTheToken(t *testing.T) {
+	h := newGateHarness(t, time.Hour)
+	peer := h.open("local")
+	h.g.mu.Lock()
+	gc := h.g.pending["local"][0]
+	h.g.mu.Unlock()
+	go func() {
+		io.WriteString(peer, "GET /?token="+testToken[:10])
+		io.WriteString(peer, testToken[10:]+" HTTP/1.1\r\n")
+	}()
+	buf := make([]byte, 64)
+	for got := 0; got < len("GET /?token=")+len(testToken)+len(" HTTP/1.1\r\n"); {
+		n, err := gc.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got += n
+	}
+	if h.g.Pending() != 0 {
+		t.Fatal("a connection that sent the token in two pieces is still counted as not having shown it")
 	}
 }

@@ -30,7 +30,8 @@
 // a small budget, per client (on Linux the local user that opened it) and in all, until a
 // request on it carries the token, and is closed 5 seconds after it was accepted if none
 // has; accepting never waits, and a connection past the budget closes the oldest of the
-// client holding most, so another user flooding the port pushes out only its own.
+// client holding most, so another user flooding the port pushes out only its own. A
+// connection whose bytes hold the token, read or waiting unread, is never the one closed.
 //
 // It imports filestore and watch, never cmd/aipm (which wires it up) or tools.
 package ui
