@@ -26,6 +26,10 @@ func (a *app) cmdMCP(args []string) error {
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
+	// Before anything is read: the requests on stdin speak for the session they open.
+	if err := guardStdin(a.stdin); err != nil {
+		return err
+	}
 	s, err := a.open()
 	if err != nil {
 		return err

@@ -86,7 +86,7 @@ func (a *app) cmdUI(args []string) error {
 	a.printf("http://%s/?token=%s\n", served, token)
 	fmt.Fprintf(a.stderr, "aipm ui: serving project %s as %s; interrupt (Ctrl-C) to stop\n", s.Root(), actor.ID)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ui.LimitListener(ln, ui.MaxConns)) }()
+	go func() { errc <- srv.Serve(ui.NewGate(ln, token)) }()
 	select {
 	case err := <-errc:
 		return err

@@ -26,7 +26,12 @@
 // prints, in the X-Aipm-Token header of the page's requests, and in the query of its event
 // stream. `aipm ui` keeps one token per machine (ui-token in the machine directory that
 // holds this repository's approvals, outside the clone), so a tab survives a restart on
-// the same address.
+// the same address. It serves the token holder first (Gate): a connection counts against
+// a small budget, per client (on Linux the local user that opened it) and in all, until a
+// request on it carries the token, and is closed 5 seconds after it was accepted if none
+// has; accepting never waits, and a connection past the budget closes the oldest of the
+// client holding most, so another user flooding the port pushes out only its own. A
+// connection whose bytes hold the token, read or waiting unread, is never the one closed.
 //
 // It imports filestore and watch, never cmd/aipm (which wires it up) or tools.
 package ui

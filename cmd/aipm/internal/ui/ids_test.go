@@ -1,17 +1,12 @@
 package ui
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -85,60 +80,5 @@ func TestTaskIDsComeFromFileNames(t *testing.T) {
 	}
 	if p, err := st.Project(); err != nil || p.Status != filestore.ProjectActive {
 		t.Errorf("project: %+v %v, want it still active", p, err)
-	}
-}
-
-// A client that keeps connections open without sending anything, or idle after a request
-// (without a token), has them closed; and no more than the limit are open at once.
-func TestIdleConnectionsClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	host := ln.Addr().String()
-	srv := HTTPServer(ctx, New(Options{Store: nil, Hosts: []string{host}, Token: testToken}), 300*time.Millisecond)
-	go srv.Serve(LimitListener(ln, 1))
-	defer srv.Close()
-
-	// One connection: a request without a token is answered, then the idle connection is
-	// closed by the server.
-	c1, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c1.Close()
-	io.WriteString(c1, "GET /api/state HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
-	r1 := bufio.NewReader(c1)
-	resp, err := http.ReadResponse(r1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("no token: %d", resp.StatusCode)
-	}
-	// A second connection is not served while the first is open (limit 1): its answer
-	// comes once the idle first one is closed.
-	c2, err := net.Dial("tcp", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close()
-	io.WriteString(c2, "GET / HTTP/1.1\r\nHost: "+host+"\r\n\r\n")
-	c1.SetReadDeadline(time.Now().Add(10 * time.Second))
-	if _, err := r1.ReadByte(); err != io.EOF {
-		t.Fatalf("the idle connection was not closed by the server: %v", err)
-	}
-	c2.SetReadDeadline(time.Now().Add(10 * time.Second))
-	resp, err = http.ReadResponse(bufio.NewReader(c2), nil)
-	if err != nil {
-		t.Fatalf("the waiting connection was never served: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET / on the second connection: %d", resp.StatusCode)
 	}
 }

@@ -115,7 +115,25 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	w.Header().Set("Cache-Control", "no-store")
+	if s.hasToken(r) {
+		// The connection is the token holder's: it leaves the small budget of those
+		// that have not shown it (Gate).
+		if c, ok := r.Context().Value(gateKey{}).(*gateConn); ok {
+			c.trusted()
+		}
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// hasToken says whether r carries the token: in the X-Aipm-Token header, or, for a GET
+// (an EventSource cannot set headers, and the page's URL carries it), the token query
+// parameter.
+func (s *Server) hasToken(r *http.Request) bool {
+	got := r.Header.Get("X-Aipm-Token")
+	if got == "" && r.Method == http.MethodGet {
+		got = r.URL.Query().Get("token")
+	}
+	return s.o.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) == 1
 }
 
 // token wraps a handler that needs the token: in the X-Aipm-Token header, or, for
@@ -123,11 +141,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request must use the header, which a form on another site cannot send.
 func (s *Server) token(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got := r.Header.Get("X-Aipm-Token")
-		if got == "" && r.Method == http.MethodGet {
-			got = r.URL.Query().Get("token")
-		}
-		if subtle.ConstantTimeCompare([]byte(got), []byte(s.o.Token)) != 1 {
+		if !s.hasToken(r) {
 			writeError(w, http.StatusForbidden, "forbidden", "this request needs the token of this aipm ui",
 				"open the URL aipm ui printed (it carries the token)")
 			return
