@@ -162,6 +162,12 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if n := len(r.Refused); n > 0 {
 		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
 	}
+	if r.Rewound != "" {
+		parts = append(parts, r.Rewound)
+	}
+	if n := len(r.Restored); n > 0 {
+		parts = append(parts, fmt.Sprintf("restored what a merge made outside aipm dropped: %s", strings.Join(r.Restored, "; ")))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

@@ -57,11 +57,15 @@ type Loss struct {
 }
 
 func (l Loss) String() string {
-	what := fmt.Sprintf("%d line(s)", l.Lines)
+	return fmt.Sprintf("%s: %s dropped by merge %s (%q)", l.Path, l.What(), l.Merge, l.Subject)
+}
+
+// What says what was dropped: "3 line(s)", "the change of priority".
+func (l Loss) What() string {
 	if len(l.Fields) > 0 {
-		what = "the change of " + strings.Join(l.Fields, ", ")
+		return "the change of " + strings.Join(l.Fields, ", ")
 	}
-	return fmt.Sprintf("%s: %s dropped by merge %s (%q)", l.Path, what, l.Merge, l.Subject)
+	return fmt.Sprintf("%d line(s)", l.Lines)
 }
 
 type commitInfo struct {
@@ -237,41 +241,44 @@ func slicesMax(s []int64) int64 {
 func (s *Syncer) restoreLost(start string, r *Round) (written []string, err error) {
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root), env: identity(root)}
-	err = s.Store.Exclusive(func(f *filestore.Files) error {
-		head, err := g.run("rev-parse", "-q", "--verify", "HEAD")
-		if err != nil {
-			return err
-		}
-		checked, _ := g.run("rev-parse", "-q", "--verify", checkedRef+"^{commit}")
-		if checked == "" {
-			checked = start
-		}
-		if checked == head {
-			return nil
-		}
-		revs := []string{head}
-		if checked != "" {
-			revs = append(revs, "^"+checked)
-		}
-		ms, err := foreignMerges(g, revs...)
-		if err != nil {
-			return err
-		}
-		var all []Loss
-		for _, m := range ms {
-			losses, err := lostBy(g, f, m, true)
-			all = append(all, losses...)
-			if err != nil {
-				return err
+	// Read without the store lock, which agents wait on: the sync lock keeps the
+	// branch still, and most rounds find nothing new.
+	head, err := g.run("rev-parse", "-q", "--verify", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	checked, _ := g.run("rev-parse", "-q", "--verify", checkedRef+"^{commit}")
+	if checked == "" {
+		checked = start
+	}
+	if checked == head {
+		return nil, nil
+	}
+	revs := []string{head}
+	if checked != "" {
+		revs = append(revs, "^"+checked)
+	}
+	ms, err := foreignMerges(g, revs...)
+	if err != nil {
+		return nil, err
+	}
+	if len(ms) > 0 {
+		err = s.Store.Exclusive(func(f *filestore.Files) error {
+			var all []Loss
+			for _, m := range ms {
+				losses, err := lostBy(g, f, m, true)
+				all = append(all, losses...)
+				if err != nil {
+					return err
+				}
 			}
-		}
-		if len(all) > 0 {
-			for _, l := range all {
-				written = appendNew(written, l.Path)
-				r.Restored = append(r.Restored, l.String())
+			if len(all) == 0 {
+				return nil
 			}
 			msg := fmt.Sprintf("aipm: restore what %d merge(s) made outside aipm dropped\n\n", len(ms))
 			for _, l := range all {
+				written = appendNew(written, l.Path)
+				r.Restored = append(r.Restored, l.String())
 				msg += l.String() + "\n"
 			}
 			if _, err := g.run("add", "-A", "."); err != nil {
@@ -280,13 +287,14 @@ func (s *Syncer) restoreLost(start string, r *Round) (written []string, err erro
 			if _, err := g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg); err != nil {
 				return err
 			}
-			if head, err = g.run("rev-parse", "HEAD"); err != nil {
-				return err
-			}
+			head, err = g.run("rev-parse", "HEAD")
+			return err
+		})
+		if err != nil {
+			return written, err
 		}
-		_, err = g.run("update-ref", checkedRef, head)
-		return err
-	})
+	}
+	_, err = g.run("update-ref", checkedRef, head)
 	return written, err
 }
 
@@ -296,10 +304,14 @@ func (s *Syncer) restoreLost(start string, r *Round) (written []string, err erro
 func (s *Syncer) keepRewound(before, theirs string, r *Round) (merged []string, err error) {
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root)}
-	if before != "" && g.ok("cat-file", "-e", before+"^{commit}") && !g.ok("merge-base", "--is-ancestor", before, theirs) {
-		n, _ := g.run("rev-list", "--count", before, "^"+theirs)
+	id, err := g.run("rev-parse", theirs)
+	if err != nil || id == before {
+		return nil, err // nothing new there: most rounds
+	}
+	if before != "" && g.ok("cat-file", "-e", before+"^{commit}") && !g.ok("merge-base", "--is-ancestor", before, id) {
+		n, _ := g.run("rev-list", "--count", before, "^"+id)
 		oldShort, _ := g.run("rev-parse", "--short=10", before)
-		newShort, _ := g.run("rev-parse", "--short=10", theirs)
+		newShort, _ := g.run("rev-parse", "--short=10", id)
 		r.Rewound = fmt.Sprintf("%s's %s was rewound from %s to %s (%s commit(s) of it gone there): merged back, the push restores them",
 			s.Remote, Branch, oldShort, newShort, n)
 		m, conflicts, err := s.commitAndMerge(before, true, r)
@@ -309,14 +321,8 @@ func (s *Syncer) keepRewound(before, theirs string, r *Round) (merged []string, 
 		r.Conflicts = appendNew(r.Conflicts, conflicts...)
 		merged = m
 	}
-	id, err := g.run("rev-parse", theirs)
-	if err != nil {
-		return merged, err
-	}
-	if id != before {
-		_, err = g.run("update-ref", seenRef(s.Remote), id)
-	}
-	return merged, err
+	saw(root, s.Remote, id)
+	return merged, nil
 }
 
 // saw records head as the remote's head of the state branch, as after a push it is.
