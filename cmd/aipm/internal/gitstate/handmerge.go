@@ -216,10 +216,8 @@ func lostBy(g gitCmd, f *filestore.Files, m commitInfo, restore bool) ([]Loss, e
 			}
 			loss.Fields, data = fields, fixed
 		}
-		if restore {
-			if err := f.Replace(p, data); err != nil {
-				return losses, err
-			}
+		if restore && f.Replace(p, data) != nil {
+			continue // cannot be written here: doctor names it, as still missing
 		}
 		losses = append(losses, loss)
 	}
@@ -266,11 +264,10 @@ func (s *Syncer) restoreLost(start string, r *Round) (written []string, err erro
 		err = s.Store.Exclusive(func(f *filestore.Files) error {
 			var all []Loss
 			for _, m := range ms {
-				losses, err := lostBy(g, f, m, true)
+				// A merge that cannot be read (a parent a shallow clone lacks) does not
+				// stop the round: doctor, reading the same history, names it.
+				losses, _ := lostBy(g, f, m, true)
 				all = append(all, losses...)
-				if err != nil {
-					return err
-				}
 			}
 			if len(all) == 0 {
 				return nil

@@ -61,6 +61,24 @@ func TestHandMergeRestoresDroppedLinesAndFields(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// aipm's own merge commits are told apart: never checked as a foreign merge.
+	if _, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.CreateTask(owner, filestore.NewTask{Title: "From B"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*Syncer{sa, sb, sa} {
+		if _, err := s.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if msg := mustGit(t, b.Dir(), "log", "-1", "--merges", "--format=%B"); !strings.HasSuffix(msg, "\n\n"+aipmMergeTrailer) {
+		t.Errorf("aipm's merge commit says %q, want the %s trailer", msg, aipmMergeTrailer)
+	}
+	if ms, err := foreignMerges(gitCmd{dir: b.Dir()}, "HEAD"); err != nil || len(ms) != 0 {
+		t.Errorf("foreignMerges after aipm's merge = %v, %v; want none", ms, err)
+	}
 	rel := "tasks/" + tk.ID + ".json"
 	// A changes the status and writes to w1; B the priority, and writes to w1 too.
 	if _, err := a.SetTaskStatus(owner, tk.ID, filestore.StatusInProgress, ""); err != nil {
@@ -128,6 +146,9 @@ func TestHandMergeRestoresDroppedLinesAndFields(t *testing.T) {
 		if err != nil || got.Priority != "urgent" || got.Status != filestore.StatusInProgress {
 			t.Errorf("%s: task = %+v, %v; want in_progress and urgent", s.Root(), got, err)
 		}
+	}
+	if ms, err := foreignMerges(gitCmd{dir: a.Dir()}, "HEAD"); err != nil || len(ms) != 1 || ms[0].subject != "Merge pull request #1" {
+		t.Errorf("foreignMerges = %+v, %v; want the pull request's merge alone", ms, err)
 	}
 	// Nothing is left for doctor to name.
 	for _, s := range []*filestore.Store{a, b} {
