@@ -165,7 +165,7 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if r.Rewound != "" {
 		parts = append(parts, r.Rewound)
 	}
-	if n := len(r.Restored); n > 0 {
+	if len(r.Restored) > 0 {
 		parts = append(parts, fmt.Sprintf("restored what a merge made outside aipm dropped: %s", strings.Join(r.Restored, "; ")))
 	}
 	if r.Pushed {
