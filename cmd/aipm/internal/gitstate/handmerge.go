@@ -348,12 +348,12 @@ func LostMerges(s *filestore.Store, repair bool) ([]Loss, error) {
 		return nil, nil
 	}
 	g := gitCmd{dir: stateDir(root)}
+	ms, err := foreignMerges(g, "HEAD")
+	if err != nil || len(ms) == 0 {
+		return nil, err // most stores: no merge but aipm's, and no store lock taken
+	}
 	var all []Loss
-	err := s.Exclusive(func(f *filestore.Files) error {
-		ms, err := foreignMerges(g, "HEAD")
-		if err != nil {
-			return err
-		}
+	err = s.Exclusive(func(f *filestore.Files) error {
 		for _, m := range ms {
 			losses, err := lostBy(g, f, m, repair)
 			all = append(all, losses...)
