@@ -35,6 +35,15 @@ func (a *app) cmdDoctor(args []string) error {
 				a.printf("repaired %s\n", b)
 			}
 		}
+		restored, err := gitstate.LostMerges(s, true)
+		if err != nil {
+			return err
+		}
+		for _, l := range restored {
+			if !fs.json {
+				a.printf("restored %s (the next `aipm sync` round shares it)\n", l)
+			}
+		}
 		undelivered, err := s.RepairDeliveries()
 		if err != nil {
 			return err
@@ -57,6 +66,7 @@ func (a *app) cmdDoctor(args []string) error {
 	probs = append(probs, cloneProblems(s)...)
 	probs = append(probs, worktreeProblems(s)...)
 	probs = append(probs, syncProblems(s)...)
+	probs = append(probs, lostProblems(s)...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -114,6 +124,25 @@ func syncProblems(s *filestore.Store) []filestore.Problem {
 	return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
 		"the last sync of branch %s with %s failed at %s: %s; the other clones see none of this one's changes until a round succeeds: fix the cause and run `aipm sync --once`",
 		gitstate.Branch, last.Remote, last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(last.Error), " "))}}
+}
+
+// lostProblems names what merges of the state branch that aipm did not make (a forge's
+// pull request, `git merge` by hand) dropped and the store still lacks, in the recent
+// history: a round restores what arrives after it, so this is what came before, or what
+// a round could not write.
+func lostProblems(s *filestore.Store) []filestore.Problem {
+	losses, err := gitstate.LostMerges(s, false)
+	if err != nil {
+		return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
+			"could not check the merges of branch %s that aipm did not make: %v", gitstate.Branch, err)}}
+	}
+	var out []filestore.Problem
+	for _, l := range losses {
+		out = append(out, filestore.Problem{Path: s.Rel(filepath.Join(s.Dir(), filepath.FromSlash(l.Path))), Line: 1, Problem: fmt.Sprintf(
+			"merge %s (%q), which aipm did not make, dropped %s, still missing: `aipm doctor --repair` restores it, and the next `aipm sync` round shares it",
+			l.Merge, l.Subject, l.What())})
+	}
+	return out
 }
 
 // worktreeProblems reports the tasks' worktrees left behind or deleted under their

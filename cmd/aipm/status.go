@@ -108,6 +108,10 @@ func (st *syncStatus) line(now time.Time) string {
 	if st.Unpushed > 0 {
 		out += fmt.Sprintf("; %d commit(s) not pushed yet", st.Unpushed)
 	}
+	// What an earlier round brought back stays in view for a day.
+	if l := st.Last; l != nil && l.Recovered != nil && !l.Recovered.At.Equal(l.At) && now.Sub(l.Recovered.At) < 24*time.Hour {
+		out += fmt.Sprintf("; a round %s brought back what git alone had dropped: %s", ago(now, l.Recovered.At), strings.Join(l.Recovered.What, "; "))
+	}
 	return out
 }
 

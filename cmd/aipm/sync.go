@@ -165,6 +165,12 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if n := len(r.Suspect); n > 0 {
 		parts = append(parts, fmt.Sprintf("took in %d commit(s) from %s that aipm did not make: %s", n, remote, strings.Join(r.Suspect, "; ")))
 	}
+	if r.Rewound != "" {
+		parts = append(parts, r.Rewound)
+	}
+	if len(r.Restored) > 0 {
+		parts = append(parts, fmt.Sprintf("restored what a merge made outside aipm dropped: %s", strings.Join(r.Restored, "; ")))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

@@ -34,25 +34,7 @@ func Lines(name string, _, ours, theirs []byte) []byte {
 			if len(bytes.TrimSpace(line)) == 0 {
 				continue
 			}
-			var v struct {
-				ID        string    `json:"id"`
-				CreatedAt time.Time `json:"createdAt"`
-				Created   time.Time `json:"created_at"`
-				At        time.Time `json:"at"`
-			}
-			key := string(line)
-			var at time.Time
-			if json.Unmarshal(line, &v) == nil {
-				if v.ID != "" && !byBytes {
-					key = "id:" + v.ID
-				}
-				for _, t := range []time.Time{v.CreatedAt, v.Created, v.At} {
-					if !t.IsZero() {
-						at = t
-						break
-					}
-				}
-			}
+			key, at := lineKey(line, byBytes)
 			out = append(out, rec{line, at})
 			keys = append(keys, key)
 		}
@@ -93,4 +75,28 @@ func Lines(name string, _, ours, theirs []byte) []byte {
 		buf.WriteByte('\n')
 	}
 	return buf.Bytes()
+}
+
+// lineKey is what makes a JSONL line the same record on two sides (its "id", or in
+// events.jsonl its bytes: byBytes) and its time.
+func lineKey(line []byte, byBytes bool) (key string, at time.Time) {
+	var v struct {
+		ID        string    `json:"id"`
+		CreatedAt time.Time `json:"createdAt"`
+		Created   time.Time `json:"created_at"`
+		At        time.Time `json:"at"`
+	}
+	key = string(line)
+	if json.Unmarshal(line, &v) == nil {
+		if v.ID != "" && !byBytes {
+			key = "id:" + v.ID
+		}
+		for _, t := range []time.Time{v.CreatedAt, v.Created, v.At} {
+			if !t.IsZero() {
+				at = t
+				break
+			}
+		}
+	}
+	return key, at
 }

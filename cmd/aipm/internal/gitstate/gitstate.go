@@ -43,7 +43,9 @@
 // through the store, staged, and recorded as a merge commit (or, when this clone had
 // nothing new, the branch moves to theirs). Then the lock is released, AfterMerge runs,
 // and the branch is pushed. A push is never forced: a rejected one fetches and merges
-// again. After the round, `git gc --auto` keeps the history packed.
+// again. After the round, `git gc --auto` keeps the history packed. Merges aipm did not
+// make, and a remote branch rewound by a force-push, are checked against the history both
+// sides pushed, and what they dropped is written back (handmerge.go).
 package gitstate
 
 import (

@@ -25,6 +25,15 @@ type LastRound struct {
 	// pushed.
 	OKAt     *time.Time `json:"ok_at,omitempty"`
 	PushedAt *time.Time `json:"pushed_at,omitempty"`
+	// Recovered is the latest round that restored what a merge aipm did not make dropped,
+	// or found the remote rewound: kept past the rounds after it, which say nothing of it.
+	Recovered *Recovery `json:"recovered,omitempty"`
+}
+
+// Recovery is what one round brought back, and when.
+type Recovery struct {
+	At   time.Time `json:"at"`
+	What []string  `json:"what"` // Round.Rewound, then Round.Restored
 }
 
 const lastRoundFile = "sync.json"
@@ -62,7 +71,14 @@ func (s *Syncer) record(r *Round, roundErr error) {
 	now := time.Now().UTC()
 	l := LastRound{At: now, Remote: s.Remote, Round: r}
 	if prev != nil {
-		l.OKAt, l.PushedAt = prev.OKAt, prev.PushedAt
+		l.OKAt, l.PushedAt, l.Recovered = prev.OKAt, prev.PushedAt, prev.Recovered
+	}
+	if r != nil && (r.Rewound != "" || len(r.Restored) > 0) {
+		l.Recovered = &Recovery{At: now}
+		if r.Rewound != "" {
+			l.Recovered.What = append(l.Recovered.What, r.Rewound)
+		}
+		l.Recovered.What = append(l.Recovered.What, r.Restored...)
 	}
 	if roundErr != nil {
 		l.Error = roundErr.Error()

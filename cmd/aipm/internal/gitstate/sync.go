@@ -52,6 +52,11 @@ type Round struct {
 	// Refused are the paths another clone pushed that are not the store's to take
 	// (filestore.StatePath), each "<path>: <why> (commit <id>)"; the rest of the round went on.
 	Refused []string `json:"refused,omitempty"`
+	// Restored names what merges aipm did not make had dropped (lines, field changes),
+	// written back and committed by this round (handmerge.go); Rewound says the remote's
+	// branch was rewound (a force-push) and its old head merged back.
+	Restored []string `json:"restored,omitempty"`
+	Rewound  string   `json:"rewound,omitempty"`
 }
 
 // maxAttempts bounds the fetch–merge–push loop of one round when other clones keep
@@ -81,13 +86,15 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 	defer unlock()
 	r := &Round{}
 	var hookErr error
+	start, _ := gitCmd{dir: stateDir(root)}.run("rev-parse", "-q", "--verify", "HEAD")
 	for attempt := 0; ; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
-		theirs, found := "", false
+		theirs, found, before := "", false, ""
 		if s.Remote != "" {
 			var err error
+			before = lastSeen(root, s.Remote)
 			if theirs, found, err = fetchState(root, s.Remote); err != nil {
 				return r, err
 			}
@@ -97,14 +104,25 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 				}
 			}
 		}
+		var kept []string
+		if found {
+			if kept, err = s.keepRewound(before, theirs, r); err != nil {
+				return r, err
+			}
+		}
 		merged, conflicts, err := s.commitAndMerge(theirs, found, r)
 		if err != nil {
 			return r, err
 		}
+		merged = appendNew(kept, merged...)
 		r.Merged = appendNew(r.Merged, merged...)
 		r.Conflicts = appendNew(r.Conflicts, conflicts...)
-		if len(merged) > 0 && s.AfterMerge != nil {
-			if err := s.AfterMerge(ctx, merged); err != nil {
+		restored, err := s.restoreLost(start, r)
+		if err != nil {
+			return r, err
+		}
+		if changed := appendNew(merged, restored...); len(changed) > 0 && s.AfterMerge != nil {
+			if err := s.AfterMerge(ctx, changed); err != nil {
 				hookErr = errors.Join(hookErr, err)
 			}
 		}
@@ -131,6 +149,7 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 		}
 		if !rejected {
 			r.Pushed, r.Current, r.Head = true, true, head
+			saw(root, s.Remote, head)
 			break
 		}
 		r.Rejected++
@@ -138,7 +157,7 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 			return r, fmt.Errorf("push of %s to %s refused %d times: other clones keep pushing first; the next round tries again", Branch, s.Remote, r.Rejected)
 		}
 	}
-	if r.Committed || len(r.Merged) > 0 {
+	if r.Committed || len(r.Merged) > 0 || len(r.Restored) > 0 {
 		pack(root)
 	}
 	if s.AfterRound != nil {
@@ -282,10 +301,11 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 		if err != nil {
 			return err
 		}
-		msg := "aipm: merge the state of " + s.Remote
+		msg := aipmMergeSubject + s.Remote
 		if len(conflicts) > 0 {
 			msg += "\n\nConflicting free text (run `aipm doctor`):\n  " + strings.Join(conflicts, "\n  ")
 		}
+		msg += "\n\n" + aipmMergeTrailer
 		c, err := g.run("commit-tree", "--no-gpg-sign", tree, "-p", head, "-p", theirs, "-m", msg)
 		if err != nil {
 			return err
