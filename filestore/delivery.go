@@ -259,8 +259,8 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 		n := 0
 		err := scanBack(s.mailboxPath(owner), func(line []byte) bool {
 			n++
-			if m, ok := sentCopyOf(owner, line); ok {
-				want.add(owner, m)
+			if c, ok := sentCopyOf(owner, &mailLine{data: line}); ok {
+				want.add(owner, c)
 			}
 			return n < pairWindow
 		})
@@ -281,7 +281,20 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 // compared with it.
 type sentCopy struct {
 	from string
-	m    Message
+	m    Message // line's fields the pairing reads, or all of them when line is nil
+	line []byte  // the line, decoded whole only when the message is reported
+}
+
+// message is the sent copy decoded whole.
+func (c sentCopy) message() Message {
+	if c.line == nil {
+		return c.m
+	}
+	var m Message
+	if json.Unmarshal(c.line, &m) != nil {
+		return c.m
+	}
+	return m
 }
 
 // pairWant is, per receiver, the sent copies whose receiver's copies are looked for (by
@@ -290,24 +303,43 @@ type pairWant map[string]map[string]sentCopy
 
 // add records a sent copy found in owner's mailbox. Lines are met last first, so of two
 // copies of one message the earlier line's is kept.
-func (w pairWant) add(owner string, m Message) {
-	if w[m.ReceiverID] == nil {
-		w[m.ReceiverID] = map[string]sentCopy{}
+func (w pairWant) add(owner string, c sentCopy) {
+	if w[c.m.ReceiverID] == nil {
+		w[c.m.ReceiverID] = map[string]sentCopy{}
 	}
-	w[m.ReceiverID][m.ID] = sentCopy{owner, m}
+	c.from = owner
+	w[c.m.ReceiverID][c.m.ID] = c
 }
 
 // sentCopyOf returns the message of a line of owner's mailbox when it is a sent copy the
 // pairing checks: from owner, to another valid agent.
-func sentCopyOf(owner string, line []byte) (Message, bool) {
-	if !bytes.Contains(line, []byte(`"receiverId"`)) {
-		return Message{}, false
+func sentCopyOf(owner string, l *mailLine) (sentCopy, bool) {
+	if !bytes.Contains(l.data, []byte(`"receiverId"`)) {
+		return sentCopy{}, false
 	}
-	m, ok := parseMessage(line)
-	if ok && m.SenderID == owner && m.ReceiverID != "" && m.ReceiverID != owner && ValidateAgentID(m.ReceiverID) == nil {
-		return m, true
+	var c sentCopy
+	if l.quick() {
+		// What parseMessage would decode, read as the line holds it.
+		var idOK, senderOK, receiverOK bool
+		c.m.ID, idOK = quotedString(l.id)
+		c.m.SenderID, senderOK = quotedString(l.sender)
+		c.m.ReceiverID, receiverOK = quotedString(l.receiver)
+		if !idOK || !senderOK || !receiverOK || c.m.ID == "" || c.m.SenderID == "" {
+			return sentCopy{}, false
+		}
+		c.m.CreatedAt, c.line = l.createdAt, l.data
+	} else {
+		m, ok := parseMessage(l.data)
+		if !ok {
+			return sentCopy{}, false
+		}
+		c.m = m
 	}
-	return Message{}, false
+	m := c.m
+	if m.SenderID == owner && m.ReceiverID != "" && m.ReceiverID != owner && ValidateAgentID(m.ReceiverID) == nil {
+		return c, true
+	}
+	return sentCopy{}, false
 }
 
 // receivedBack returns the check of each line of a receiver's mailbox, read last line
@@ -327,7 +359,7 @@ func receivedBack(ids map[string]sentCopy) func(l *mailLine) bool {
 		var created time.Time
 		if l.quick() {
 			if len(l.receiver) <= 2 { // null, absent or ""
-				if id, ok := l.idString(); ok {
+				if id, ok := quotedString(l.id); ok {
 					delete(ids, id)
 				}
 			}
@@ -349,14 +381,14 @@ func receivedBack(ids map[string]sentCopy) func(l *mailLine) bool {
 // mailLine is one line of a mailbox as the checks read it, decoded once and only as far
 // as they need: what quickMessage vouches for is read as the line holds it.
 type mailLine struct {
-	data               []byte
-	quickDone, quickOK bool
-	idSet, senderSet   bool   // quickMessage's answers
-	id, receiver       []byte // the values of id and receiverId, quoted; nil when absent or null
-	createdAt          time.Time
-	decodedDone        bool
-	message            Message
-	decodeErr          error
+	data                 []byte
+	quickDone, quickOK   bool
+	idSet, senderSet     bool   // quickMessage's answers
+	id, sender, receiver []byte // the values of id, senderId and receiverId, quoted; nil when absent or null
+	createdAt            time.Time
+	decodedDone          bool
+	message              Message
+	decodeErr            error
 }
 
 // quick tells whether quickMessage vouches for the line, reading its values on the way.
@@ -370,6 +402,8 @@ func (l *mailLine) quick() bool {
 			switch string(key) {
 			case "id":
 				l.id = raw
+			case "senderId":
+				l.sender = raw
 			case "receiverId":
 				l.receiver = raw
 			case "createdAt":
@@ -380,17 +414,17 @@ func (l *mailLine) quick() bool {
 	return l.quickOK
 }
 
-// idString is the id of a line quick vouched for, as json.Unmarshal decodes it; ok is
-// false when it has none.
-func (l *mailLine) idString() (id string, ok bool) {
-	if l.id == nil {
+// quotedString decodes a JSON string value as json.Unmarshal does (nil: ""); ok is false
+// for one it cannot decode.
+func quotedString(v []byte) (s string, ok bool) {
+	if v == nil {
 		return "", true
 	}
-	raw := l.id[1 : len(l.id)-1]
+	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw), true
 	}
-	return id, json.Unmarshal(l.id, &id) == nil
+	return s, json.Unmarshal(v, &s) == nil
 }
 
 // decoded is the line decoded whole.
@@ -409,7 +443,7 @@ func (s *Store) unpairedOf(want pairWant) ([]unpaired, error) {
 	byPath := map[string]map[string]*unpaired{}
 	for to, ids := range want {
 		for _, c := range ids {
-			m := c.m
+			m := c.message()
 			m.ReceiverID = ""
 			p := s.mailboxPath(c.from)
 			if byPath[p] == nil {

@@ -753,6 +753,9 @@ func markerProblem(line []byte) string {
 }
 
 func isMarkerLine(line []byte) bool {
+	if len(line) == 0 || line[0] != '<' && line[0] != '>' && line[0] != '=' {
+		return false // most lines: not converted to a string to be compared
+	}
 	l := string(line)
 	return strings.HasPrefix(l, markerOurs) || strings.HasPrefix(l, markerTheirs) || strings.TrimRight(l, "\r") == markerSep ||
 		l == strings.TrimSpace(markerOurs) || l == strings.TrimSpace(markerTheirs)

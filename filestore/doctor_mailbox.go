@@ -60,7 +60,7 @@ type mailboxRead struct {
 	err         error      // opening or reading it failed
 	n           int        // complete lines read, counted from the last
 	window      []mailLine // the last pairWindow lines, last first
-	sent        []Message  // the sent copies among them, last first (sentCopyOf)
+	sent        []sentCopy // the sent copies among them, last first (sentCopyOf)
 	// The line checks. Read backward, the problems reported are the last ones met (the
 	// first maxReported of the file), kept in a ring; a line too long to read ends a
 	// forward read, so meeting one forgets the problems after it.
@@ -192,8 +192,8 @@ func checkMailboxes(s *Store, lined map[string]bool) []Problem {
 				break
 			}
 			r.window = append(r.window, line)
-			if m, ok := sentCopyOf(r.owner, line.data); ok {
-				r.sent = append(r.sent, m)
+			if c, ok := sentCopyOf(r.owner, &line); ok {
+				r.sent = append(r.sent, c)
 			}
 		}
 	})
@@ -202,8 +202,8 @@ func checkMailboxes(s *Store, lined map[string]bool) []Problem {
 		if pairErr == nil && r.err != nil {
 			pairErr = r.err
 		}
-		for _, m := range r.sent {
-			want.add(r.owner, m)
+		for _, c := range r.sent {
+			want.add(r.owner, c)
 		}
 	}
 	// The rest of every mailbox, with the copies its agent received from the others.
