@@ -478,14 +478,24 @@ func (c *checker) agentRef(path string, data []byte, key, id string) {
 // agents, turn limits, notified agents from the conversation, an end for ended states,
 // the task reference, and at most one pending or active conversation per pair.
 func (c *checker) conversationsDir() {
-	for _, f := range c.entityFiles("conversations", PrefixConversation, "conversations") {
+	files := c.entityFiles("conversations", PrefixConversation, "conversations")
+	// Read and decoded on every core, checked in name order.
+	convs := make([]Conversation, len(files))
+	datas := make([][]byte, len(files))
+	found := make([][]Problem, len(files))
+	onEvery(len(files), func(i int) {
+		sub := &checker{s: c.s}
+		datas[i] = sub.decode(files[i].path, &convs[i])
+		found[i] = sub.out
+	})
+	for i, f := range files {
 		id, path := f.id, f.path
-		var cv Conversation
-		data := c.decode(path, &cv)
+		c.out = append(c.out, found[i]...)
+		cv, data := &convs[i], datas[i]
 		if data == nil {
 			continue
 		}
-		c.convs[id] = &cv
+		c.convs[id] = cv
 		if cv.ID != id {
 			c.add(path, keyLine(data, "id"), "id %q does not match the file name", cv.ID)
 		}
