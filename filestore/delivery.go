@@ -386,8 +386,7 @@ type mailLine struct {
 	idSet, senderSet     bool   // quickMessage's answers
 	id, sender, receiver []byte // the values of id, senderId and receiverId, quoted; nil when absent or null
 	createdAt            time.Time
-	decodedDone          bool
-	message              Message
+	message              *Message // decoded whole, when it was asked for
 	decodeErr            error
 }
 
@@ -429,11 +428,11 @@ func quotedString(v []byte) (s string, ok bool) {
 
 // decoded is the line decoded whole.
 func (l *mailLine) decoded() (*Message, error) {
-	if !l.decodedDone {
-		l.decodedDone = true
-		l.decodeErr = json.Unmarshal(l.data, &l.message)
+	if l.message == nil {
+		l.message = new(Message)
+		l.decodeErr = json.Unmarshal(l.data, l.message)
 	}
-	return &l.message, l.decodeErr
+	return l.message, l.decodeErr
 }
 
 // unpairedOf lists the sent copies left in want after their receivers' mailboxes were

@@ -227,6 +227,9 @@ func checkMailboxes(s *Store, lined map[string]bool) []Problem {
 			}
 		}
 		r.window = nil
+		if r.b != nil {
+			r.b.reuseChunks() // the lines kept (the sent copies) are the window's
+		}
 		for r.lined || received != nil {
 			line, ok := r.prev()
 			if !ok {

@@ -724,7 +724,15 @@ type backLines struct {
 	rest    []byte // read bytes before the lines already returned; ends with '\n' once trimmed
 	trimmed bool   // the torn tail, if any, is cut off
 	torn    int64  // bytes after the last '\n': a torn last line
+	// reuse, once set, lets the next chunks be read into the memory of the ones before:
+	// a line returned is then valid only until the next call. arr is that memory.
+	reuse bool
+	arr   []byte
 }
+
+// reuseChunks makes the reads from now on reuse their memory (see reuse): a caller that
+// keeps no line past the next call reads a long file without allocating as it goes.
+func (b *backLines) reuseChunks() { b.reuse, b.arr = true, nil }
 
 // openBack opens path for reading backward; nil, nil when the file does not exist.
 func openBack(path string) (*backLines, error) {
@@ -760,11 +768,27 @@ func (b *backLines) prev() (line []byte, ok bool, err error) {
 			return nil, false, nil
 		}
 		start := max(b.pos-chunk, 0)
-		buf := make([]byte, b.pos-start, b.pos-start+int64(len(b.rest)))
-		if _, err := b.f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
+		n, need := b.pos-start, b.pos-start+int64(len(b.rest))
+		var buf []byte
+		if b.reuse && int64(cap(b.arr)) >= need {
+			// rest is the start of arr: it moves up, the chunk is read in before it.
+			buf = b.arr[:need]
+			copy(buf[n:], b.rest)
+		} else {
+			c := need
+			if b.reuse {
+				c = max(need, 2*chunk)
+			}
+			buf = make([]byte, need, c)
+			copy(buf[n:], b.rest)
+			if b.reuse {
+				b.arr = buf
+			}
+		}
+		if _, err := b.f.ReadAt(buf[:n], start); err != nil && !errors.Is(err, io.EOF) {
 			return nil, false, err
 		}
-		b.rest = append(buf, b.rest...)
+		b.rest = buf
 		b.pos = start
 		if !b.trimmed {
 			i := bytes.LastIndexByte(b.rest, '\n')
