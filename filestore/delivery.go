@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aipm/aipm/filestore/internal/engine"
 )
@@ -249,11 +250,7 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 	if err != nil {
 		return nil, err
 	}
-	type sentCopy struct {
-		from string
-		m    Message
-	}
-	want := map[string]map[string]sentCopy{} // receiver → message id → copy
+	want := pairWant{}
 	for _, e := range entries {
 		owner := e.Name()
 		if !e.IsDir() || ValidateAgentID(owner) != nil {
@@ -262,14 +259,8 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 		n := 0
 		err := scanBack(s.mailboxPath(owner), func(line []byte) bool {
 			n++
-			if bytes.Contains(line, []byte(`"receiverId"`)) {
-				m, ok := parseMessage(line)
-				if ok && m.SenderID == owner && m.ReceiverID != "" && m.ReceiverID != owner && ValidateAgentID(m.ReceiverID) == nil {
-					if want[m.ReceiverID] == nil {
-						want[m.ReceiverID] = map[string]sentCopy{}
-					}
-					want[m.ReceiverID][m.ID] = sentCopy{owner, m}
-				}
+			if c, ok := sentCopyOf(owner, &mailLine{data: line}); ok {
+				want.add(owner, c)
 			}
 			return n < pairWindow
 		})
@@ -277,39 +268,181 @@ func (s *Store) unpairedMessages() ([]unpaired, error) {
 			return nil, err
 		}
 	}
-	var out []unpaired
-	byPath := map[string]map[string]*unpaired{}
 	for to, ids := range want {
-		oldest := time.Time{}
-		for _, c := range ids {
-			if oldest.IsZero() || c.m.CreatedAt.Before(oldest) {
-				oldest = c.m.CreatedAt
-			}
+		received := receivedBack(ids)
+		if err := scanBack(s.mailboxPath(to), func(line []byte) bool { return received(&mailLine{data: line}) }); err != nil {
+			return nil, err
 		}
-		since := oldest.Add(-pairSlack)
-		err := scanBack(s.mailboxPath(to), func(line []byte) bool {
-			// Of a line of aipm's own shape (quickMessage), only what the pairing needs is
-			// decoded: a line it does not vouch for decodes whole, as before.
-			var m pairFields
-			if _, _, ok := quickMessage(line); !ok {
-				var full Message
-				if json.Unmarshal(line, &full) != nil {
-					return true
+	}
+	return s.unpairedOf(want)
+}
+
+// sentCopy is a message found in its sender's mailbox, as the receiver's copy would be
+// compared with it.
+type sentCopy struct {
+	from string
+	m    Message // line's fields the pairing reads, or all of them when line is nil
+	line []byte  // the line, decoded whole only when the message is reported
+}
+
+// message is the sent copy decoded whole.
+func (c sentCopy) message() Message {
+	if c.line == nil {
+		return c.m
+	}
+	var m Message
+	if json.Unmarshal(c.line, &m) != nil {
+		return c.m
+	}
+	return m
+}
+
+// pairWant is, per receiver, the sent copies whose receiver's copies are looked for (by
+// message id); what is left once the receivers' mailboxes are read is unpaired.
+type pairWant map[string]map[string]sentCopy
+
+// add records a sent copy found in owner's mailbox. Lines are met last first, so of two
+// copies of one message the earlier line's is kept.
+func (w pairWant) add(owner string, c sentCopy) {
+	if w[c.m.ReceiverID] == nil {
+		w[c.m.ReceiverID] = map[string]sentCopy{}
+	}
+	c.from = owner
+	w[c.m.ReceiverID][c.m.ID] = c
+}
+
+// sentCopyOf returns the message of a line of owner's mailbox when it is a sent copy the
+// pairing checks: from owner, to another valid agent.
+func sentCopyOf(owner string, l *mailLine) (sentCopy, bool) {
+	if !bytes.Contains(l.data, []byte(`"receiverId"`)) {
+		return sentCopy{}, false
+	}
+	var c sentCopy
+	if l.quick() {
+		// What parseMessage would decode, read as the line holds it.
+		var idOK, senderOK, receiverOK bool
+		c.m.ID, idOK = quotedString(l.id)
+		c.m.SenderID, senderOK = quotedString(l.sender)
+		c.m.ReceiverID, receiverOK = quotedString(l.receiver)
+		if !idOK || !senderOK || !receiverOK || c.m.ID == "" || c.m.SenderID == "" {
+			return sentCopy{}, false
+		}
+		c.m.CreatedAt, c.line = l.createdAt, l.data
+	} else {
+		m, ok := parseMessage(l.data)
+		if !ok {
+			return sentCopy{}, false
+		}
+		c.m = m
+	}
+	m := c.m
+	if m.SenderID == owner && m.ReceiverID != "" && m.ReceiverID != owner && ValidateAgentID(m.ReceiverID) == nil {
+		return c, true
+	}
+	return sentCopy{}, false
+}
+
+// receivedBack returns the check of each line of a receiver's mailbox, read last line
+// first, against ids, the sent copies addressed to it: a received copy removes its id. It
+// says whether to read on: while ids are left, back to a day before the oldest of them.
+func receivedBack(ids map[string]sentCopy) func(l *mailLine) bool {
+	oldest := time.Time{}
+	for _, c := range ids {
+		if oldest.IsZero() || c.m.CreatedAt.Before(oldest) {
+			oldest = c.m.CreatedAt
+		}
+	}
+	since := oldest.Add(-pairSlack)
+	return func(l *mailLine) bool {
+		// Of a line of aipm's own shape (quickMessage), only what the pairing needs is
+		// read, as it stands in the line; a line it does not vouch for decodes whole.
+		var created time.Time
+		if l.quick() {
+			if len(l.receiver) <= 2 { // null, absent or ""
+				if id, ok := quotedString(l.id); ok {
+					delete(ids, id)
 				}
-				m = pairFields{full.ID, full.ReceiverID, full.CreatedAt}
-			} else if json.Unmarshal(line, &m) != nil {
+			}
+			created = l.createdAt
+		} else {
+			m, err := l.decoded()
+			if err != nil {
 				return true
 			}
 			if m.ReceiverID == "" {
 				delete(ids, m.ID)
 			}
-			return len(ids) > 0 && (m.CreatedAt.IsZero() || !m.CreatedAt.Before(since))
-		})
-		if err != nil {
-			return nil, err
+			created = m.CreatedAt
 		}
+		return len(ids) > 0 && (created.IsZero() || !created.Before(since))
+	}
+}
+
+// mailLine is one line of a mailbox as the checks read it, decoded once and only as far
+// as they need: what quickMessage vouches for is read as the line holds it.
+type mailLine struct {
+	data                 []byte
+	quickDone, quickOK   bool
+	idSet, senderSet     bool   // quickMessage's answers
+	id, sender, receiver []byte // the values of id, senderId and receiverId, quoted; nil when absent or null
+	createdAt            time.Time
+	message              *Message // decoded whole, when it was asked for
+	decodeErr            error
+}
+
+// quick tells whether quickMessage vouches for the line, reading its values on the way.
+func (l *mailLine) quick() bool {
+	if !l.quickDone {
+		l.quickDone = true
+		l.idSet, l.senderSet, l.quickOK = quickObjectValues(l.data, messageKeys, "id", "senderId", func(key, raw []byte, t time.Time) {
+			if raw == nil {
+				return // null leaves a field as it was, as json.Unmarshal does
+			}
+			switch string(key) {
+			case "id":
+				l.id = raw
+			case "senderId":
+				l.sender = raw
+			case "receiverId":
+				l.receiver = raw
+			case "createdAt":
+				l.createdAt = t
+			}
+		})
+	}
+	return l.quickOK
+}
+
+// quotedString decodes a JSON string value as json.Unmarshal does (nil: ""); ok is false
+// for one it cannot decode.
+func quotedString(v []byte) (s string, ok bool) {
+	if v == nil {
+		return "", true
+	}
+	raw := v[1 : len(v)-1]
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw), true
+	}
+	return s, json.Unmarshal(v, &s) == nil
+}
+
+// decoded is the line decoded whole.
+func (l *mailLine) decoded() (*Message, error) {
+	if l.message == nil {
+		l.message = new(Message)
+		l.decodeErr = json.Unmarshal(l.data, l.message)
+	}
+	return l.message, l.decodeErr
+}
+
+// unpairedOf lists the sent copies left in want after their receivers' mailboxes were
+// read, each with its line in its sender's mailbox.
+func (s *Store) unpairedOf(want pairWant) ([]unpaired, error) {
+	var out []unpaired
+	byPath := map[string]map[string]*unpaired{}
+	for to, ids := range want {
 		for _, c := range ids {
-			m := c.m
+			m := c.message()
 			m.ReceiverID = ""
 			p := s.mailboxPath(c.from)
 			if byPath[p] == nil {
@@ -397,9 +530,9 @@ func (s *Store) RepairDeliveries() ([]Undelivered, error) {
 	return out, err
 }
 
-// mailboxPairs is Check's part: every message in its sender's mailbox only.
-func (c *checker) mailboxPairs() {
-	list, err := c.s.unpairedMessages()
+// reportUnpaired adds Check's problem for every message in its sender's mailbox only
+// (list), or for the comparison that failed (err).
+func (c *checker) reportUnpaired(list []unpaired, err error) {
 	if err != nil {
 		c.add(c.s.path("agents"), 1, "cannot compare the mailboxes: %v", err)
 		return

@@ -34,13 +34,7 @@ func (s *Store) Check() ([]Problem, error) {
 	c.links()
 	c.project()
 	c.agentsDir()
-	mailboxes := c.startLines() // the mailboxes' lines need no other entity
-	pairs := make(chan []Problem, 1)
-	go func() {
-		sub := &checker{s: s}
-		sub.mailboxPairs()
-		pairs <- sub.out
-	}()
+	mailboxes := c.mailboxes() // the mailboxes' lines need no other entity
 	c.tasksDir()
 	c.taskRules()
 	c.jsonl(s.path("events.jsonl"), func(data []byte) string {
@@ -66,7 +60,6 @@ func (s *Store) Check() ([]Problem, error) {
 	c.chatStates()
 	c.startLines()() // the rest, which look up the entities read above
 	mailboxes()
-	c.out = append(c.out, <-pairs...)
 	sort.SliceStable(c.out, func(i, j int) bool {
 		if c.out[i].Path != c.out[j].Path {
 			return c.out[i].Path < c.out[j].Path
@@ -202,26 +195,7 @@ func (c *checker) agentsDir() {
 		if !slices.Contains([]string{AgentActive, AgentInactive, AgentSuspended}, a.Status) {
 			c.add(path, keyLine(data, "status"), "invalid status %q (want active, inactive or suspended)", a.Status)
 		}
-		c.agents[e.Name()] = &a
-		c.jsonl(filepath.Join(p, "chat.jsonl"), func(line []byte) string {
-			if !bytes.Contains(line, []byte(`"id"`)) {
-				return "message without id or senderId" // not decoded: junk lines can be millions
-			}
-			if id, sender, ok := quickMessage(line); ok {
-				if !id || !sender {
-					return "message without id or senderId"
-				}
-				return "" // what aipm writes, vouched for without decoding it
-			}
-			var m Message
-			if err := json.Unmarshal(line, &m); err != nil {
-				return "undecodable message: " + err.Error()
-			}
-			if m.ID == "" || m.SenderID == "" {
-				return "message without id or senderId"
-			}
-			return ""
-		})
+		c.agents[e.Name()] = &a // its mailbox is checked by mailboxes
 		c.jsonl(filepath.Join(p, "reads.jsonl"), func(line []byte) string {
 			var m readMarks
 			if err := json.Unmarshal(line, &m); err != nil {
@@ -366,9 +340,8 @@ type lineJob struct {
 }
 
 // startLines starts the line checks queued so far, on every core, and returns the wait
-// for them, which adds their problems: mailboxes and the history are most of a store's
-// bytes, and decoding their lines most of doctor's time, so they are checked while the
-// rest of the store is. The largest files go first; each file's problems keep their order.
+// for them, which adds their problems. The largest files go first; each file's problems
+// keep their order. (The mailboxes are checked apart: mailboxes.)
 func (c *checker) startLines() (wait func()) {
 	done := make(chan []Problem, 1)
 	jobs := c.lineJobs
@@ -418,16 +391,13 @@ func checkLines(s *Store, jobs []lineJob) []Problem {
 
 // lines checks one JSONL file (see jsonl).
 func (c *checker) lines(path string, fn func([]byte) string) {
-	// Streamed: a mailbox or history of hundreds of megabytes is checked line by line,
-	// never held in memory; past a hundred problems in one file the rest are counted.
-	const maxReported = 100
+	// Streamed: a history of hundreds of megabytes is checked line by line, never held in
+	// memory; past maxReported problems in one file the rest are counted.
 	n, end, problems := 0, int64(0), 0
 	err := engine.ScanLines(path, 0, func(l Line) error {
 		n, end = l.N, l.Next
-		var p string
-		if isMarkerLine(l.Data) {
-			p = fmt.Sprintf("merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(l.Data)))
-		} else {
+		p := markerProblem(l.Data)
+		if p == "" {
 			p = fn(l.Data)
 		}
 		if p != "" {
@@ -515,14 +485,24 @@ func (c *checker) agentRef(path string, data []byte, key, id string) {
 // agents, turn limits, notified agents from the conversation, an end for ended states,
 // the task reference, and at most one pending or active conversation per pair.
 func (c *checker) conversationsDir() {
-	for _, f := range c.entityFiles("conversations", PrefixConversation, "conversations") {
+	files := c.entityFiles("conversations", PrefixConversation, "conversations")
+	// Read and decoded on every core, checked in name order.
+	convs := make([]Conversation, len(files))
+	datas := make([][]byte, len(files))
+	found := make([][]Problem, len(files))
+	onEvery(len(files), func(i int) {
+		sub := &checker{s: c.s}
+		datas[i] = sub.decode(files[i].path, &convs[i])
+		found[i] = sub.out
+	})
+	for i, f := range files {
 		id, path := f.id, f.path
-		var cv Conversation
-		data := c.decode(path, &cv)
+		c.out = append(c.out, found[i]...)
+		cv, data := &convs[i], datas[i]
 		if data == nil {
 			continue
 		}
-		c.convs[id] = &cv
+		c.convs[id] = cv
 		if cv.ID != id {
 			c.add(path, keyLine(data, "id"), "id %q does not match the file name", cv.ID)
 		}
@@ -776,7 +756,23 @@ func (c *checker) conflict(path string, data []byte) {
 		what, strings.Join(parts, ", "), rel, next)
 }
 
+// maxReported is how many problem lines of one JSONL file are reported; the rest are
+// counted.
+const maxReported = 100
+
+// markerProblem is the problem of a JSONL line that is a merge conflict marker; "" for
+// any other line.
+func markerProblem(line []byte) string {
+	if !isMarkerLine(line) {
+		return ""
+	}
+	return fmt.Sprintf("merge conflict marker %q: this file is merged as a union of lines (.gitattributes *.jsonl merge=union), which Git did not apply; delete the marker lines, keep both sides' lines, then `git add` it", clip(string(line)))
+}
+
 func isMarkerLine(line []byte) bool {
+	if len(line) == 0 || line[0] != '<' && line[0] != '>' && line[0] != '=' {
+		return false // most lines: not converted to a string to be compared
+	}
 	l := string(line)
 	return strings.HasPrefix(l, markerOurs) || strings.HasPrefix(l, markerTheirs) || strings.TrimRight(l, "\r") == markerSep ||
 		l == strings.TrimSpace(markerOurs) || l == strings.TrimSpace(markerTheirs)

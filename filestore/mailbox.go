@@ -738,49 +738,103 @@ func (s *Store) UnansweredSender(agentID string) (string, error) {
 // for the part it visits, not for the mailbox's whole history. A last line without '\n' (a
 // write in progress or a crash's leftover) is not a line yet and is skipped.
 func scanBack(path string, fn func(line []byte) bool) error {
+	b, err := openBack(path)
+	if err != nil || b == nil {
+		return err
+	}
+	defer b.close()
+	for {
+		line, ok, err := b.prev()
+		if err != nil || !ok || !fn(line) {
+			return err
+		}
+	}
+}
+
+// backLines reads the complete lines of a JSONL file last first (scanBack). A line it
+// returns stays valid after the next call: each chunk is read into memory of its own.
+type backLines struct {
+	f       *os.File
+	size    int64  // the file's size when opened
+	pos     int64  // where the bytes not read yet end
+	rest    []byte // read bytes before the lines already returned; ends with '\n' once trimmed
+	trimmed bool   // the torn tail, if any, is cut off
+	torn    int64  // bytes after the last '\n': a torn last line
+	// reuse, once set, lets the next chunks be read into the memory of the ones before:
+	// a line returned is then valid only until the next call. arr is that memory.
+	reuse bool
+	arr   []byte
+}
+
+// reuseChunks makes the reads from now on reuse their memory (see reuse): a caller that
+// keeps no line past the next call reads a long file without allocating as it goes.
+func (b *backLines) reuseChunks() { b.reuse, b.arr = true, nil }
+
+// openBack opens path for reading backward; nil, nil when the file does not exist.
+func openBack(path string) (*backLines, error) {
 	f, err := engine.OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil
+			return nil, nil
 		}
-		return err
+		return nil, err
 	}
-	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return err
+		f.Close()
+		return nil, err
 	}
+	return &backLines{f: f, size: info.Size(), pos: info.Size(), torn: info.Size()}, nil
+}
+
+func (b *backLines) close() { b.f.Close() }
+
+// prev returns the line before the last one returned; ok is false at the file's start.
+func (b *backLines) prev() (line []byte, ok bool, err error) {
 	const chunk = 64 << 10
-	pos := info.Size()
-	var rest []byte // unvisited bytes before the lines already returned; ends with '\n' once trimmed
-	trimmed := false
-	for pos > 0 {
-		start := max(pos-chunk, 0)
-		buf := make([]byte, pos-start, pos-start+int64(len(rest)))
-		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
-			return err
+	for {
+		if b.trimmed && len(b.rest) > 0 {
+			j := bytes.LastIndexByte(b.rest[:len(b.rest)-1], '\n')
+			if j >= 0 || b.pos == 0 {
+				line, b.rest = b.rest[j+1:len(b.rest)-1], b.rest[:j+1]
+				return line, true, nil
+			}
 		}
-		rest = append(buf, rest...)
-		pos = start
-		if !trimmed {
-			i := bytes.LastIndexByte(rest, '\n')
+		if b.pos == 0 {
+			return nil, false, nil
+		}
+		start := max(b.pos-chunk, 0)
+		n, need := b.pos-start, b.pos-start+int64(len(b.rest))
+		var buf []byte
+		if b.reuse && int64(cap(b.arr)) >= need {
+			// rest is the start of arr: it moves up, the chunk is read in before it.
+			buf = b.arr[:need]
+			copy(buf[n:], b.rest)
+		} else {
+			c := need
+			if b.reuse {
+				c = max(need, 2*chunk)
+			}
+			buf = make([]byte, need, c)
+			copy(buf[n:], b.rest)
+			if b.reuse {
+				b.arr = buf
+			}
+		}
+		if _, err := b.f.ReadAt(buf[:n], start); err != nil && !errors.Is(err, io.EOF) {
+			return nil, false, err
+		}
+		b.rest = buf
+		b.pos = start
+		if !b.trimmed {
+			i := bytes.LastIndexByte(b.rest, '\n')
 			if i < 0 {
 				continue // still inside the torn tail
 			}
-			rest, trimmed = rest[:i+1], true
-		}
-		for len(rest) > 0 {
-			j := bytes.LastIndexByte(rest[:len(rest)-1], '\n')
-			if j < 0 && pos > 0 {
-				break // the line starts in an earlier chunk
-			}
-			if !fn(rest[j+1 : len(rest)-1]) {
-				return nil
-			}
-			rest = rest[:j+1]
+			b.torn = int64(len(b.rest) - i - 1)
+			b.rest, b.trimmed = b.rest[:i+1], true
 		}
 	}
-	return nil
 }
 
 // ChatState is runtime/chat/<agent>.json: whether a human has a chat with the AI agent

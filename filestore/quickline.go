@@ -28,6 +28,13 @@ func quickMessage(line []byte) (id, sender, ok bool) {
 // or null, a time one that time.Time's own UnmarshalJSON accepts, and nothing after it
 // but blanks: another key (json.Unmarshal matches keys in any case), a number, a list.
 func quickObject(line []byte, keys map[string]bool, a, b string) (aSet, bSet, ok bool) {
+	return quickObjectValues(line, keys, a, b, nil)
+}
+
+// quickObjectValues is quickObject that also calls value, when not nil, with each key and
+// its value, as the line holds it (a string with its quotes; nil for null), and, for a
+// time, the time: values the caller keeps only once ok is true.
+func quickObjectValues(line []byte, keys map[string]bool, a, b string, value func(key, raw []byte, t time.Time)) (aSet, bSet, ok bool) {
 	i := skipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return false, false, false
@@ -55,16 +62,22 @@ func quickObject(line []byte, keys map[string]bool, a, b string) (aSet, bSet, ok
 		switch {
 		case i+4 <= len(line) && string(line[i:i+4]) == "null":
 			i += 4
+			if value != nil {
+				value(line[ks+1:ke-1], nil, time.Time{})
+			}
 		default:
 			vs, ve, ok := quickString(line, i)
 			if !ok {
 				return false, false, false
 			}
+			var t time.Time
 			if isTime {
-				var t time.Time
 				if t.UnmarshalJSON(line[vs:ve]) != nil {
 					return false, false, false
 				}
+			}
+			if value != nil {
+				value(line[ks+1:ke-1], line[vs:ve], t)
 			}
 			set, i = ve-vs > 2, ve
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,3 +149,14 @@ const (
 	RecentChanges   = recentChanges
 	IndexFormat     = indexFormat
 )
+
+// openHook, when set, is called with the path of every file Open opens (OnOpen).
+var openHook atomic.Pointer[func(path string)]
+
+// OnOpen makes every Open (and so every read of a store file) call fn with the file's path
+// first, until restore is called: tests count the reads of a file. fn may be called from
+// several goroutines at once.
+func OnOpen(fn func(path string)) (restore func()) {
+	old := openHook.Swap(&fn)
+	return func() { openHook.Store(old) }
+}

@@ -284,6 +284,9 @@ func Open(path string, flag int, perm os.FileMode, limit int64) (*os.File, error
 
 // OpenInfo is Open that also returns what the open file's stat said.
 func OpenInfo(path string, flag int, perm os.FileMode, limit int64) (*os.File, os.FileInfo, error) {
+	if h := openHook.Load(); h != nil {
+		(*h)(path)
+	}
 	var f *os.File
 	cp := filepath.Clean(path)
 	b := StoreBase(cp)
