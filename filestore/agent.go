@@ -270,6 +270,11 @@ func (s *Store) AddAgent(actor Actor, n NewAgent) (*Agent, string, error) {
 				return err
 			}
 		}
+		if a.Type == AgentAI {
+			if err := s.approveCreated(a); err != nil {
+				return err
+			}
+		}
 		if err := engine.WriteJSON(s.agentPath(a.ID), a, 0o644); err != nil {
 			return err
 		}

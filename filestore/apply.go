@@ -18,6 +18,9 @@ import (
 // exactly as a local write.
 type Files struct {
 	s *Store
+	// Origin, if set, says which commit a file being replaced comes from: an agent that
+	// arrives held (agent_trust.go) names it.
+	Origin func(rel string) AgentOrigin
 }
 
 // Exclusive runs fn holding the store lock: no aipm process writes the store until it
@@ -116,6 +119,12 @@ func (f *Files) Read(rel string) (data []byte, ok bool, err error) {
 func (f *Files) Replace(rel string, data []byte) error {
 	if err := checkRel(rel); err != nil {
 		return err
+	}
+	if id := agentFileID(rel); id != "" {
+		// Held before it can be seen: no coordinator may find it unheld.
+		if err := f.noteArrival(id, data); err != nil {
+			return fmt.Errorf("recording where agent %s came from: %w", id, err)
+		}
 	}
 	if err := engine.WriteAtomic(f.s.path(strings.Split(rel, "/")...), data, 0o644); err != nil {
 		return err

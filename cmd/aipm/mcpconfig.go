@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -241,6 +243,17 @@ func agentCommandProblems(s *filestore.Store) ([]filestore.Problem, error) {
 			continue
 		}
 		users[t] = append(users[t], ag.ID)
+	}
+	held, err := s.HeldAgents()
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		if a, err := s.Agent(id); err != nil || a.Status != filestore.AgentActive {
+			continue
+		}
+		out = append(out, filestore.Problem{Path: s.Rel(filepath.Join(s.Dir(), "agents", id, "agent.json")), Line: 1,
+			Problem: describeHeld(held[id])})
 	}
 	types := make([]string, 0, len(users))
 	for t := range users {

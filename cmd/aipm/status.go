@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -33,6 +34,9 @@ type statusView struct {
 	// Unapproved are the agent commands this machine has not approved: aipm run starts
 	// nothing with them until `aipm trust`.
 	Unapproved []filestore.Unapproved `json:"unapproved_commands"`
+	// Held are the agents another clone brought that this machine has not approved:
+	// aipm run starts none of them until `aipm trust`.
+	Held []*filestore.HeldAgent `json:"held_agents"`
 	// Blocked are the blocked tasks with why; Invalid the tasks whose file a hand edit
 	// broke (counted as "invalid" in TaskCounts), with the doctor's words.
 	Blocked []taskNote `json:"blocked_tasks"`
@@ -306,6 +310,14 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 	if v.Unapproved == nil {
 		v.Unapproved = []filestore.Unapproved{}
 	}
+	held, err := s.HeldAgents()
+	if err != nil {
+		return err
+	}
+	v.Held = []*filestore.HeldAgent{}
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		v.Held = append(v.Held, held[id])
+	}
 	for _, d := range dels {
 		if !d.Finished() {
 			v.Delegations = append(v.Delegations, d)
@@ -571,6 +583,12 @@ func (a *app) printStatus(s *filestore.Store, asJSON, fullIDs bool) error {
 		a.printf("\nCommands not approved on this machine (aipm run starts nothing with them; review and approve with `aipm trust`):\n")
 		for _, u := range v.Unapproved {
 			a.printf("  settings.agent_commands.%s (used by %s)\n", u.Name, strings.Join(u.Agents, ", "))
+		}
+	}
+	if len(v.Held) > 0 {
+		a.printf("\nAgents from another clone not approved on this machine (aipm run starts none of them; review with `aipm trust --check`):\n")
+		for _, h := range v.Held {
+			a.printf("  %s\n", describeHeld(h))
 		}
 	}
 	if len(v.Failing) > 0 {

@@ -133,8 +133,60 @@ func newStateSyncer(s *filestore.Store, remote string, out io.Writer) *gitstate.
 					fmt.Fprintf(out, "repaired after the merge: %s\n", b)
 				}
 			}
+			sayHeld(s, changed, out)
 			return err
 		}}
+}
+
+// sayHeld names each agent the merge brought that waits for this machine's approval, with
+// the commit and the people it came from.
+func sayHeld(s *filestore.Store, changed []string, out io.Writer) {
+	var mine bool
+	for _, p := range changed {
+		if strings.HasPrefix(p, "agents/") && strings.HasSuffix(p, "/agent.json") {
+			mine = true
+		}
+	}
+	if !mine {
+		return
+	}
+	held, err := s.HeldAgents()
+	if err != nil {
+		fmt.Fprintf(out, "cannot read the agents held for an approval: %v\n", err)
+		return
+	}
+	for _, p := range changed {
+		id := strings.TrimSuffix(strings.TrimPrefix(p, "agents/"), "/agent.json")
+		if h := held[id]; h != nil && p == "agents/"+id+"/agent.json" {
+			fmt.Fprintf(out, "held: %s\n", describeHeld(h))
+		}
+	}
+}
+
+// describeHeld says in one line what a held agent is, where it came from and how to let
+// it run.
+func describeHeld(h *filestore.HeldAgent) string {
+	what := "new agent " + h.AgentID + " with"
+	if !h.New {
+		what = "agent " + h.AgentID + " changed from " + h.Was + " to"
+	}
+	what += " ai_type " + h.AIType
+	if h.Model != "" {
+		what += ", model " + h.Model
+	}
+	by := h.Author
+	if h.Committer != "" && h.Committer != h.Author {
+		by += ", committed by " + h.Committer
+	}
+	if by == "" {
+		by = "an unknown author"
+	}
+	commit := h.Commit
+	if len(commit) > 10 {
+		commit = commit[:10]
+	}
+	return fmt.Sprintf("%s, from commit %s by %s: not started on this machine until you approve it with `aipm trust --agent %s`",
+		what, commit, by, h.AgentID)
 }
 
 func remoteName(r string) string {

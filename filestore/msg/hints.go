@@ -53,6 +53,7 @@ var hints = []translation{
 	{"agent_not_found", "list agents with `aipm agent list`", "`aipm agent list` でエージェントの一覧を確認してください"},
 	{"agent_not_assigned_to_project", "reactivate the agent (status active) in %s", "%s でエージェントを再び有効にしてください（status active）"},
 	{"agent_exists", "pick another id, or inspect it with `aipm agent show %s`", "別の ID を選ぶか、`aipm agent show %s` で確認してください"},
+	{"agent_not_held", "`aipm trust --check` lists the agents waiting for an approval", "承認を待っているエージェントは `aipm trust --check` で確認できます"},
 	{"invalid_argument", "use human or ai", "human か ai を指定してください"},
 	{"invalid_argument", "use owner, manager or worker", "owner、manager、worker のいずれかを指定してください"},
 	{"invalid_argument", "owners are humans; make the AI agent a manager", "オーナーは人間です。AI エージェントは manager にしてください"},

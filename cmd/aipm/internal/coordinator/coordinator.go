@@ -162,6 +162,9 @@ type Coordinator struct {
 	// unapproved maps each agent with work that an unapproved command keeps from starting
 	// to that command's name, as of the last evaluation.
 	unapproved map[string]string
+	// heldWork maps each agent with work that came from another clone and waits for an
+	// approval here (held.go) to why, as of the last evaluation.
+	heldWork map[string]string
 	// noCommand holds each agent with work whose ai_type has no command, as of the last
 	// evaluation.
 	noCommand map[string]bool
@@ -338,6 +341,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 				who := slices.Sorted(maps.Keys(c.noCommand))
 				stuck = append(stuck, fmt.Sprintf("work for %s, whose ai_type has no command in settings.agent_commands", strings.Join(who, ", ")))
 			}
+			stuck = append(stuck, c.heldStuck()...)
 			if len(c.unapproved) > 0 {
 				// Said last: work is left that only an approval can start.
 				var who []string
@@ -488,6 +492,7 @@ func (c *Coordinator) evaluate(now time.Time) (idle bool, next time.Time) {
 		ais = append(ais, ag)
 		works[ag.ID] = w
 	}
+	ais = c.withoutHeld(ais, works)
 	mine := c.claimLeases(p, ais, works)
 	idle = true
 	busy := 0

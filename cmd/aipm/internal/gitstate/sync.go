@@ -282,6 +282,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 			return nil // nothing new there
 		}
 		base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
+		f.Origin = originIn(g, theirs)
 		var refused []string
 		merged, conflicts, refused, err = mergeInto(f, g, base, head, theirs)
 		if err != nil {
@@ -570,4 +571,33 @@ func appendNew(list []string, add ...string) []string {
 		}
 	}
 	return list
+}
+
+// originIn says which commit of theirs last changed a path, and who wrote and committed
+// it, as an agent held for an approval names them (filestore.Files.Origin). What another
+// clone wrote in its commit is shown, never obeyed: control characters are replaced and
+// each name is clipped.
+func originIn(g gitCmd, theirs string) func(rel string) filestore.AgentOrigin {
+	return func(rel string) filestore.AgentOrigin {
+		out, err := g.run("log", "-1", "--no-show-signature", "--format=%H%x00%an <%ae>%x00%cn <%ce>", theirs, "--", rel)
+		f := strings.Split(out, "\x00")
+		if err != nil || len(f) != 3 {
+			return filestore.AgentOrigin{Commit: theirs}
+		}
+		return filestore.AgentOrigin{Commit: f[0], Author: printable(f[1]), Committer: printable(f[2])}
+	}
+}
+
+// printable replaces the control characters of s and clips it to 200 bytes.
+func printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return '?'
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = strings.ToValidUTF8(s[:200], "") + "..."
+	}
+	return s
 }

@@ -374,3 +374,51 @@ func TestNeedsYouStarts(t *testing.T) {
 		t.Errorf("failed starts %+v, want w1's", d.FailedStarts)
 	}
 }
+
+// "Needs you" lists an agent another clone brought that waits for this machine's
+// approval, with the commit and its author and the command that approves it; once
+// approved, it is gone from the list.
+func TestNeedsYouHeldAgent(t *testing.T) {
+	ts, st, _, _ := newTestServer(t)
+	agent := `{"id": "w9", "name": "w9", "type": "ai", "hierarchy": "worker", "parent_id": "alice", "status": "active",
+		"max_parallel_tasks": 1, "ai_type": "sim", "version": 1}`
+	err := st.Exclusive(func(f *filestore.Files) error {
+		f.Origin = func(string) filestore.AgentOrigin {
+			return filestore.AgentOrigin{Commit: "0123456789abcdef", Author: "Mallory <m@example.com>"}
+		}
+		return f.Replace("agents/w9/agent.json", []byte(agent))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Changed("agents/w9/agent.json")
+	held := func() []attention {
+		code, body := do(t, ts, "GET", "/api/state", "", testToken, "")
+		if code != http.StatusOK {
+			t.Fatalf("GET /api/state: %d %s", code, body)
+		}
+		var got state
+		if err := json.Unmarshal([]byte(body), &got); err != nil {
+			t.Fatal(err)
+		}
+		var out []attention
+		for _, a := range got.Attention {
+			if a.Kind == "held_agent" {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	got := held()
+	if len(got) != 1 || got[0].AgentID != "w9" ||
+		!strings.Contains(got[0].Text, "new agent w9 with ai_type sim came from another clone, in commit 0123456789 by Mallory <m@example.com>") ||
+		!strings.Contains(got[0].Text, "`aipm trust --agent w9`") {
+		t.Fatalf("held agents %+v, want w9 with its commit and author", got)
+	}
+	if _, err := st.ApproveAgents([]string{"w9"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := held(); len(got) != 0 {
+		t.Errorf("after the approval: %+v", got)
+	}
+}

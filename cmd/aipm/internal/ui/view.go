@@ -2,6 +2,7 @@ package ui
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -126,7 +127,7 @@ type sessionRow struct {
 
 // attention is one thing that waits for the human.
 type attention struct {
-	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, invalid, conflict, unverified_request
+	Kind    string `json:"kind"` // approval, message, blocked, landing, failed_run, failing_start, unapproved_command, held_agent, invalid, conflict, unverified_request
 	TaskID  string `json:"task_id,omitempty"`
 	AgentID string `json:"agent_id,omitempty"`
 	RunID   string `json:"run_id,omitempty"`
@@ -291,8 +292,14 @@ func (s *Server) readMeta() (*meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	held, err := fs.HeldAgents()
+	if err != nil {
+		return nil, err
+	}
 	s.board.mu.Lock()
 	all := needsYou(s.board.rows, s.machine, unread, runs, spawns, un, warned, p.UpdatedAt)
+	all = append(all, heldAttention(held)...)
+	sortAttention(all)
 	s.board.mu.Unlock()
 	m.AttentionTotal, m.Attention, m.AttentionTasks = len(all), all[:min(len(all), attentionMax)], []string{}
 	seen := map[string]bool{}
@@ -405,12 +412,43 @@ func needsYou(rows map[string]taskRow, machine string, unread []filestore.Messag
 		out = append(out, attention{Kind: "unverified_request", AgentID: e.Actor, TaskID: e.To,
 			Text: e.Actor + " " + e.Reason + ", who may not have asked: " + e.Warning, At: e.At})
 	}
+	sortAttention(out)
+	return out
+}
+
+// sortAttention puts the "Needs you" items newest first.
+func sortAttention(out []attention) {
 	slices.SortStableFunc(out, func(a, b attention) int {
 		if c := b.At.Compare(a.At); c != 0 {
 			return c
 		}
-		return strings.Compare(a.Kind+a.TaskID+a.RunID, b.Kind+b.TaskID+b.RunID)
+		return strings.Compare(a.Kind+a.TaskID+a.RunID+a.AgentID, b.Kind+b.TaskID+b.RunID+b.AgentID)
 	})
+}
+
+// heldAttention are the agents another clone brought that wait for this machine's
+// approval (filestore.HeldAgents): aipm run starts none of them until `aipm trust`.
+func heldAttention(held map[string]*filestore.HeldAgent) []attention {
+	var out []attention
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		h := held[id]
+		what := "new agent " + id
+		if !h.New {
+			what = "agent " + id + " (it was " + h.Was + " here)"
+		}
+		by := h.Author
+		if by == "" {
+			by = "an unknown author"
+		}
+		commit := h.Commit
+		if len(commit) > 10 {
+			commit = commit[:10]
+		}
+		out = append(out, attention{Kind: "held_agent", AgentID: id,
+			Text: what + " with ai_type " + h.AIType + " came from another clone, in commit " + commit + " by " + by +
+				": aipm run does not start it until you review it and approve it with `aipm trust --agent " + id + "`",
+			At: h.ArrivedAt})
+	}
 	return out
 }
 
