@@ -720,6 +720,17 @@ func scanBack(path string, fn func(line []byte) bool) error {
 	trimmed := false
 	for pos > 0 {
 		start := max(pos-chunk, 0)
+		if len(rest) > engine.MaxLine+1 {
+			// A line (or torn tail) over MaxLine, from a hostile or broken file: skipped,
+			// not assembled, so that reading past it costs its length once, not its
+			// length squared.
+			i, err := lastNewline(f, pos)
+			if err != nil || i < 0 {
+				return err
+			}
+			rest, pos, trimmed = nil, i+1, true
+			continue
+		}
 		buf := make([]byte, pos-start, pos-start+int64(len(rest)))
 		if _, err := f.ReadAt(buf, start); err != nil && !errors.Is(err, io.EOF) {
 			return err
@@ -745,6 +756,23 @@ func scanBack(path string, fn func(line []byte) bool) error {
 		}
 	}
 	return nil
+}
+
+// lastNewline is the offset of the last '\n' of f before end, -1 if there is none.
+func lastNewline(f *os.File, end int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		start := max(end-int64(len(buf)), 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i), nil
+		}
+		end = start
+	}
+	return -1, nil
 }
 
 // ChatState is runtime/chat/<agent>.json: whether a human has a chat with the AI agent
