@@ -128,3 +128,32 @@ func TestInPlaceEditKeepingSizeAndMtimeSeen(t *testing.T) {
 		t.Errorf("after an in-place edit keeping size and mtime: %v, want the title BBBB", list)
 	}
 }
+
+// Reading a file backward past a line over MaxLine skips it at the cost of its length,
+// not its length squared (a 64 MiB line once took minutes), and still finds the lines on
+// both sides of it.
+func TestScanBackSkipsOverLongLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chat.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString("first\n")
+	f.WriteString(strings.Repeat("x", 64<<20))
+	f.WriteString("\nlast\n")
+	f.Close()
+	var got []string
+	start := time.Now()
+	alloc := allocated(func() {
+		if err := scanBack(path, func(line []byte) bool { got = append(got, string(line)); return true }); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if strings.Join(got, ",") != "last,first" {
+		t.Fatalf("lines %q", got)
+	}
+	if alloc > 16<<20 {
+		t.Errorf("scanBack allocated %d bytes past a 64 MiB line", alloc)
+	}
+	t.Logf("%v, %d bytes allocated", time.Since(start), alloc)
+}

@@ -394,7 +394,7 @@ func (c *checker) lines(path string, fn func([]byte) string) {
 	// Streamed: a history of hundreds of megabytes is checked line by line, never held in
 	// memory; past maxReported problems in one file the rest are counted.
 	n, end, problems := 0, int64(0), 0
-	err := engine.ScanLines(path, 0, func(l Line) error {
+	err := engine.ScanLinesReport(path, 0, func(l Line) error {
 		n, end = l.N, l.Next
 		p := markerProblem(l.Data)
 		if p == "" {
@@ -406,6 +406,11 @@ func (c *checker) lines(path string, fn func([]byte) string) {
 			}
 		}
 		return nil
+	}, func(e *engine.LineTooLongError) {
+		n, end = e.Line, e.Offset+e.Size+1
+		if problems++; problems <= maxReported {
+			c.add(path, n, "%d bytes, over the %d a line may have: every reader skips this line; delete it", e.Size, engine.MaxLine)
+		}
 	})
 	if problems > maxReported {
 		c.add(path, n, "%d more problem lines like those above", problems-maxReported)

@@ -58,6 +58,10 @@ const MaxEntityFile = engine.MaxEntityFile
 // no larger one from a remote.
 const MaxJSONLFile = engine.MaxJSONLFile
 
+// MaxLine is the longest JSONL line the store reads (readers skip longer ones); a sync
+// round takes no file holding a longer one from a remote.
+func MaxLine() int { return engine.MaxLine }
+
 // Locked runs fn holding the store lock, for commands that rewrite a store file outside
 // the store's own operations (`aipm resolve`).
 func (s *Store) Locked(fn func() error) error { return s.locked(fn) }

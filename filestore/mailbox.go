@@ -803,6 +803,20 @@ func (b *backLines) prev() (line []byte, ok bool, err error) {
 		if b.pos == 0 {
 			return nil, false, nil
 		}
+		if len(b.rest) > engine.MaxLine+1 {
+			// A line (or torn tail) over MaxLine, from a hostile or broken file: skipped,
+			// not assembled, so that reading past it costs its length once, not its
+			// length squared.
+			i, err := lastNewline(b.f, b.pos)
+			if err != nil || i < 0 {
+				return nil, false, err
+			}
+			if !b.trimmed {
+				b.torn = b.size - (i + 1)
+			}
+			b.rest, b.pos, b.trimmed = nil, i+1, true
+			continue
+		}
 		start := max(b.pos-chunk, 0)
 		n, need := b.pos-start, b.pos-start+int64(len(b.rest))
 		var buf []byte
@@ -835,6 +849,23 @@ func (b *backLines) prev() (line []byte, ok bool, err error) {
 			b.rest, b.trimmed = b.rest[:i+1], true
 		}
 	}
+}
+
+// lastNewline is the offset of the last '\n' of f before end, -1 if there is none.
+func lastNewline(f *os.File, end int64) (int64, error) {
+	buf := make([]byte, 64<<10)
+	for end > 0 {
+		start := max(end-int64(len(buf)), 0)
+		b := buf[:end-start]
+		if _, err := f.ReadAt(b, start); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(b, '\n'); i >= 0 {
+			return start + int64(i), nil
+		}
+		end = start
+	}
+	return -1, nil
 }
 
 // ChatState is runtime/chat/<agent>.json: whether a human has a chat with the AI agent

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // AppendLine appends one compact JSON record to a JSONL file with a single write(2), after
@@ -90,15 +91,27 @@ type Line struct {
 }
 
 // MaxLine is the longest JSONL line aipm reads. The longest a record ever is — a
-// message of 4000 characters, JSON-escaped — is far below it.
-const MaxLine = 1 << 20
+// message of 4000 characters, JSON-escaped — is far below it. A longer line is skipped
+// by every reader (doctor names it) and refused by the sync round that would take it in.
+// AIPM_MAX_LINE may lower it (tests use it to stay small and fast); it never raises it.
+var MaxLine = lineLimit(os.Getenv("AIPM_MAX_LINE"))
+
+const defaultMaxLine = 1 << 20
+
+func lineLimit(env string) int {
+	if n, err := strconv.Atoi(env); err == nil && n > 0 && n < defaultMaxLine {
+		return n
+	}
+	return defaultMaxLine
+}
 
 // LineTooLongError is a JSONL line longer than any record aipm writes: a hostile or broken
 // file, refused rather than read into memory.
 type LineTooLongError struct {
 	Path   string
 	Line   int   // 1-based, counted from where the read started; 0 if unknown
-	Offset int64 // where the line starts, when Line is unknown
+	Offset int64 // where the line starts
+	Size   int64 // its length without the newline; 0 if unknown
 }
 
 func (e *LineTooLongError) Error() string {
@@ -106,17 +119,28 @@ func (e *LineTooLongError) Error() string {
 	if e.Line == 0 {
 		where = fmt.Sprintf("the line at byte %d", e.Offset)
 	}
-	return fmt.Sprintf("%s %s is over %d bytes, far longer than any record aipm writes: it is refused rather than read into memory; "+
-		"delete that line (aipm doctor lists such lines) or move the file out of %s", e.Path, where, MaxLine, DirName)
+	size := "over " + strconv.Itoa(MaxLine) + " bytes"
+	if e.Size > 0 {
+		size = fmt.Sprintf("%d bytes, over the %d a line may have", e.Size, MaxLine)
+	}
+	return fmt.Sprintf("%s %s is %s, far longer than any record aipm writes: it is skipped, never read into memory; "+
+		"delete that line or move the file out of %s", e.Path, where, size, DirName)
 }
 
 // ScanLines calls fn with each complete line of a JSONL file from byte offset on, oldest
 // first, reading through a fixed buffer: memory does not grow with the file. A last line
 // without '\n' is a write in progress or a crash leftover: it is neither passed nor
-// skipped past, so a later read picks it up once it is finished. Line.Data is valid only
-// during the call. fn returning ErrStop ends the scan without error. A missing file has no
-// lines.
+// skipped past, so a later read picks it up once it is finished. A line over MaxLine (a
+// hostile or broken file) is skipped, never held: it still counts in line numbers and
+// offsets. Line.Data is valid only during the call. fn returning ErrStop ends the scan
+// without error. A missing file has no lines.
 func ScanLines(path string, offset int64, fn func(Line) error) error {
+	return ScanLinesReport(path, offset, fn, nil)
+}
+
+// ScanLinesReport is ScanLines that also tells long, when not nil, of each line over
+// MaxLine it skipped (doctor reports them).
+func ScanLinesReport(path string, offset int64, fn func(Line) error, cb func(*LineTooLongError)) error {
 	f, err := OpenRead(path, 0)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -143,14 +167,21 @@ func ScanLines(path string, offset int64, fn func(Line) error) error {
 		}
 	}
 	r := bufio.NewReaderSize(f, size)
-	var long []byte // a line longer than the reader's buffer, assembled
+	var long []byte   // a line longer than the reader's buffer, assembled
+	skipping := false // inside a line over MaxLine: its bytes are dropped
+	var skipped int64 // its length so far
 	n := 0
 	pos := offset
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
-			if len(long)+len(chunk) > MaxLine {
-				return &LineTooLongError{Path: RelToRepo(path), Line: n + 1}
+			if !skipping && len(long)+len(chunk) > MaxLine {
+				skipping, skipped = true, int64(len(long))
+				long = nil
+			}
+			if skipping {
+				skipped += int64(len(chunk))
+				continue
 			}
 			long = append(long, chunk...)
 			continue
@@ -162,10 +193,20 @@ func ScanLines(path string, offset int64, fn func(Line) error) error {
 			return err
 		}
 		line := chunk[:len(chunk)-1]
-		if long != nil {
-			if len(long)+len(chunk) > MaxLine {
-				return &LineTooLongError{Path: RelToRepo(path), Line: n + 1}
+		if !skipping && long != nil && len(long)+len(line) > MaxLine {
+			skipping, skipped = true, int64(len(long))
+		}
+		if skipping {
+			n++
+			length := skipped + int64(len(line))
+			if cb != nil {
+				cb(&LineTooLongError{Path: RelToRepo(path), Line: n, Offset: pos, Size: length})
 			}
+			pos += length + 1
+			skipping, skipped, long = false, 0, nil
+			continue
+		}
+		if long != nil {
 			long = append(long, line...)
 			line = long
 		}

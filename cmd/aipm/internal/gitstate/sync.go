@@ -408,8 +408,13 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		return nil, nil, nil, err
 	}
 	var paths []string
+	over := 0
 	for _, p := range strings.Split(out, "\x00") {
 		if p == "" {
+			continue
+		}
+		if len(paths) >= MaxRoundFiles {
+			over++
 			continue
 		}
 		if err := filestore.StatePath(p); err != nil {
@@ -419,6 +424,9 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 			continue
 		}
 		paths = append(paths, p)
+	}
+	if over > 0 {
+		refused = append(refused, fmt.Sprintf("%d more path(s): over the %d files one round takes in: not taken (commit %s)", over, MaxRoundFiles, short))
 	}
 	// Sizes are known before anything is read: another clone's file over what the store
 	// reads (a gigabyte blob is a few megabytes on the remote) is refused, not loaded.
@@ -460,6 +468,12 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		if base == "" {
 			b = object{}
 		}
+		if strings.HasSuffix(p, ".jsonl") && t.ok {
+			if n, size := overLongLine(t.data); n > 0 {
+				refused = append(refused, fmt.Sprintf("%q: line %d is %d bytes, over the %d a line may have: not taken (commit %s)", p, n, size, filestore.MaxLine(), short))
+				continue
+			}
+		}
 		data, write, remove, conflict, err := merge3(g, p, b, o, t)
 		if err != nil {
 			return merged, conflicts, refused, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
@@ -493,6 +507,29 @@ func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged,
 		}
 	}
 	return merged, conflicts, refused, nil
+}
+
+// MaxRoundFiles is the count of changed paths one round takes in from another clone;
+// the rest of that commit's paths are refused, named in one line, so that a push of a
+// hundred thousand tiny files cannot hold the round, and its store lock, for minutes.
+var MaxRoundFiles = 20000
+
+// overLongLine is the 1-based number and length of the first line of data over the
+// store's line limit; 0 when there is none.
+func overLongLine(data []byte) (n int, size int) {
+	limit := filestore.MaxLine()
+	for len(data) > 0 {
+		n++
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			i = len(data)
+		}
+		if i > limit {
+			return n, i
+		}
+		data = data[min(i+1, len(data)):]
+	}
+	return 0, 0
 }
 
 // merge3 decides one path: what to write (write), or to remove it (remove), or nothing.
