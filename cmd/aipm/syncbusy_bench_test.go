@@ -33,6 +33,7 @@ type busyClone struct {
 	lastErr     string
 	transitions int
 	messages    int
+	surprises   int // moves that found the task not as this clone's writer left it
 }
 
 // BenchmarkSyncBusy measures whether the sync keeps up with a busy team on three
@@ -135,6 +136,16 @@ func BenchmarkSyncBusy(b *testing.B) {
 				if i%2 == 1 {
 					to = filestore.StatusTodo
 				}
+				if cur, err := c.store.Task(id); err == nil && cur.Status == to {
+					// Not what this writer left: a merge brought another status.
+					c.mu.Lock()
+					c.surprises++
+					c.mu.Unlock()
+					to = filestore.StatusTodo
+					if cur.Status == filestore.StatusTodo {
+						to = filestore.StatusBlocked
+					}
+				}
 				if _, err := c.store.SetTaskStatus(owner, id, to, "busy"); err != nil {
 					b.Errorf("clone %s: move %s: %v", c.name, id, err)
 					return
@@ -198,6 +209,9 @@ func BenchmarkSyncBusy(b *testing.B) {
 	for i, c := range clones {
 		fmt.Printf("%-6s %8d %10.1f %7d %8d %8d %7d %11d %13d\n", c.name, c.rounds, float64(c.rounds)/elapsed.Minutes(),
 			c.failed, c.gaveUp, c.rejected, c.pushed, c.maxWaiting, final[i])
+		if c.surprises > 0 {
+			fmt.Printf("       %d move(s) found the task not as the writer left it\n", c.surprises)
+		}
 		if c.lastErr != "" {
 			fmt.Printf("       last error: %s\n", c.lastErr)
 		}
