@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,9 +60,25 @@ type Round struct {
 	Rewound  string   `json:"rewound,omitempty"`
 }
 
-// maxAttempts bounds the fetch–merge–push loop of one round when other clones keep
-// pushing first.
-const maxAttempts = 8
+// A push refused because another clone pushed first is tried again — fetch, merge,
+// push — after a wait drawn at random up to a ceiling that doubles from retryFirst to
+// retryMost, so that clones which collided do not collide again in step. A round gives
+// up only once roundBudget has passed since it started.
+const (
+	retryFirst  = 100 * time.Millisecond
+	retryMost   = 1600 * time.Millisecond
+	roundBudget = 30 * time.Second
+)
+
+// retryWait is the wait before the try after the n-th refusal (n ≥ 1): uniform in
+// [c/2, c) for the ceiling c = retryFirst·2^(n-1), at most retryMost.
+func retryWait(n int) time.Duration {
+	c := retryMost
+	if n < 5 && retryFirst<<(n-1) < retryMost {
+		c = retryFirst << (n - 1)
+	}
+	return c/2 + rand.N(c/2)
+}
 
 // Once runs one round: commit, fetch, merge, push; a rejected push fetches and merges
 // again. It never forces a push. What the round did is recorded for `aipm status`
@@ -85,77 +102,18 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 	}
 	defer unlock()
 	r := &Round{}
+	var changed []string
+	err = s.attempts(ctx, r, &changed)
 	var hookErr error
-	start, _ := gitCmd{dir: stateDir(root)}.run("rev-parse", "-q", "--verify", "HEAD")
-	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return r, err
+	if len(changed) > 0 && s.AfterMerge != nil {
+		// After the push, not between the merge and it: the repairs' reads of the whole
+		// store would widen the window in which another clone's push refuses ours.
+		if err := s.AfterMerge(ctx, changed); err != nil {
+			hookErr = err
 		}
-		theirs, found, before := "", false, ""
-		if s.Remote != "" {
-			var err error
-			before = lastSeen(root, s.Remote)
-			if theirs, found, err = fetchState(root, s.Remote); err != nil {
-				return r, err
-			}
-			if found {
-				if sus, err := suspectCommits(gitCmd{dir: stateDir(root)}, s.Store, "HEAD", theirs); err == nil {
-					r.Suspect = appendNew(r.Suspect, sus...)
-				}
-			}
-		}
-		var kept []string
-		if found {
-			if kept, err = s.keepRewound(before, theirs, r); err != nil {
-				return r, err
-			}
-		}
-		merged, conflicts, err := s.commitAndMerge(theirs, found, r)
-		if err != nil {
-			return r, err
-		}
-		merged = appendNew(kept, merged...)
-		r.Merged = appendNew(r.Merged, merged...)
-		r.Conflicts = appendNew(r.Conflicts, conflicts...)
-		restored, err := s.restoreLost(start, r)
-		if err != nil {
-			return r, err
-		}
-		if changed := appendNew(merged, restored...); len(changed) > 0 && s.AfterMerge != nil {
-			if err := s.AfterMerge(ctx, changed); err != nil {
-				hookErr = errors.Join(hookErr, err)
-			}
-		}
-		if s.Remote == "" {
-			break
-		}
-		if found {
-			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
-			if err != nil {
-				return r, err
-			}
-			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
-				r.Current, r.Head = true, f[0]
-				break // nothing of ours that the remote lacks
-			}
-		}
-		head, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD")
-		if err != nil {
-			return r, err
-		}
-		rejected, err := push(root, s.Remote)
-		if err != nil {
-			return r, err
-		}
-		if !rejected {
-			r.Pushed, r.Current, r.Head = true, true, head
-			saw(root, s.Remote, head)
-			break
-		}
-		r.Rejected++
-		if attempt+1 >= maxAttempts {
-			return r, fmt.Errorf("push of %s to %s refused %d times: other clones keep pushing first; the next round tries again", Branch, s.Remote, r.Rejected)
-		}
+	}
+	if err != nil {
+		return r, errors.Join(err, hookErr)
 	}
 	if r.Committed || len(r.Merged) > 0 || len(r.Restored) > 0 {
 		pack(root)
@@ -168,22 +126,109 @@ func (s *Syncer) once(ctx context.Context) (*Round, error) {
 	return r, hookErr
 }
 
+// attempts commits, then fetches, merges and pushes until the push is taken or nothing
+// of ours is missing from the remote; a refused push waits (retryWait) and tries again,
+// within roundBudget. changed collects the paths the merges and restorations wrote.
+func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) error {
+	root := s.Store.Root()
+	start := time.Now()
+	startHead, _ := gitCmd{dir: stateDir(root)}.run("rev-parse", "-q", "--verify", "HEAD")
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		theirs, found, before := "", false, ""
+		if s.Remote != "" {
+			var err error
+			before = lastSeen(root, s.Remote)
+			if theirs, found, err = fetchState(root, s.Remote); err != nil {
+				return err
+			}
+			if found {
+				if sus, err := suspectCommits(gitCmd{dir: stateDir(root)}, s.Store, "HEAD", theirs); err == nil {
+					r.Suspect = appendNew(r.Suspect, sus...)
+				}
+			}
+		}
+		var kept []string
+		if found {
+			var err error
+			if kept, err = s.keepRewound(before, theirs, r); err != nil {
+				return err
+			}
+		}
+		merged, conflicts, err := s.commitAndMerge(theirs, found, r)
+		if err != nil {
+			return err
+		}
+		merged = appendNew(kept, merged...)
+		r.Merged = appendNew(r.Merged, merged...)
+		r.Conflicts = appendNew(r.Conflicts, conflicts...)
+		restored, err := s.restoreLost(startHead, r)
+		if err != nil {
+			return err
+		}
+		*changed = appendNew(*changed, appendNew(merged, restored...)...)
+		if s.Remote == "" {
+			return nil
+		}
+		if found {
+			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
+			if err != nil {
+				return err
+			}
+			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
+				r.Current, r.Head = true, f[0]
+				return nil // nothing of ours that the remote lacks
+			}
+		}
+		head, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD")
+		if err != nil {
+			return err
+		}
+		rejected, err := push(root, s.Remote)
+		if err != nil {
+			return err
+		}
+		if !rejected {
+			r.Pushed, r.Current, r.Head = true, true, head
+			saw(root, s.Remote, head)
+			return nil
+		}
+		r.Rejected++
+		wait := retryWait(r.Rejected)
+		if time.Since(start)+wait > roundBudget {
+			return fmt.Errorf("push of %s to %s refused %d times in %s: other clones keep pushing first; the next round tries again",
+				Branch, s.Remote, r.Rejected, time.Since(start).Round(time.Second))
+		}
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+	}
+}
+
 // Loop runs a round every interval until ctx ends, then one last round so that what was
 // done just before the end is pushed. A signal on wake (a local change: the caller
 // watches the store) starts the next round early, so this clone's changes leave at once
-// rather than at the next tick — but never sooner than minGap after the previous round,
-// so a busy agent does not turn the loop into a stream of pushes. report sees every
-// round's outcome.
+// rather than at the next tick — but never sooner than a gap after the previous round
+// (nextGap): minGap when the clone is quiet, up to interval while every round has
+// something to commit or its pushes are refused, so that a busy machine sends one
+// commit carrying many changes rather than a stream of pushes that refuse the other
+// clones'. report sees every round's outcome.
 func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan struct{}, report func(*Round, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	gap := time.Duration(0)
 	for {
+		t0 := time.Now()
 		r, err := s.Once(ctx)
 		if ctx.Err() != nil {
 			break
 		}
 		report(r, err)
-		if !pause(ctx, t.C, wake, min(interval, minGap)) {
+		gap = nextGap(gap, r, time.Since(t0), interval)
+		// Up to a quarter either way, so that busy clones do not push in step.
+		if !pause(ctx, t.C, wake, gap*3/4+rand.N(gap/2+1)) {
 			break
 		}
 	}
@@ -193,20 +238,59 @@ func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan s
 	report(r, err)
 }
 
-// minGap is the least time between a round and one a local change starts.
-const minGap = 250 * time.Millisecond
-
-// pause waits for the next round: the tick, or a wake once gap has passed. It is false
-// when ctx ended.
-func pause(ctx context.Context, tick <-chan time.Time, wake <-chan struct{}, gap time.Duration) bool {
-	g := time.NewTimer(gap)
-	defer g.Stop()
+// sleep waits d, or less when ctx ends first (then it is false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-tick:
+	case <-t.C:
 		return true
-	case <-g.C:
+	}
+}
+
+// minGap is the least time between a round and one a local change starts.
+const minGap = 250 * time.Millisecond
+
+// nextGap is the least time before a round that a local change starts, after a round
+// that did r and took took, the gap before it being gap. After a quiet round it is
+// minGap, so that a lone change leaves at once. While this clone's own changes keep
+// coming (each round commits) or its pushes are refused, it doubles, up to interval,
+// and is at least twice what the round took: a busy clone then sends one commit
+// carrying many changes about once an interval, and leaves the remote free between its
+// pushes for the other clones' rounds — a clone whose rounds are cheap (nothing to
+// merge) would otherwise push so often that the others, whose rounds merge, never get
+// theirs in.
+func nextGap(gap time.Duration, r *Round, took, interval time.Duration) time.Duration {
+	if r == nil || (!r.Committed && r.Rejected == 0) {
+		return min(minGap, interval)
+	}
+	most := interval
+	if r.Rejected > 0 {
+		most = 2 * interval
+	}
+	return min(max(2*gap, 2*took, minGap), most)
+}
+
+// pause waits for the next round: gap, then the tick or a wake (a tick during the gap
+// counts once the gap has passed). It is false when ctx ended.
+func pause(ctx context.Context, tick <-chan time.Time, wake <-chan struct{}, gap time.Duration) bool {
+	g := time.NewTimer(gap)
+	defer g.Stop()
+	ticked := false
+	for waiting := true; waiting; {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick:
+			ticked = true
+		case <-g.C:
+			waiting = false
+		}
+	}
+	if ticked {
+		return true
 	}
 	select {
 	case <-ctx.Done():
@@ -218,15 +302,19 @@ func pause(ctx context.Context, tick <-chan time.Time, wake <-chan struct{}, gap
 }
 
 // looseLimit is the size of loose objects (KiB) past which a round packs them.
-const looseLimit = 32 << 10
+const looseLimit = 2 << 10
 
 // pack keeps the history small. Every commit stores whole new objects: a new blob for
 // each mailbox appended to and a new tree for each directory changed — at 10,000 tasks,
-// the tasks/ tree alone is half a megabyte. Git's own `gc --auto` counts loose objects,
-// not bytes, so gigabytes could pile up before it acts; packing deltifies these objects
-// against their previous versions to a few hundred bytes each. So: when the loose
-// objects pass looseLimit, `git repack -d` packs them, and `git gc --auto` then merges
-// the packs if they have grown many. One cheap `count-objects` a round checks it.
+// the tasks/ tree alone is half a megabyte — and a fetch of fewer than a hundred objects
+// leaves them loose too. Git's own `gc --auto` counts loose objects, not bytes, so
+// tens of megabytes pile up per thousand changes before it acts; packing deltifies
+// these objects against their previous versions to a few hundred bytes each. So: when
+// the loose objects pass looseLimit, `git repack --geometric=2 -d` packs them with as
+// few of the packs as keep each at least twice the size of the next smaller one —
+// their number stays logarithmic, and one repack costs about what the new objects do,
+// not the whole history — and `git gc --auto` then does what is left (pruning old
+// unreachable objects). One cheap `count-objects` a round checks it.
 func pack(root string) {
 	g := gitCmd{dir: root}
 	out, err := g.run("count-objects", "-v")
@@ -236,7 +324,9 @@ func pack(root string) {
 	for _, l := range strings.Split(out, "\n") {
 		if v, ok := strings.CutPrefix(l, "size: "); ok {
 			if kib, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && kib > looseLimit {
-				g.ok("repack", "-d", "-q")
+				if !g.ok("repack", "-d", "-q", "--geometric=2") {
+					g.ok("repack", "-d", "-q") // a Git before 2.32
+				}
 				g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
 			}
 		}
