@@ -83,18 +83,8 @@ func (s *Store) Agent(id string) (*Agent, error) {
 
 func (s *Store) readAgent(id string) (*Agent, error) {
 	var a Agent
-	path := s.agentPath(id)
-	data, err := engine.ReadFile(path, engine.MaxEntityFile)
-	if err == nil {
-		err = s.decodeJSON(path, data, &a)
-		a.Conflict = nil
-		if err != nil && HasConflictMarkers(data) {
-			a = Agent{}
-			if a.Conflict = readOurSide(data, &a); a.Conflict != nil {
-				err = nil
-			}
-		}
-	}
+	c, err := readEntityFile(s, s.agentPath(id), &a)
+	a.Conflict = c
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, newErr(ErrNotFound, "agent_not_found", "list agents with `aipm agent list`", "agent %s not found", id)

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
 )
 
 // Git's conflict markers in an entity file: the merge rules write them where a field
@@ -260,4 +262,25 @@ func readOurSide(data []byte, v any) *EntityConflict {
 		c.Theirs[f] = CompactJSON(other[f])
 	}
 	return c
+}
+
+// readEntityFile reads the entity file at path into v. A file that holds Git's conflict
+// markers is read as our side, and its conflict returned (nil otherwise: a "conflict" the
+// file itself claims counts for nothing, the caller sets the field from this).
+func readEntityFile[T any](s *Store, path string, v *T) (*EntityConflict, error) {
+	data, err := engine.ReadFile(path, engine.MaxEntityFile)
+	if err != nil {
+		return nil, err
+	}
+	err = s.decodeJSON(path, data, v)
+	if err == nil || !HasConflictMarkers(data) {
+		return nil, err
+	}
+	var ours T
+	c := readOurSide(data, &ours)
+	if c == nil {
+		return nil, err
+	}
+	*v = ours
+	return c, nil
 }

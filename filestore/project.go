@@ -395,17 +395,8 @@ func (s *Store) projectRead() (p *Project, shared bool, err error) {
 		s.projMu.Unlock()
 	}
 	var read Project
-	data, err := engine.ReadFile(path, engine.MaxEntityFile)
-	if err == nil {
-		err = s.decodeJSON(path, data, &read)
-		read.Conflict = nil
-		if err != nil && HasConflictMarkers(data) {
-			read = Project{}
-			if read.Conflict = readOurSide(data, &read); read.Conflict != nil {
-				err = nil
-			}
-		}
-	}
+	c, err := readEntityFile(s, path, &read)
+	read.Conflict = c
 	if err != nil {
 		return nil, false, err
 	}

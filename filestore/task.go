@@ -131,15 +131,8 @@ func (s *Store) Task(id string) (*Task, error) {
 
 func (s *Store) readTask(id string) (*Task, error) {
 	var t Task
-	path := s.taskPath(id)
-	data, err := engine.ReadFile(path, engine.MaxEntityFile)
-	if err == nil {
-		err = s.decodeJSON(path, data, &t)
-		t.Conflict = nil
-		if err != nil && HasConflictMarkers(data) && readConflicted(data, &t) {
-			err = nil
-		}
-	}
+	c, err := readEntityFile(s, s.taskPath(id), &t)
+	t.Conflict = c
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, newErr(ErrNotFound, "task_not_found", "list tasks with list_tasks", "task %s not found", id)
@@ -152,16 +145,6 @@ func (s *Store) readTask(id string) (*Task, error) {
 	// doctor reports the mismatch.
 	t.ID = id
 	return &t, nil
-}
-
-// readConflicted reads a task file that holds Git's conflict markers as our side, with
-// the conflict: the fields in conflict and their other side. False when the sides are not
-// both tasks (the file stays unreadable, as before).
-func readConflicted(data []byte, t *Task) bool {
-	*t = Task{}
-	c := readOurSide(data, t)
-	t.Conflict = c
-	return c != nil
 }
 
 // normalize fills what a hand-written file may leave out, so rules see sane values.
