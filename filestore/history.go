@@ -93,6 +93,10 @@ func (s *Store) Events(id string) ([]Event, error) {
 	return out, err
 }
 
+// HistoryShown is how many of an entity's latest history events a view shows: a task
+// edited a million times must not cost a view a million lines.
+const HistoryShown = 200
+
 // EventsTail returns the last n history events of one entity (all of them if n < 0),
 // oldest first, and how many it has in all.
 func (s *Store) EventsTail(id string, n int) ([]Event, int, error) {
@@ -228,7 +232,18 @@ func (h *lineIndex) offsets(path, id string) ([]int64, error) {
 			// A torn or unfinished last line: next time.
 			return h.found(f, id)
 		case cap(buf) >= engine.MaxLine:
-			return nil, &LineTooLongError{Path: engine.RelToRepo(path), Offset: h.off}
+			// A line longer than any event aipm writes (a hand edit, a hostile push):
+			// passed over, as every reader of the file passes over it (doctor names it),
+			// so that one bad line does not take every task's history with it.
+			next, ok, err := nextLine(f, h.off+int64(n), fi.Size())
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return h.found(f, id) // no end yet: the torn or unfinished last line
+			}
+			h.off = next
+			buf = buf[:0]
 		default:
 			buf = make([]byte, 0, 2*cap(buf)) // a line longer than the buffer
 		}
@@ -435,4 +450,24 @@ func (s *Store) LastEventOf(t *Task, match func(*Event) bool) (*Event, error) {
 		return &ev, nil
 	}
 	return s.LastEvent(t.ID, match)
+}
+
+// nextLine is the offset just past the first '\n' of f at or after from (ok false when
+// there is none before size), read in chunks: a long line costs its length once.
+func nextLine(f *os.File, from, size int64) (next int64, ok bool, err error) {
+	buf := make([]byte, 64<<10)
+	for from < size {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), size-from)], from)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, false, err
+		}
+		if i := bytes.IndexByte(buf[:n], '\n'); i >= 0 {
+			return from + int64(i) + 1, true, nil
+		}
+		if n == 0 {
+			break
+		}
+		from += int64(n)
+	}
+	return 0, false, nil
 }

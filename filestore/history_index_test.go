@@ -192,3 +192,26 @@ func appendEdits(t *testing.T, s *Store, id string, n int) {
 		t.Fatal(err)
 	}
 }
+
+// TestHistoryPassesOverALongLine: one line longer than any event (a hand edit, a hostile
+// push) costs neither the task before it nor the one after it their history, whether the
+// index is built in this process or by another.
+func TestHistoryPassesOverALongLine(t *testing.T) {
+	s := newTestStore(t)
+	before := mustTask(t, s, NewTask{Title: "Before", Status: StatusTodo})
+	f, err := os.OpenFile(s.path("events.jsonl"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"id":"` + strings.Repeat("x", 3<<20) + "\"}\n")
+	f.Close()
+	after := mustTask(t, s, NewTask{Title: "After", Status: StatusTodo})
+	for name, st := range map[string]*Store{"this process": s, "another": reopen(t, s)} {
+		for _, tk := range []*Task{before, after} {
+			evs, err := st.Events(tk.ID)
+			if err != nil || len(evs) != 1 || evs[0].Change != "created" {
+				t.Errorf("%s: history of %s: %+v, %v", name, tk.Title, evs, err)
+			}
+		}
+	}
+}

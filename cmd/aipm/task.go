@@ -292,7 +292,12 @@ func (a *app) taskShow(args []string) error {
 	if err != nil {
 		return err
 	}
-	hist, err := s.Events(t.ID)
+	// The table shows the latest changes; --json has the whole history.
+	n := filestore.HistoryShown
+	if fs.json {
+		n = -1
+	}
+	hist, total, err := s.EventsTail(t.ID, n)
 	if err != nil {
 		return err
 	}
@@ -352,6 +357,9 @@ func (a *app) taskShow(args []string) error {
 	}
 	if len(hist) > 0 {
 		a.printf("history:\n")
+		if total > len(hist) {
+			a.printf("  (the last %d of %d changes; --json has them all)\n", len(hist), total)
+		}
 		here := s.ThisMachine()
 		for _, e := range hist {
 			if e.Machine == here {

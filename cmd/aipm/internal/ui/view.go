@@ -456,8 +456,11 @@ func heldAttention(held map[string]*filestore.HeldAgent) []attention {
 // sub-tasks.
 type taskDetails struct {
 	*filestore.Task
-	History []filestore.Event      `json:"history"`
-	Runs    []*filestore.Execution `json:"runs"`
+	History []filestore.Event `json:"history"`
+	// HistoryTotal counts the task's history events; History holds the last
+	// filestore.HistoryShown of them.
+	HistoryTotal int                    `json:"history_total"`
+	Runs         []*filestore.Execution `json:"runs"`
 	// FailedStarts are the latest failed starts of agents for it and its sub-tasks, one
 	// per agent and purpose: a start that never ran has no run record, but a person must
 	// see it (with its log).
@@ -474,11 +477,12 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := taskDetails{Task: t, History: []filestore.Event{}, Runs: []*filestore.Execution{}, FailedStarts: []*filestore.Spawn{}}
-	hist, err := fs.Events(t.ID)
+	hist, total, err := fs.EventsTail(t.ID, filestore.HistoryShown)
 	if err != nil {
 		storeError(w, err)
 		return
 	}
+	d.HistoryTotal = total
 	for _, e := range hist {
 		if e.Machine == s.machine {
 			e.Machine = "" // the page names only the changes made elsewhere

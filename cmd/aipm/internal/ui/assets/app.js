@@ -795,6 +795,7 @@ async function renderDetails(force) {
       'start of ' + sp.agent_id + ' failed: ' + sp.outcome + (sp.exit_code !== null ? ' (exit code ' + sp.exit_code + ')' : '') + '; log ' + sp.log_path))),
     runs.length ? h('ul', { class: 'runs' }, runs) : !d.failed_starts.length && h('p', { class: 'empty' }, 'No runs yet.'),
     h('h2', {}, 'History'),
+    d.history_total > d.history.length && h('p', { class: 'empty' }, 'The last ' + d.history.length + ' of ' + d.history_total + ' changes (`aipm task show ' + d.id + ' --json` has them all).'),
     h('ul', { class: 'history' }, d.history.slice().reverse().map(e => h('li', {},
       h('span', { class: 't' }, fmtTime(e.at)), e.actor + (e.machine ? ' on ' + e.machine : '') + ' via ' + e.via + ': ' + e.change, shortText(historyText(e)),
       e.reason ? ' (' + shortText(e.reason) + ')' : '')))).childNodes);
