@@ -233,12 +233,9 @@ func (c *Coordinator) leaseHolder(agentID string) string {
 	return fmt.Sprintf("leased to machine %s (`aipm agent move %s --to %s` moves it here)", l.MachineID, agentID, c.machine)
 }
 
-// runs says whether a process of the agent runs here.
+// runs says whether a process of the agent runs here (its task or its chat session).
 func (c *Coordinator) runs(agentID string) bool {
-	for k := range c.running {
-		if k.agent == agentID {
-			return true
-		}
-	}
-	return false
+	_, task := c.running[workKey{agentID, filestore.PurposeTask}]
+	_, chat := c.running[workKey{agentID, filestore.PurposeChat}]
+	return task || chat
 }
