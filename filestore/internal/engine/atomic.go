@@ -29,6 +29,20 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // that it names this content even if someone changes the file right after. A file
 // outside the store gets no call.
 func WriteAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) error {
+	return writeAtomic(path, data, perm, renamed, false)
+}
+
+// WriteAtomicLazy is WriteAtomic without its two fsyncs: the file is replaced whole, as
+// every reader sees it, and a killed process leaves the old or the new content, but a
+// power cut may leave either until SyncFS. It is for many files written at once from
+// content kept elsewhere (a sync round writes another clone's files, which Git holds),
+// as `git checkout` writes a worktree: one SyncFS after the last makes them all durable,
+// at the cost of one flush instead of two per file.
+func WriteAtomicLazy(path string, data []byte, perm os.FileMode) error {
+	return writeAtomic(path, data, perm, nil, true)
+}
+
+func writeAtomic(path string, data []byte, perm os.FileMode, renamed func(os.FileInfo), lazy bool) error {
 	cp := filepath.Clean(path)
 	b := StoreBase(cp)
 	if b < 0 {
@@ -56,9 +70,9 @@ func WriteAtomicThen(path string, data []byte, perm os.FileMode, renamed func(os
 	if err != nil || dirRel == tmpRel {
 		tmp, tmpRel = dir, dirRel
 	}
-	err = writeAtomicVia(store, tmp, tmpRel, dir, rel, data, perm, renamed)
+	err = writeAtomicVia(store, tmp, tmpRel, dir, rel, data, perm, renamed, lazy)
 	if errors.Is(err, syscall.EXDEV) && tmpRel != dirRel {
-		err = writeAtomicVia(store, dir, dirRel, dir, rel, data, perm, renamed)
+		err = writeAtomicVia(store, dir, dirRel, dir, rel, data, perm, renamed, lazy)
 	}
 	return err
 }
@@ -68,8 +82,8 @@ const TempDir = "runtime/tmp"
 
 // writeAtomicVia is WriteAtomic with its temp file in the directory tmp (tmpRel from
 // the store's root): write, fsync, rename to rel, call renamed (if not nil) with the temp
-// file's identity, fsync rel's directory dir.
-func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo)) (err error) {
+// file's identity, fsync rel's directory dir. lazy leaves out both fsyncs.
+func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string, data []byte, perm os.FileMode, renamed func(os.FileInfo), lazy bool) (err error) {
 	var f *os.File
 	var name string
 	for range 10 {
@@ -82,7 +96,7 @@ func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string
 	if err != nil {
 		return err
 	}
-	fi, err := fillTemp(f, data, perm)
+	fi, err := fillTempSync(f, data, perm, !lazy)
 	if err != nil {
 		tmp.Remove(name)
 		return err
@@ -106,6 +120,9 @@ func writeAtomicVia(store, tmp *os.Root, tmpRel string, dir *os.Root, rel string
 	}
 	if renamed != nil {
 		renamed(fi)
+	}
+	if lazy {
+		return nil
 	}
 	return df.Sync()
 }
@@ -140,11 +157,16 @@ func writeAtomicOutside(path string, data []byte, perm os.FileMode) (err error) 
 // it: what both atomic writes do before the rename. f is closed whatever happens. It
 // returns the file's identity once written.
 func fillTemp(f *os.File, data []byte, perm os.FileMode) (os.FileInfo, error) {
+	return fillTempSync(f, data, perm, true)
+}
+
+// fillTempSync is fillTemp that makes the file durable only when sync is set.
+func fillTempSync(f *os.File, data []byte, perm os.FileMode, sync bool) (os.FileInfo, error) {
 	_, err := f.Write(data)
 	if err == nil {
 		err = f.Chmod(perm)
 	}
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	var fi os.FileInfo
