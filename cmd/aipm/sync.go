@@ -223,6 +223,10 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if len(r.Restored) > 0 {
 		parts = append(parts, fmt.Sprintf("restored what a merge made outside aipm dropped: %s", strings.Join(r.Restored, "; ")))
 	}
+	if r.Left > 0 {
+		parts = append(parts, fmt.Sprintf("left %d more changed file(s) from %s for the next round (over the %d files or %d MiB one round takes in): not pushed until they are in",
+			r.Left, remote, gitstate.MaxRoundFiles, gitstate.MaxRoundBytes>>20))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

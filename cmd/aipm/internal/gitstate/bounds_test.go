@@ -27,15 +27,19 @@ func TestOverLongLine(t *testing.T) {
 	}
 }
 
-// A round takes in at most MaxRoundFiles of another clone's changed paths, names the rest
-// in one line, and still pushes this clone's own work.
+// A round takes in at most MaxRoundFiles of another clone's changed paths and leaves the
+// rest for the next rounds, which take it: nothing of theirs is dropped, and this clone's
+// own work is pushed once all of theirs is in.
 func TestRoundFileCountBound(t *testing.T) {
 	a, b := twoClones(t)
 	ctx := context.Background()
+	var theirs []string
 	for range 5 {
-		if _, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"}); err != nil {
+		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
+		if err != nil {
 			t.Fatal(err)
 		}
+		theirs = append(theirs, tk.ID)
 	}
 	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
 		t.Fatal(err)
@@ -46,26 +50,97 @@ func TestRoundFileCountBound(t *testing.T) {
 	}
 	defer func(n int) { MaxRoundFiles = n }(MaxRoundFiles)
 	MaxRoundFiles = 3
-	r, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx)
+	sb := &Syncer{Store: b, Remote: "origin"}
+	r, err := sb.Once(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Merged) > 3 {
-		t.Errorf("merged %d paths, over the bound of 3: %q", len(r.Merged), r.Merged)
+	if len(r.Merged) > 3 || r.Left == 0 || r.Pushed {
+		t.Fatalf("first round: merged %q, left %d, pushed %v; want at most 3 merged, some left, no push", r.Merged, r.Left, r.Pushed)
 	}
-	found := false
-	for _, l := range r.Refused {
-		if strings.Contains(l, "3 more path(s): over the 3 files one round takes in: not taken (commit ") {
-			found = true
+	rounds := 1
+	for r.Left > 0 && rounds < 10 {
+		if r, err = sb.Once(ctx); err != nil {
+			t.Fatal(err)
 		}
+		if len(r.Merged) > 3 {
+			t.Errorf("round %d merged %d paths, over the bound of 3", rounds+1, len(r.Merged))
+		}
+		rounds++
 	}
-	if !found {
-		t.Errorf("refused %q, want the excess named", r.Refused)
+	if !r.Pushed || r.Left > 0 {
+		t.Fatalf("after %d rounds: %+v; want everything taken and pushed", rounds, r)
 	}
-	if !r.Pushed {
-		t.Errorf("round %+v: this clone's own work not pushed", r)
+	for _, id := range theirs {
+		if _, err := b.Task(id); err != nil {
+			t.Errorf("task %s of the other clone never taken in: %v", id, err)
+		}
 	}
 	if files := mustGit(t, b.Dir(), "ls-tree", "-r", "--name-only", "origin/"+Branch); !strings.Contains(files, mine.ID) {
 		t.Errorf("the remote lacks this clone's task %s:\n%s", mine.ID, files)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Task(mine.ID); err != nil {
+		t.Errorf("the other clone lacks this clone's task: %v", err)
+	}
+}
+
+// The store lock is not held while another clone's files are read and merged: a file this
+// clone changes meanwhile is merged again against what it holds when the batch is
+// written, and neither change is lost.
+func TestLocalWriteDuringTheMergeIsKept(t *testing.T) {
+	a, b := twoClones(t)
+	ctx := context.Background()
+	tk, err := a.CreateTask(owner, filestore.NewTask{Title: "Shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	high, title := "high", "Renamed on B while the round merged"
+	if _, _, err := a.EditTask(owner, tk.ID, filestore.TaskEdit{Priority: &high}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wrote := false
+	beforeBatchWrite = func() {
+		if wrote {
+			return
+		}
+		wrote = true
+		if _, _, err := b.EditTask(owner, tk.ID, filestore.TaskEdit{Title: &title}); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { beforeBatchWrite = nil }()
+	if _, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !wrote {
+		t.Fatal("the round wrote no batch")
+	}
+	got, err := b.Task(tk.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Title != title || got.Priority != high {
+		t.Errorf("task after the round: title %q, priority %q; want %q and %q (both sides' changes)", got.Title, got.Priority, title, high)
+	}
+	// What B wrote during its round leaves with its next one.
+	for _, s := range []*filestore.Store{b, a} {
+		if _, err := (&Syncer{Store: s, Remote: "origin"}).Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := a.Task(tk.ID); err != nil || got.Title != title {
+		t.Errorf("the other clone has %+v, %v; want the title changed on B", got, err)
 	}
 }

@@ -58,6 +58,10 @@ type Round struct {
 	// branch was rewound (a force-push) and its old head merged back.
 	Restored []string `json:"restored,omitempty"`
 	Rewound  string   `json:"rewound,omitempty"`
+	// Left counts the paths another clone changed that were over the round's bounds
+	// (MaxRoundFiles, MaxRoundBytes): the round committed what it took, did not push,
+	// and the next round takes the rest.
+	Left int `json:"left,omitempty"`
 }
 
 // A push refused because another clone pushed first is tried again — fetch, merge,
@@ -169,8 +173,8 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			return err
 		}
 		*changed = appendNew(*changed, appendNew(merged, restored...)...)
-		if s.Remote == "" {
-			return nil
+		if s.Remote == "" || r.Left > 0 {
+			return nil // nothing to push to, or theirs not all taken yet: the next round goes on
 		}
 		if found {
 			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
@@ -226,6 +230,14 @@ func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan s
 			break
 		}
 		report(r, err)
+		if err == nil && r.Left > 0 {
+			// Another clone's changes are not all taken in: the next round goes on with
+			// them at once (after the least gap, which leaves the store to the agents).
+			if !sleep(ctx, minGap) {
+				break
+			}
+			continue
+		}
 		gap = nextGap(gap, r, time.Since(t0), interval)
 		// Up to a quarter either way, so that busy clones do not push in step.
 		if !pause(ctx, t.C, wake, gap*3/4+rand.N(gap/2+1)) {
@@ -263,7 +275,7 @@ const minGap = 250 * time.Millisecond
 // merge) would otherwise push so often that the others, whose rounds merge, never get
 // theirs in.
 func nextGap(gap time.Duration, r *Round, took, interval time.Duration) time.Duration {
-	if r == nil || (!r.Committed && r.Rejected == 0) {
+	if r == nil || (!r.Committed && r.Rejected == 0) || r.Left > 0 {
 		return min(minGap, interval)
 	}
 	most := interval
@@ -347,66 +359,6 @@ func (s *Syncer) lock() (func(), error) {
 	return func() { lk.Unlock() }, nil
 }
 
-// commitAndMerge holds the store lock while it commits the local changes and merges
-// theirs into the files and the branch.
-func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
-	root := s.Store.Root()
-	g := gitCmd{dir: stateDir(root), env: identity(root)}
-	err = s.Store.Exclusive(func(f *filestore.Files) error {
-		if err := healthy(g); err != nil {
-			return err
-		}
-		committed, err := commitLocal(g, s.trailers())
-		if err != nil {
-			return err
-		}
-		r.Committed = r.Committed || committed
-		if !found {
-			return nil
-		}
-		head, err := g.run("rev-parse", "HEAD")
-		if err != nil {
-			return err
-		}
-		if g.ok("merge-base", "--is-ancestor", theirs, head) {
-			return nil // nothing new there
-		}
-		base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
-		f.Origin = originIn(g, theirs)
-		var refused []string
-		merged, conflicts, refused, err = mergeInto(f, g, base, head, theirs)
-		if err != nil {
-			return err
-		}
-		r.Refused = appendNew(r.Refused, refused...)
-		if _, err := g.run("add", "-A", "."); err != nil {
-			return err
-		}
-		if base == head && len(refused) == 0 {
-			// Nothing of ours since the base: the files are now theirs, and so is the
-			// branch.
-			_, err := g.run("reset", "-q", "--soft", theirs)
-			return err
-		}
-		tree, err := g.run("write-tree")
-		if err != nil {
-			return err
-		}
-		msg := aipmMergeSubject + s.Remote
-		if len(conflicts) > 0 {
-			msg += "\n\nConflicting free text (run `aipm doctor`):\n  " + strings.Join(conflicts, "\n  ")
-		}
-		msg += "\n\n" + aipmMergeTrailer
-		c, err := g.run("commit-tree", "--no-gpg-sign", tree, "-p", head, "-p", theirs, "-m", msg)
-		if err != nil {
-			return err
-		}
-		_, err = g.run("update-ref", "-m", "aipm sync: merge", "HEAD", c, head)
-		return err
-	})
-	return merged, conflicts, err
-}
-
 // commitLocal commits every change of the working copy; the caller holds the store
 // lock, so the files stand still while git reads them. The commit starts no detached
 // `git gc` of its own: pack does it, in the round, after the lock is released.
@@ -475,134 +427,6 @@ func push(root, remote string) (rejected bool, err error) {
 	}
 	return false, fmt.Errorf("git push %s %s: %s", remote, Branch, msg)
 }
-
-// mergeInto writes into the store, through f, the three-way merge of every path that
-// differs between base and theirs, reading the three versions from Git's objects.
-//
-// A path that is not the store's to take (filestore.StatePath: Git's names at any depth
-// and in any case, the machine-local area, control characters, anything outside the
-// on-disk format), or one that cannot be written here, is refused, named in refused with
-// the commit it came from, and the rest goes on: this clone's own changes still go out.
-func mergeInto(f *filestore.Files, g gitCmd, base, ours, theirs string) (merged, conflicts, refused []string, err error) {
-	var out string
-	if base == "" {
-		out, err = g.run("ls-tree", "-r", "-z", "--name-only", theirs)
-	} else {
-		out, err = g.run("diff", "--name-only", "--no-renames", "-z", base, theirs)
-	}
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	short, err := g.run("rev-parse", "--short=10", theirs)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	var paths []string
-	over := 0
-	for _, p := range strings.Split(out, "\x00") {
-		if p == "" {
-			continue
-		}
-		if len(paths) >= MaxRoundFiles {
-			over++
-			continue
-		}
-		if err := filestore.StatePath(p); err != nil {
-			if p != ".gitignore" && p != ".gitattributes" { // aipm's own: left as they are, quietly
-				refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", p, err, short))
-			}
-			continue
-		}
-		paths = append(paths, p)
-	}
-	if over > 0 {
-		refused = append(refused, fmt.Sprintf("%d more path(s): over the %d files one round takes in: not taken (commit %s)", over, MaxRoundFiles, short))
-	}
-	// Sizes are known before anything is read: another clone's file over what the store
-	// reads (a gigabyte blob is a few megabytes on the remote) is refused, not loaded.
-	want := make([]string, len(paths))
-	for i, p := range paths {
-		want[i] = theirs + ":" + p
-	}
-	sizes, err := g.catSizes(want)
-	if err != nil {
-		return nil, nil, refused, err
-	}
-	kept := paths[:0]
-	for i, p := range paths {
-		limit := int64(filestore.MaxEntityFile)
-		if strings.HasSuffix(p, ".jsonl") {
-			limit = filestore.MaxJSONLFile
-		}
-		if sizes[i] > limit {
-			refused = append(refused, fmt.Sprintf("%q: %d bytes, over the %d such a file may have: not read (commit %s)", p, sizes[i], limit, short))
-			continue
-		}
-		kept = append(kept, p)
-	}
-	paths = kept
-	specs := make([]string, 0, 3*len(paths))
-	for _, p := range paths {
-		b := base
-		if b == "" {
-			b = ours // unrelated histories: no common version
-		}
-		specs = append(specs, b+":"+p, ours+":"+p, theirs+":"+p)
-	}
-	objs, err := g.catBatch(specs)
-	if err != nil {
-		return nil, nil, refused, err
-	}
-	for i, p := range paths {
-		b, o, t := objs[3*i], objs[3*i+1], objs[3*i+2]
-		if base == "" {
-			b = object{}
-		}
-		if strings.HasSuffix(p, ".jsonl") && t.ok {
-			if n, size := overLongLine(t.data); n > 0 {
-				refused = append(refused, fmt.Sprintf("%q: line %d is %d bytes, over the %d a line may have: not taken (commit %s)", p, n, size, filestore.MaxLine(), short))
-				continue
-			}
-		}
-		data, write, remove, conflict, err := merge3(g, p, b, o, t)
-		if err != nil {
-			return merged, conflicts, refused, fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
-		}
-		if write && !conflict {
-			// Another clone's version, as it is: one that does not decode is not taken,
-			// and this clone keeps using its own.
-			if kind := filestore.EntityKind(p); kind != "" {
-				if cerr := merge.CheckEntity(kind, data); cerr != nil {
-					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", p, cerr, short))
-					continue
-				}
-			}
-		}
-		switch {
-		case remove:
-			err = f.Remove(p)
-		case write:
-			err = f.Replace(p, data)
-		default:
-			continue
-		}
-		if err != nil {
-			// A file where this clone has a directory, say: that path only is not taken.
-			refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", p, err, short))
-			continue
-		}
-		merged = append(merged, p)
-		if conflict {
-			conflicts = append(conflicts, p)
-		}
-	}
-	return merged, conflicts, refused, nil
-}
-
-// MaxRoundFiles is the count of changed paths one round takes in from another clone;
-// the rest of that commit's paths are refused, named in one line, so that a push of a
-// hundred thousand tiny files cannot hold the round, and its store lock, for minutes.
-var MaxRoundFiles = 20000
 
 // overLongLine is the 1-based number and length of the first line of data over the
 // store's line limit; 0 when there is none.
@@ -684,16 +508,18 @@ func lineMerge(g gitCmd, base, ours, theirs []byte) ([]byte, bool, error) {
 	return nil, false, err
 }
 
+// appendNew appends to list each of add it does not hold yet.
 func appendNew(list []string, add ...string) []string {
+	if len(add) == 0 {
+		return list
+	}
+	have := make(map[string]bool, len(list)+len(add))
+	for _, l := range list {
+		have[l] = true
+	}
 	for _, a := range add {
-		found := false
-		for _, l := range list {
-			if l == a {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !have[a] {
+			have[a] = true
 			list = append(list, a)
 		}
 	}

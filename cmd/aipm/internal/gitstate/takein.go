@@ -1,0 +1,487 @@
+package gitstate
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/aipm/aipm/filestore"
+	"github.com/aipm/aipm/filestore/merge"
+)
+
+// What one round takes in from another clone is bounded, whatever the remote holds: at
+// most MaxRoundFiles changed paths and MaxRoundBytes of their content. What is over
+// either bound is left for the next rounds — named, never dropped: the round commits what
+// it took as a commit of its own, not as a merge of theirs, so the next round finds the
+// rest still to take. A round that left something does not push (the remote holds
+// what it has not taken yet); the next one, which the sync loop starts at once, goes on.
+//
+// AIPM_MAX_ROUND_FILES may lower the count (tests use it to stay small); it never
+// raises it.
+var (
+	MaxRoundFiles       = lowerOnly(os.Getenv("AIPM_MAX_ROUND_FILES"), 20000)
+	MaxRoundBytes int64 = filestore.MaxJSONLFile
+)
+
+// lowerOnly is env as a count when it is one below def; def otherwise.
+func lowerOnly(env string, def int) int {
+	if n, err := strconv.Atoi(env); err == nil && n > 0 && n < def {
+		return n
+	}
+	return def
+}
+
+// The merge and the writes go in batches of at most batchFiles paths and batchBytes of
+// their three versions, and the store lock is held only while a batch is written: a
+// round that takes in thousands of files keeps no other process waiting for more than
+// one batch, and holds no more than one batch in memory.
+const (
+	batchFiles       = 512
+	batchBytes int64 = 16 << 20
+)
+
+// takeIn is what a round takes in from theirs: the paths to merge, their sizes, and
+// what it refused or left for later.
+type takeIn struct {
+	base, ours, theirs string
+	short              string      // theirs, for people
+	paths              []string    // to merge, in order
+	ids                [][3]string // base, ours and theirs object of each path ("": none)
+	sizes              [][3]int64  // their sizes (-1: none)
+	refused            []string    // "<path>: <why> (commit <id>)"
+	left               int         // paths over the round's bounds, for the next rounds
+}
+
+// commitAndMerge commits this clone's changes, holding the store lock so that the files
+// stand still while Git reads them; then takes in theirs (takeIn) in batches, each
+// written under the lock; then, under the lock again, records the result: a merge commit
+// of ours and theirs, or the branch moved to theirs when ours had nothing new, or — when
+// the round left paths for the next — a commit of what it took. Reading and merging
+// another clone's files happens outside the lock: a store lock held for seconds would
+// stall every agent of the machine.
+func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
+	root := s.Store.Root()
+	g := gitCmd{dir: stateDir(root), env: identity(root)}
+	var head string
+	err = s.Store.Exclusive(func(*filestore.Files) error {
+		if err := healthy(g); err != nil {
+			return err
+		}
+		committed, err := commitLocal(g, s.trailers())
+		if err != nil {
+			return err
+		}
+		r.Committed = r.Committed || committed
+		head, err = g.run("rev-parse", "HEAD")
+		return err
+	})
+	if err != nil || !found {
+		return nil, nil, err
+	}
+	if g.ok("merge-base", "--is-ancestor", theirs, head) {
+		return nil, nil, nil // nothing new there
+	}
+	base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
+	tk, err := planTakeIn(g, base, head, theirs)
+	if err != nil {
+		return nil, nil, err
+	}
+	merged, conflicts, refused, err := s.takeBatches(g, tk, originIn(g, theirs))
+	r.Refused = appendNew(r.Refused, append(tk.refused, refused...)...)
+	if err != nil {
+		return merged, conflicts, err
+	}
+	r.Left = tk.left
+	err = s.Store.Exclusive(func(*filestore.Files) error {
+		if _, err := g.run("add", "-A", "."); err != nil {
+			return err
+		}
+		if tk.left == 0 && base == head && len(tk.refused)+len(refused) == 0 {
+			// Nothing of ours since the base: the files are now theirs (and whatever this
+			// clone wrote meanwhile, staged for the next round), and so is the branch.
+			_, err := g.run("reset", "-q", "--soft", theirs)
+			return err
+		}
+		tree, err := g.run("write-tree")
+		if err != nil {
+			return err
+		}
+		parents := []string{"-p", head, "-p", theirs}
+		msg := aipmMergeSubject + s.Remote
+		if tk.left > 0 {
+			parents = parents[:2]
+			msg = fmt.Sprintf("aipm: took in %d file(s) of %s's commit %s; %d more in the next rounds", len(merged), s.Remote, tk.short, tk.left) +
+				s.trailers()
+		} else {
+			if len(conflicts) > 0 {
+				msg += "\n\nConflicting free text (run `aipm doctor`):\n  " + strings.Join(conflicts, "\n  ")
+			}
+			msg += "\n\n" + aipmMergeTrailer
+		}
+		c, err := g.run(append(append([]string{"commit-tree", "--no-gpg-sign", tree}, parents...), "-m", msg)...)
+		if err != nil {
+			return err
+		}
+		_, err = g.run("update-ref", "-m", "aipm sync: merge", "HEAD", c, head)
+		return err
+	})
+	return merged, conflicts, err
+}
+
+// planTakeIn lists what theirs changed since base that ours does not already hold, and
+// decides, before reading any of it, what this round takes: regular files at paths the
+// store may take (filestore.StatePath), of sizes it reads (git cat-file --batch-check),
+// JSONL files without a line over the store's limit (streamed, never held), within the
+// round's bounds. Every version is named by its object id, read off two tree diffs, so
+// that no lookup walks a tree of a hundred thousand entries per path.
+func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
+	tk := &takeIn{base: base, ours: ours, theirs: theirs}
+	var err error
+	if tk.short, err = g.run("rev-parse", "--short=10", theirs); err != nil {
+		return nil, err
+	}
+	// What theirs changed since the base (everything, for unrelated histories) ...
+	var changed []treeChange
+	if base == "" {
+		changed, err = g.treeChanges("", theirs)
+	} else {
+		changed, err = g.treeChanges(base, theirs)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// ... that ours does not already hold as theirs has it (taken by an earlier round
+	// that left the rest, or made the same on both sides).
+	differs, err := g.treeChanges(ours, theirs)
+	if err != nil {
+		return nil, err
+	}
+	oursID := make(map[string]string, len(differs))
+	for _, d := range differs {
+		oursID[d.path] = d.from
+	}
+	var paths []string
+	var ids [][3]string
+	for _, c := range changed {
+		o, todo := oursID[c.path]
+		if !todo {
+			continue
+		}
+		if err := filestore.StatePath(c.path); err != nil {
+			if c.path != ".gitignore" && c.path != ".gitattributes" { // aipm's own: left as they are, quietly
+				tk.refused = append(tk.refused, fmt.Sprintf("%q: %v (commit %s)", c.path, err, tk.short))
+			}
+			continue
+		}
+		if c.toMode != "" && c.toMode != "100644" && c.toMode != "100755" {
+			tk.refused = append(tk.refused, fmt.Sprintf("%q: not a regular file (mode %s) (commit %s)", c.path, c.toMode, tk.short))
+			continue
+		}
+		b := c.from
+		if base == "" {
+			b = "" // unrelated histories: no common version
+		}
+		paths = append(paths, c.path)
+		ids = append(ids, [3]string{b, o, c.to})
+	}
+	// Sizes are known before anything is read: another clone's file over what the store
+	// reads (a gigabyte blob is a few megabytes on the remote) is refused, not loaded.
+	var want []string
+	for _, id := range ids {
+		for _, v := range id {
+			if v != "" {
+				want = append(want, v)
+			}
+		}
+	}
+	got, err := g.catSizes(want)
+	if err != nil {
+		return nil, err
+	}
+	size := make(map[string]int64, len(want))
+	for i, v := range want {
+		size[v] = got[i]
+	}
+	var taken int64
+	for i, p := range paths {
+		var sz [3]int64
+		for k, v := range ids[i] {
+			sz[k] = -1
+			if v != "" {
+				sz[k] = size[v]
+			}
+		}
+		limit := int64(filestore.MaxEntityFile)
+		if strings.HasSuffix(p, ".jsonl") {
+			limit = filestore.MaxJSONLFile
+		}
+		if sz[2] > limit {
+			tk.refused = append(tk.refused, fmt.Sprintf("%q: %d bytes, over the %d such a file may have: not read (commit %s)", p, sz[2], limit, tk.short))
+			continue
+		}
+		if len(tk.paths) >= MaxRoundFiles || (len(tk.paths) > 0 && taken+max(sz[2], 0) > MaxRoundBytes) {
+			tk.left++
+			continue
+		}
+		if strings.HasSuffix(p, ".jsonl") && sz[2] > int64(filestore.MaxLine()) {
+			n, size, err := g.longLineIn(ids[i][2])
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				tk.refused = append(tk.refused, fmt.Sprintf("%q: line %d is %d bytes, over the %d a line may have: not taken (commit %s)", p, n, size, filestore.MaxLine(), tk.short))
+				continue
+			}
+		}
+		taken += max(sz[2], 0)
+		tk.paths = append(tk.paths, p)
+		tk.ids = append(tk.ids, ids[i])
+		tk.sizes = append(tk.sizes, sz)
+	}
+	return tk, nil
+}
+
+// treeChange is one path that differs between two trees: its object ids and modes on
+// each side ("" where the path is not).
+type treeChange struct {
+	path             string
+	from, to         string
+	fromMode, toMode string
+}
+
+// treeChanges lists the files that differ between the trees of from and to (every file
+// of to when from is ""), recursively, without renames.
+func (c gitCmd) treeChanges(from, to string) ([]treeChange, error) {
+	var out []byte
+	var err error
+	if from == "" {
+		out, err = c.raw("ls-tree", "-r", "-z", "--full-tree", to)
+	} else {
+		out, err = c.raw("diff-tree", "-r", "-z", "--no-renames", "--raw", "--abbrev=40", from, to)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var list []treeChange
+	f := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
+	if from == "" {
+		for _, e := range f {
+			// <mode> SP <type> SP <id> TAB <path>
+			head, p, ok := strings.Cut(string(e), "\t")
+			h := strings.Fields(head)
+			if !ok || len(h) != 3 {
+				continue
+			}
+			list = append(list, treeChange{path: p, to: h[2], toMode: h[0]})
+		}
+		return list, nil
+	}
+	for i := 0; i+1 < len(f); i += 2 {
+		// :<from mode> SP <to mode> SP <from id> SP <to id> SP <status>, then the path
+		h := strings.Fields(strings.TrimPrefix(string(f[i]), ":"))
+		if len(h) != 5 {
+			return nil, fmt.Errorf("git diff-tree: %q", f[i])
+		}
+		ch := treeChange{path: string(f[i+1]), from: h[2], to: h[3], fromMode: h[0], toMode: h[1]}
+		if strings.Trim(ch.from, "0") == "" {
+			ch.from, ch.fromMode = "", ""
+		}
+		if strings.Trim(ch.to, "0") == "" {
+			ch.to, ch.toMode = "", ""
+		}
+		list = append(list, ch)
+	}
+	return list, nil
+}
+
+// beforeBatchWrite, if set (by tests), runs between a batch's merge and its write.
+var beforeBatchWrite func()
+
+// pending is one path's merge, decided outside the store lock.
+type pending struct {
+	path                    string
+	b, o, t                 object
+	data                    []byte
+	write, remove, conflict bool
+	refuse                  error
+}
+
+// takeBatches merges tk's paths in batches and writes each batch through the store, under
+// its lock. A file this clone changed since the round's commit (an agent wrote it
+// meanwhile) is merged again, under the lock, against what it holds now: nothing written
+// here is lost.
+func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore.AgentOrigin) (merged, conflicts, refused []string, err error) {
+	for i := 0; i < len(tk.paths); {
+		j, size := i, int64(0)
+		for j < len(tk.paths) && j-i < batchFiles {
+			sz := max(tk.sizes[j][0], 0) + max(tk.sizes[j][1], 0) + max(tk.sizes[j][2], 0)
+			if j > i && size+sz > batchBytes {
+				break
+			}
+			size += sz
+			j++
+		}
+		batch := make([]pending, 0, j-i)
+		var specs []string
+		for _, id := range tk.ids[i:j] {
+			for _, v := range id {
+				if v != "" {
+					specs = append(specs, v)
+				}
+			}
+		}
+		objs, err := g.catBatch(specs)
+		if err != nil {
+			return merged, conflicts, refused, err
+		}
+		next := func(id string) object {
+			if id == "" {
+				return object{}
+			}
+			o := objs[0]
+			objs = objs[1:]
+			return o
+		}
+		for k, p := range tk.paths[i:j] {
+			id := tk.ids[i+k]
+			pd := pending{path: p}
+			pd.b, pd.o, pd.t = next(id[0]), next(id[1]), next(id[2])
+			if err := pd.decide(g); err != nil {
+				return merged, conflicts, refused, err
+			}
+			batch = append(batch, pd)
+		}
+		objs = nil
+		if beforeBatchWrite != nil {
+			beforeBatchWrite()
+		}
+		err = s.Store.Exclusive(func(f *filestore.Files) error {
+			f.Origin = origin
+			var rels []string
+			var datas [][]byte
+			var writes []*pending
+			for k := range batch {
+				pd := &batch[k]
+				same, err := f.Holds(pd.path, pd.o.ok, pd.o.data)
+				if err != nil {
+					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+					continue
+				}
+				if !same {
+					cur, have, err := f.Read(pd.path)
+					if err != nil {
+						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+						continue
+					}
+					pd.o = object{ok: have, data: cur}
+					if err := pd.decide(g); err != nil {
+						return err
+					}
+				}
+				switch {
+				case pd.refuse != nil:
+					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", pd.path, pd.refuse, tk.short))
+				case pd.remove:
+					if err := f.Remove(pd.path); err != nil {
+						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+						continue
+					}
+					merged = append(merged, pd.path)
+				case pd.write:
+					rels, datas, writes = append(rels, pd.path), append(datas, pd.data), append(writes, pd)
+				}
+			}
+			for k, err := range f.ReplaceMany(rels, datas) {
+				if err != nil {
+					// A file where this clone has a directory, say: that path only is not taken.
+					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", rels[k], err, tk.short))
+					continue
+				}
+				merged = append(merged, rels[k])
+				if writes[k].conflict {
+					conflicts = append(conflicts, rels[k])
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return merged, conflicts, refused, err
+		}
+		i = j
+	}
+	return merged, conflicts, refused, nil
+}
+
+// decide merges the path's three versions (merge3). Another clone's version taken as it
+// is must decode: one that does not is refused (refuse), and this clone keeps its own.
+func (pd *pending) decide(g gitCmd) error {
+	data, write, remove, conflict, err := merge3(g, pd.path, pd.b, pd.o, pd.t)
+	if err != nil {
+		return fmt.Errorf("merge %s/%s: %w", filestore.DirName, pd.path, err)
+	}
+	pd.data, pd.write, pd.remove, pd.conflict, pd.refuse = data, write, remove, conflict, nil
+	if write && !conflict {
+		if kind := filestore.EntityKind(pd.path); kind != "" {
+			pd.refuse = merge.CheckEntity(kind, data)
+		}
+	}
+	return nil
+}
+
+// longLineIn is overLongLine of the blob spec names, read as a stream: a line of
+// hundreds of megabytes is measured, never held.
+func (c gitCmd) longLineIn(spec string) (n, size int, err error) {
+	cmd := exec.Command("git", "-C", c.dir, "cat-file", "blob", spec)
+	cmd.Env = append(cleanEnv(), c.env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, err
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	limit := filestore.MaxLine()
+	buf := make([]byte, 64<<10)
+	line, cur := 1, 0
+	for n == 0 {
+		k, rerr := out.Read(buf)
+		for data := buf[:k]; len(data) > 0 && n == 0; {
+			i := bytes.IndexByte(data, '\n')
+			if i < 0 {
+				cur += len(data)
+				break
+			}
+			if cur += i; cur > limit {
+				n, size = line, cur
+			}
+			line, cur, data = line+1, 0, data[i+1:]
+		}
+		if rerr == io.EOF {
+			if n == 0 && cur > limit { // a torn last line counts too
+				n, size = line, cur
+			}
+			break
+		}
+		if rerr != nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+			return 0, 0, rerr
+		}
+	}
+	if n > 0 {
+		// Found: the rest of the blob is not read.
+		cmd.Process.Kill()
+		cmd.Wait()
+		return n, size, nil
+	}
+	if werr := cmd.Wait(); werr != nil {
+		return 0, 0, fmt.Errorf("git cat-file blob %s: %s", spec, strings.TrimSpace(errb.String()))
+	}
+	return 0, 0, nil
+}
