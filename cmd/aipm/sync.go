@@ -170,10 +170,7 @@ func describeHeld(h *filestore.HeldAgent) string {
 	if !h.New {
 		what = "agent " + h.AgentID + " changed from " + h.Was + " to"
 	}
-	what += " ai_type " + h.AIType
-	if h.Model != "" {
-		what += ", model " + h.Model
-	}
+	what += " " + h.Runs()
 	by := h.Author
 	if h.Committer != "" && h.Committer != h.Author {
 		by += ", committed by " + h.Committer
