@@ -212,7 +212,7 @@ func describeRound(r *gitstate.Round, remote string) string {
 		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
 	}
 	if n := len(r.Suspect); n > 0 {
-		parts = append(parts, fmt.Sprintf("took in %d commit(s) from %s that aipm did not make: %s", n, remote, strings.Join(r.Suspect, "; ")))
+		parts = append(parts, fmt.Sprintf("took in %d suspect commit(s) from %s: %s", n, remote, strings.Join(r.Suspect, "; ")))
 	}
 	if r.Rewound != "" {
 		parts = append(parts, r.Rewound)
