@@ -24,32 +24,53 @@ const (
 	maxTaskFiles        = 1000
 )
 
-// readChunk bounds the bytes of the objects one `git cat-file --batch` reads.
-const readChunk = 4 << 20
+// readChunk bounds the bytes of the objects one `git cat-file --batch` reads, and so
+// what a check holds at once; maxTaskBytes the bytes of task files one commit's check of
+// approvals reads. A lease file is read up to maxLeaseFile (leases.go).
+const (
+	readChunk    = 4 << 20
+	maxTaskBytes = 64 << 20
+)
 
-// readSmall reads the objects specs name ("<rev>:<path>", a blob id): nil for one that is
-// missing or larger than limit, which is never read.
-func readSmall(g gitCmd, specs []string, limit int64) ([][]byte, error) {
+// readEach reads the objects specs name ("<rev>:<path>", a blob id) a chunk at a time
+// and hands each to use, in order: nil for one that is missing or larger than limit,
+// which is never read. It reads nothing past budget bytes in all (over reports that).
+func readEach(g gitCmd, specs []string, limit, budget int64, use func(i int, data []byte)) (over bool, err error) {
 	sizes, err := g.catSizes(specs)
 	if err != nil {
-		return nil, err
+		return false, err
 	}
-	out := make([][]byte, len(specs))
+	var all int64
+	for _, n := range sizes {
+		if n > 0 && n <= limit {
+			all += n
+		}
+	}
+	if all > budget {
+		return true, nil
+	}
+	next := 0 // the first spec not handed to use yet
 	var batch []string
 	var at []int
 	var total int64
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		objs, err := g.catBatch(batch)
-		if err != nil {
-			return err
-		}
-		for i, o := range objs {
-			if o.ok && o.typ == "blob" {
-				out[at[i]] = o.data
+	flush := func(upTo int) error {
+		var objs []object
+		if len(batch) > 0 {
+			var err error
+			if objs, err = g.catBatch(batch); err != nil {
+				return err
 			}
+		}
+		j := 0
+		for ; next < upTo; next++ {
+			var data []byte
+			if j < len(at) && at[j] == next {
+				if o := objs[j]; o.ok && o.typ == "blob" {
+					data = o.data
+				}
+				j++
+			}
+			use(next, data)
 		}
 		batch, at, total = batch[:0], at[:0], 0
 		return nil
@@ -58,18 +79,15 @@ func readSmall(g gitCmd, specs []string, limit int64) ([][]byte, error) {
 		if n < 0 || n > limit {
 			continue
 		}
-		if total+n > readChunk {
-			if err := flush(); err != nil {
-				return nil, err
+		if total+n > readChunk && len(batch) > 0 {
+			if err := flush(i); err != nil {
+				return false, err
 			}
 		}
 		batch, at = append(batch, specs[i]), append(at, i)
 		total += n
 	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return false, flush(len(specs))
 }
 
 // taskApproval is what a task file says of its approval.
@@ -110,67 +128,79 @@ func approvalFindings(g gitCmd, id, human string, events []approvalEvent) []stri
 	for _, c := range changes {
 		specs = append(specs, c.old, c.new) // the null id of an added file is missing
 	}
-	blobs, err := readSmall(g, specs, filestore.MaxEntityFile)
-	if err != nil {
-		return nil
-	}
 	byTask := map[string][]approvalEvent{}
 	for _, e := range events {
 		byTask[e.task] = append(byTask[e.task], e)
 	}
 	tree := &agentTree{g: g, rev: id, agents: map[string]*treeAgent{}}
 	var what []string
-	for i := range changes {
-		var old, cur taskApproval
-		if blobs[2*i+1] == nil || json.Unmarshal(blobs[2*i+1], &cur) != nil {
-			continue // a file that does not decode approves nothing: doctor names it
-		}
-		isNew := blobs[2*i] == nil || json.Unmarshal(blobs[2*i], &old) != nil
-		decided := cur.Approval == filestore.ApprovalApproved || cur.Approval == filestore.ApprovalRejected
-		if isNew {
-			decided = cur.ApprovedBy != ""
-		} else {
-			decided = decided && (old.Approval != cur.Approval || cur.ApprovedBy != old.ApprovedBy)
-		}
-		if !decided {
-			continue
-		}
-		verb := "approves"
-		if cur.Approval == filestore.ApprovalRejected {
-			verb = "rejects"
-		}
-		var deciders []string
-		if cur.Approval == filestore.ApprovalApproved && cur.ApprovedBy != "" {
-			deciders = append(deciders, cur.ApprovedBy)
-		}
-		for _, e := range byTask[cur.ID] {
-			if e.to == cur.Approval && !slices.Contains(deciders, e.actor) {
-				deciders = append(deciders, e.actor)
-			}
-		}
-		if len(deciders) == 0 {
-			what = append(what, fmt.Sprintf("%s task %s naming no one who decided", verb, clipID(cur.ID)))
-			continue
-		}
-		for _, d := range deciders {
-			chain := tree.chain(cur.AssigneeID)
-			dec, ok := chain[d]
-			switch {
-			case cur.AssigneeID == "" || !ok:
-				what = append(what, fmt.Sprintf("%s task %s as %s, who is not an ancestor of its assignee %s and may not decide on it",
-					verb, clipID(cur.ID), clipID(d), orNone(clipID(cur.AssigneeID))))
-			case !isNew && human != "" && dec.Type == filestore.AgentHuman && d != human:
-				what = append(what, fmt.Sprintf("%s task %s as %s, another human than the commit's", verb, clipID(cur.ID), clipID(d)))
-			default:
-				continue
-			}
-			break
+	var oldData []byte
+	over, err := readEach(g, specs, filestore.MaxEntityFile, maxTaskBytes, func(i int, data []byte) {
+		if i%2 == 0 {
+			oldData = data
+			return
 		}
 		if len(what) >= 3 {
-			break // enough to make a person look
+			return // enough to make a person look
 		}
+		if f := tree.decision(oldData, data, human, byTask); f != "" {
+			what = append(what, f)
+		}
+	})
+	if over {
+		return []string{fmt.Sprintf("changes more task data than a round reads for approvals (%d MiB): they were not checked", maxTaskBytes>>20)}
+	}
+	if err != nil {
+		return nil
 	}
 	return what
+}
+
+// decision names what is wrong with the decision on a task that a commit changed from
+// oldData (nil: the task is new) to data, "" when nothing is (or it decided nothing).
+func (tree *agentTree) decision(oldData, data []byte, human string, byTask map[string][]approvalEvent) string {
+	var old, cur taskApproval
+	if data == nil || json.Unmarshal(data, &cur) != nil {
+		return "" // a file that does not decode approves nothing: doctor names it
+	}
+	isNew := oldData == nil || json.Unmarshal(oldData, &old) != nil
+	decided := cur.Approval == filestore.ApprovalApproved || cur.Approval == filestore.ApprovalRejected
+	if isNew {
+		decided = cur.ApprovedBy != ""
+	} else {
+		decided = decided && (old.Approval != cur.Approval || cur.ApprovedBy != old.ApprovedBy)
+	}
+	if !decided {
+		return ""
+	}
+	verb := "approves"
+	if cur.Approval == filestore.ApprovalRejected {
+		verb = "rejects"
+	}
+	var deciders []string
+	if cur.Approval == filestore.ApprovalApproved && cur.ApprovedBy != "" {
+		deciders = append(deciders, cur.ApprovedBy)
+	}
+	for _, e := range byTask[cur.ID] {
+		if e.to == cur.Approval && !slices.Contains(deciders, e.actor) {
+			deciders = append(deciders, e.actor)
+		}
+	}
+	if len(deciders) == 0 {
+		return fmt.Sprintf("%s task %s naming no one who decided", verb, clipID(cur.ID))
+	}
+	chain := tree.chain(cur.AssigneeID)
+	for _, d := range deciders {
+		dec, ok := chain[d]
+		switch {
+		case cur.AssigneeID == "" || !ok:
+			return fmt.Sprintf("%s task %s as %s, who is not an ancestor of its assignee %s and may not decide on it",
+				verb, clipID(cur.ID), clipID(d), orNone(clipID(cur.AssigneeID)))
+		case !isNew && human != "" && dec.Type == filestore.AgentHuman && d != human:
+			return fmt.Sprintf("%s task %s as %s, another human than the commit's", verb, clipID(cur.ID), clipID(d))
+		}
+	}
+	return ""
 }
 
 // treeAgent is what the ancestor rule reads of an agent's file.
@@ -195,12 +225,12 @@ func (t *agentTree) agent(id string) *treeAgent {
 	}
 	var a *treeAgent
 	if filestore.ValidateAgentID(id) == nil {
-		if data, err := readSmall(t.g, []string{t.rev + ":agents/" + id + "/agent.json"}, filestore.MaxEntityFile); err == nil && data[0] != nil {
+		readEach(t.g, []string{t.rev + ":agents/" + id + "/agent.json"}, filestore.MaxEntityFile, filestore.MaxEntityFile, func(_ int, data []byte) {
 			var v treeAgent
-			if json.Unmarshal(data[0], &v) == nil {
+			if data != nil && json.Unmarshal(data, &v) == nil {
 				a = &v
 			}
-		}
+		})
 	}
 	t.agents[id] = a
 	return a
@@ -250,8 +280,8 @@ func leaseFindings(g gitCmd, id, machine string, lines map[string]time.Time) []s
 	for _, a := range agents {
 		specs = append(specs, id+"^:leases/"+a+".json", id+":leases/"+a+".json")
 	}
-	blobs, err := readSmall(g, specs, filestore.MaxEntityFile)
-	if err != nil {
+	blobs := make([][]byte, len(specs))
+	if _, err := readEach(g, specs, maxLeaseFile, int64(len(specs))*maxLeaseFile, func(i int, data []byte) { blobs[i] = data }); err != nil {
 		return nil
 	}
 	var what []string

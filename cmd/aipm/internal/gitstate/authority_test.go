@@ -236,3 +236,56 @@ func TestAgentLineFromAnotherMachineIsSuspect(t *testing.T) {
 		t.Errorf("a commit that takes the lease and speaks for the agent is named: %q", got)
 	}
 }
+
+// TestReadEach: objects come to the callback in order, nil for a missing one or one over
+// the limit (never read); reads over the budget read nothing.
+func TestReadEach(t *testing.T) {
+	gitEnv(t)
+	dir := t.TempDir()
+	mustGit(t, dir, "init", "-q")
+	for name, data := range map[string]string{"a": "aa", "big": strings.Repeat("x", 100), "c": "c"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGit(t, dir, "add", "-A")
+	mustGit(t, dir, "commit", "-q", "-m", "files")
+	specs := []string{"HEAD:a", "HEAD:missing", "HEAD:big", "HEAD~1:a", "HEAD:c"}
+	var got []string
+	over, err := readEach(gitCmd{dir: dir}, specs, 10, 100, func(i int, data []byte) {
+		got = append(got, fmt.Sprintf("%d=%s", i, data))
+	})
+	if err != nil || over {
+		t.Fatal(over, err)
+	}
+	if want := "0=aa 1= 2= 3= 4=c"; strings.Join(got, " ") != want {
+		t.Errorf("readEach handed %q, want %q", strings.Join(got, " "), want)
+	}
+	got = nil
+	over, err = readEach(gitCmd{dir: dir}, specs, 1000, 50, func(i int, data []byte) { got = append(got, string(data)) })
+	if err != nil || !over || len(got) != 0 {
+		t.Errorf("over the budget: over %v, err %v, read %q", over, err, got)
+	}
+}
+
+// TestTooManyTaskFilesAreNamed: a commit that changes more task files than a round reads
+// for approvals is named as not checked, rather than read without bound or let through.
+func TestTooManyTaskFilesAreNamed(t *testing.T) {
+	gitEnv(t)
+	dir := t.TempDir()
+	mustGit(t, dir, "init", "-q")
+	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range maxTaskFiles + 1 {
+		if err := os.WriteFile(filepath.Join(dir, "tasks", fmt.Sprintf("tsk_%04d.json", i)), []byte(`{"approval": "approved", "approved_by": "x"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustGit(t, dir, "add", "-A")
+	mustGit(t, dir, "commit", "-q", "-m", "many")
+	got := approvalFindings(gitCmd{dir: dir}, "HEAD", "", nil)
+	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("changes %d task files, more than a round reads for approvals", maxTaskFiles+1)) {
+		t.Errorf("findings = %q", got)
+	}
+}
