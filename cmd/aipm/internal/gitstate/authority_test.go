@@ -60,6 +60,9 @@ func (x attacker) appendLine(rel string, v any) {
 		x.t.Fatal(err)
 	}
 	p := filepath.Join(x.dir, filepath.FromSlash(rel))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		x.t.Fatal(err)
+	}
 	f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		x.t.Fatal(err)
@@ -287,5 +290,27 @@ func TestTooManyTaskFilesAreNamed(t *testing.T) {
 	got := approvalFindings(gitCmd{dir: dir}, "HEAD", "", nil)
 	if len(got) != 1 || !strings.Contains(got[0], fmt.Sprintf("changes %d task files, more than a round reads for approvals", maxTaskFiles+1)) {
 		t.Errorf("findings = %q", got)
+	}
+}
+
+// TestRootCommitLinesAreNotOneMachines: a root commit (a store moved onto the branch)
+// holds the lines every machine wrote before; its agents' lines are not checked against
+// their leases, while the same commit with a parent would be named.
+func TestRootCommitLinesAreNotOneMachines(t *testing.T) {
+	gitEnv(t)
+	dir := t.TempDir()
+	mustGit(t, dir, "init", "-q")
+	x := attacker{t, dir}
+	now := time.Now().UTC()
+	lease, _ := json.Marshal(filestore.Lease{AgentID: "w1", MachineID: "mb", AcquiredAt: now.Add(-time.Hour), ExpiresAt: now.Add(time.Hour)})
+	x.write("leases/w1.json", lease)
+	x.appendLine("agents/w1/chat.jsonl", filestore.Message{ID: "msg_1", SenderID: "w1", ReceiverID: "owner", Content: "hi", CreatedAt: now})
+	mustGit(t, dir, "add", "-A")
+	mustGit(t, dir, "commit", "-q", "-m", "aipm: the state\n\nAipm-Machine: ma")
+	if got := commitFindings(gitCmd{dir: dir}, "HEAD", "ma", "", true, nil); len(got) != 0 {
+		t.Errorf("a root commit: %q", got)
+	}
+	if got := commitFindings(gitCmd{dir: dir}, "HEAD", "ma", "", false, nil); len(got) != 1 || !strings.Contains(got[0], "holds lines of agent w1, whose lease machine mb holds") {
+		t.Errorf("the same lines in a commit with a parent: %q", got)
 	}
 }

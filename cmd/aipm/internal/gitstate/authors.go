@@ -31,7 +31,7 @@ const maxSignedLine = 64 << 10
 // proof signs its commits.
 func suspectCommits(g gitCmd, s *filestore.Store, ours, theirs string) ([]string, error) {
 	out, err := g.run("log", "--no-merges", "-n", fmt.Sprint(maxSuspects+1),
-		"--format=%H%x1f%an <%ae>%x1f%(trailers:key=Aipm-Machine,valueonly,separator=%x2C)%x1f%(trailers:key=Aipm-Human,valueonly,separator=%x2C)%x1f%s",
+		"--format=%H%x1f%an <%ae>%x1f%(trailers:key=Aipm-Machine,valueonly,separator=%x2C)%x1f%(trailers:key=Aipm-Human,valueonly,separator=%x2C)%x1f%P%x1f%s",
 		ours+".."+theirs)
 	if err != nil || out == "" {
 		return nil, err
@@ -46,21 +46,21 @@ func suspectCommits(g gitCmd, s *filestore.Store, ours, theirs string) ([]string
 	}
 	var found []string
 	for _, l := range strings.Split(out, "\n") {
-		f := strings.Split(l, "\x1f")
-		if len(f) != 5 {
+		f := strings.SplitN(l, "\x1f", 6)
+		if len(f) != 6 {
 			continue
 		}
 		if len(found) >= maxSuspects {
 			found = append(found, "and more (git -C .ai-pm log "+ours+".."+theirs+")")
 			break
 		}
-		id, author, machine, human, subject := f[0], f[1], strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), f[4]
+		id, author, machine, human, root, subject := f[0], f[1], strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), f[4] == "", f[5]
 		if machine == "" {
 			found = append(found, fmt.Sprintf("commit %.10s by %s (%q) was not made by aipm: look at it with `git -C .ai-pm show %.10s`",
 				id, author, clipSubject(subject), id))
 			continue
 		}
-		if what := commitFindings(g, id, machine, human, humans); len(what) > 0 {
+		if what := commitFindings(g, id, machine, human, root, humans); len(what) > 0 {
 			whose := ""
 			if human != "" {
 				whose = ", whose human is " + human + ","
@@ -74,8 +74,9 @@ func suspectCommits(g gitCmd, s *filestore.Store, ours, theirs string) ([]string
 
 // commitFindings says what aipm's commit id, from machine (and human, "" when the clone
 // had none set), holds that they may not have made: each finding a phrase that follows
-// the commit's name.
-func commitFindings(g gitCmd, id, machine, human string, humans map[string]bool) []string {
+// the commit's name. A root commit brings a whole store (`aipm migrate`), with the lines
+// every machine wrote before: its agents' lines are not one machine's round.
+func commitFindings(g gitCmd, id, machine, human string, root bool, humans map[string]bool) []string {
 	a := readAdded(g, id, humans)
 	var what []string
 	if human != "" {
@@ -87,7 +88,9 @@ func commitFindings(g gitCmd, id, machine, human string, humans map[string]bool)
 		}
 	}
 	what = append(what, approvalFindings(g, id, human, a.approvals)...)
-	what = append(what, leaseFindings(g, id, machine, a.agentLines)...)
+	if !root {
+		what = append(what, leaseFindings(g, id, machine, a.agentLines)...)
+	}
 	return what
 }
 
