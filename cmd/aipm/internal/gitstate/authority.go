@@ -3,6 +3,7 @@ package gitstate
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -10,7 +11,7 @@ import (
 	"github.com/aipm/aipm/filestore"
 )
 
-// Changes a commit's machine or human may not make (issue of who wrote it): an approval
+// Changes a commit's machine or human may not make (who wrote it: docs/security.md): an approval
 // by someone who may not decide on the task, and an AI agent's line from a machine that
 // does not hold the agent's lease. Both are read from the commit alone — its diff, and
 // the few files of its tree and its parent's that the rule needs — so that what a round
@@ -92,7 +93,6 @@ func readEach(g gitCmd, specs []string, limit, budget int64, use func(i int, dat
 
 // taskApproval is what a task file says of its approval.
 type taskApproval struct {
-	ID         string `json:"id"`
 	AssigneeID string `json:"assignee_id"`
 	Approval   string `json:"approval"`
 	ApprovedBy string `json:"approved_by"`
@@ -143,7 +143,8 @@ func approvalFindings(g gitCmd, id, human string, events []approvalEvent) []stri
 		if len(what) >= 3 {
 			return // enough to make a person look
 		}
-		if f := tree.decision(oldData, data, human, byTask); f != "" {
+		task := strings.TrimSuffix(path.Base(changes[i/2].path), ".json")
+		if f := tree.decision(task, oldData, data, human, byTask); f != "" {
 			what = append(what, f)
 		}
 	})
@@ -156,9 +157,10 @@ func approvalFindings(g gitCmd, id, human string, events []approvalEvent) []stri
 	return what
 }
 
-// decision names what is wrong with the decision on a task that a commit changed from
-// oldData (nil: the task is new) to data, "" when nothing is (or it decided nothing).
-func (tree *agentTree) decision(oldData, data []byte, human string, byTask map[string][]approvalEvent) string {
+// decision names what is wrong with the decision on task (its id is its file's name) that
+// a commit changed from oldData (nil: the task is new) to data, "" when nothing is (or
+// it decided nothing).
+func (tree *agentTree) decision(task string, oldData, data []byte, human string, byTask map[string][]approvalEvent) string {
 	var old, cur taskApproval
 	if data == nil || json.Unmarshal(data, &cur) != nil {
 		return "" // a file that does not decode approves nothing: doctor names it
@@ -181,13 +183,13 @@ func (tree *agentTree) decision(oldData, data []byte, human string, byTask map[s
 	if cur.Approval == filestore.ApprovalApproved && cur.ApprovedBy != "" {
 		deciders = append(deciders, cur.ApprovedBy)
 	}
-	for _, e := range byTask[cur.ID] {
+	for _, e := range byTask[task] {
 		if e.to == cur.Approval && !slices.Contains(deciders, e.actor) {
 			deciders = append(deciders, e.actor)
 		}
 	}
 	if len(deciders) == 0 {
-		return fmt.Sprintf("%s task %s naming no one who decided", verb, clipID(cur.ID))
+		return fmt.Sprintf("%s task %s naming no one who decided", verb, clipID(task))
 	}
 	chain := tree.chain(cur.AssigneeID)
 	for _, d := range deciders {
@@ -195,9 +197,9 @@ func (tree *agentTree) decision(oldData, data []byte, human string, byTask map[s
 		switch {
 		case cur.AssigneeID == "" || !ok:
 			return fmt.Sprintf("%s task %s as %s, who is not an ancestor of its assignee %s and may not decide on it",
-				verb, clipID(cur.ID), clipID(d), orNone(clipID(cur.AssigneeID)))
+				verb, clipID(task), clipID(d), orNone(clipID(cur.AssigneeID)))
 		case !isNew && human != "" && dec.Type == filestore.AgentHuman && d != human:
-			return fmt.Sprintf("%s task %s as %s, another human than the commit's", verb, clipID(cur.ID), clipID(d))
+			return fmt.Sprintf("%s task %s as %s, another human than the commit's", verb, clipID(task), clipID(d))
 		}
 	}
 	return ""
