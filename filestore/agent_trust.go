@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -19,9 +20,12 @@ import (
 // So an agent that another clone brought, new or with its run-relevant fields changed,
 // waits for this machine's yes, as a pulled agent command does (trust.go):
 //
-//   - Its fingerprint is what decides what runs for it: its type, its ai_type (which names
-//     the command of settings.agent_commands, approved on its own) and its model (a word
-//     of that command). Its name, role, parent or status change nothing of what runs.
+//   - Its fingerprint is what decides what runs for it and what it is told: its type, its
+//     ai_type (which names the command of settings.agent_commands, approved on its own),
+//     its model (a word of that command), its role (in the prompt it starts with) and its
+//     system prompt (in the answer to its authenticate). Its name, parent or status
+//     change nothing of what runs. Approvals recorded before role and system prompt
+//     counted (fingerprint version 1) still stand while the fields they covered match.
 //   - agents.json in the machine directory (machine_trust.go: outside the repository, never
 //     synced) holds, per agent, the fingerprint approved here and, for one that arrived
 //     from another clone with a fingerprint not approved here, where it came from: the
@@ -49,14 +53,17 @@ type HeldAgent struct {
 	AgentID string `json:"agent_id"`
 	// Type, AIType and Model are the run-relevant fields as they arrived; Fingerprint
 	// their hash (AgentFingerprint).
-	Type        string `json:"type"`
-	AIType      string `json:"ai_type"`
-	Model       string `json:"model,omitempty"`
-	Fingerprint string `json:"fingerprint"`
+	Type   string `json:"type"`
+	AIType string `json:"ai_type"`
+	Model  string `json:"model,omitempty"`
+	// Role and SystemPrompt are what the agent is told as they arrived.
+	Role         string `json:"role,omitempty"`
+	SystemPrompt string `json:"system_prompt,omitempty"`
+	Fingerprint  string `json:"fingerprint"`
 	AgentOrigin
 	ArrivedAt time.Time `json:"arrived_at"`
 	// New is true when this clone had no such agent before it arrived; Was is the
-	// approved ai_type (and model) it had here otherwise.
+	// approved ai_type (and model, role, system prompt) it had here otherwise.
 	New bool   `json:"new"`
 	Was string `json:"was,omitempty"`
 }
@@ -72,12 +79,36 @@ type approvedAgent struct {
 	ApprovedAt  time.Time `json:"approved_at"`
 }
 
-// AgentFingerprint is the hash of what decides what runs for an agent: its type, its
-// ai_type (the default, claude, when none is set) and its model.
+// AgentFingerprint is the hash of what decides what runs for an agent and what it is
+// told: its type, its ai_type (the default, claude, when none is set), its model, its
+// role and its system prompt, marked with its version (fingerprintV2).
 func AgentFingerprint(a *Agent) string {
+	data, _ := json.Marshal([]string{a.Type, effectiveAIType(a), a.Model, a.Role, a.SystemPrompt})
+	sum := sha256.Sum256(data)
+	return fingerprintV2 + hex.EncodeToString(sum[:])
+}
+
+// fingerprintV2 marks the fingerprints that cover the role and the system prompt; one
+// without it is of version 1 (agentFingerprintV1), recorded before they counted.
+const fingerprintV2 = "v2:"
+
+// agentFingerprintV1 is the fingerprint approvals were recorded with before the role
+// and the system prompt counted: type, ai_type and model only.
+func agentFingerprintV1(a *Agent) string {
 	data, _ := json.Marshal([]string{a.Type, effectiveAIType(a), a.Model})
 	sum := sha256.Sum256(data)
 	return hex.EncodeToString(sum[:])
+}
+
+// approves reports whether the approval on record covers a as it is now: its fingerprint,
+// or a version-1 fingerprint of the fields that version covered (so that an upgrade holds
+// no agent approved before it; noteArrival records the new version when the agent next
+// arrives).
+func (ap approvedAgent) approves(a *Agent) bool {
+	if ap.Fingerprint == AgentFingerprint(a) {
+		return true
+	}
+	return !strings.HasPrefix(ap.Fingerprint, fingerprintV2) && ap.Fingerprint == agentFingerprintV1(a)
 }
 
 // effectiveAIType is the ai_type whose command runs an agent: claude when none is set.
@@ -88,13 +119,26 @@ func effectiveAIType(a *Agent) string {
 	return a.AIType
 }
 
-// runs says what an agent runs as, in words: its ai_type and model.
+// runs says what an agent runs as and is told, in words: its ai_type, model, role and
+// system prompt (the last two clipped).
 func runs(a *Agent) string {
 	s := "ai_type " + effectiveAIType(a)
 	if a.Model != "" {
 		s += ", model " + a.Model
 	}
+	if a.Role != "" {
+		s += fmt.Sprintf(", role %q", clip(a.Role))
+	}
+	if a.SystemPrompt != "" {
+		s += fmt.Sprintf(", system prompt %q", clip(a.SystemPrompt))
+	}
 	return s
+}
+
+// Runs says what the held agent runs as and is told, as it arrived: its ai_type, model,
+// role and system prompt.
+func (h *HeldAgent) Runs() string {
+	return runs(&Agent{Type: h.Type, AIType: h.AIType, Model: h.Model, Role: h.Role, SystemPrompt: h.SystemPrompt})
 }
 
 func (s *Store) agentTrustPath() (string, error) { return s.machinePath("agents.json") }
@@ -134,13 +178,12 @@ func (t *agentTrustFile) held(a *Agent) *HeldAgent {
 	if !ok {
 		return nil
 	}
-	fp := AgentFingerprint(a)
-	if ap, ok := t.Approved[a.ID]; ok && ap.Fingerprint == fp {
+	if ap, ok := t.Approved[a.ID]; ok && ap.approves(a) {
 		return nil
 	}
 	// What the record shows is what the agent is now (a later hand edit may have
 	// changed it again); where it came from is the last arrival's.
-	h.Type, h.AIType, h.Model, h.Fingerprint = a.Type, effectiveAIType(a), a.Model, fp
+	h.Type, h.AIType, h.Model, h.Role, h.SystemPrompt, h.Fingerprint = a.Type, effectiveAIType(a), a.Model, a.Role, a.SystemPrompt, AgentFingerprint(a)
 	return &h
 }
 
@@ -253,6 +296,8 @@ func (f *Files) noteArrival(id string, data []byte) error {
 		return err
 	}
 	fp := AgentFingerprint(&in)
+	// Only this version's fingerprint counts here: a version-1 record would let a new
+	// role or system prompt through; the agent as it is here decides below.
 	if ap, ok := t.Approved[id]; ok && ap.Fingerprint == fp {
 		if _, ok := t.Arrived[id]; ok {
 			delete(t.Arrived, id) // back to what this machine approved
@@ -260,13 +305,26 @@ func (f *Files) noteArrival(id string, data []byte) error {
 		}
 		return nil
 	}
-	h := HeldAgent{AgentID: id, Type: in.Type, AIType: effectiveAIType(&in), Model: in.Model, Fingerprint: fp, ArrivedAt: s.Now(), New: true}
+	h := HeldAgent{AgentID: id, Type: in.Type, AIType: effectiveAIType(&in), Model: in.Model, Role: in.Role, SystemPrompt: in.SystemPrompt,
+		Fingerprint: fp, ArrivedAt: s.Now(), New: true}
 	var cur Agent
 	if err := s.readJSON(s.agentPath(id), &cur); err == nil {
 		cur.ID = id
 		if t.held(&cur) == nil {
 			if cur.Type == AgentAI && AgentFingerprint(&cur) == fp {
-				return nil // what runs for it is what ran here
+				// What runs for it is what ran here. An approval recorded under a
+				// version-1 fingerprint is brought to this version, and an arrival
+				// recorded before, which no longer holds it, is done with.
+				ap, ok := t.Approved[id]
+				_, stale := t.Arrived[id]
+				if !stale && (!ok || ap.Fingerprint == fp) {
+					return nil
+				}
+				delete(t.Arrived, id)
+				if ok {
+					t.Approved[id] = approvedAgent{Fingerprint: fp, Runs: runs(&cur), ApprovedAt: ap.ApprovedAt}
+				}
+				return s.writeAgentTrust(t)
 			}
 			// What it was here is what this machine ran: its approval stays on record,
 			// so an arrival that brings it back holds nothing.

@@ -116,6 +116,10 @@ func (st *syncStatus) line(now time.Time) string {
 	if l := st.Last; l != nil && l.Recovered != nil && !l.Recovered.At.Equal(l.At) && now.Sub(l.Recovered.At) < 24*time.Hour {
 		out += fmt.Sprintf("; a round %s brought back what git alone had dropped: %s", ago(now, l.Recovered.At), strings.Join(l.Recovered.What, "; "))
 	}
+	// So do the suspect commits an earlier round took in.
+	if l := st.Last; l != nil && l.Suspect != nil && !l.Suspect.At.Equal(l.At) && now.Sub(l.Suspect.At) < 24*time.Hour {
+		out += fmt.Sprintf("; a round %s took in %d suspect commit(s): %s", ago(now, l.Suspect.At), len(l.Suspect.What), strings.Join(l.Suspect.What, "; "))
+	}
 	return out
 }
 

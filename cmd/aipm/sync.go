@@ -170,10 +170,7 @@ func describeHeld(h *filestore.HeldAgent) string {
 	if !h.New {
 		what = "agent " + h.AgentID + " changed from " + h.Was + " to"
 	}
-	what += " ai_type " + h.AIType
-	if h.Model != "" {
-		what += ", model " + h.Model
-	}
+	what += " " + h.Runs()
 	by := h.Author
 	if h.Committer != "" && h.Committer != h.Author {
 		by += ", committed by " + h.Committer
@@ -215,7 +212,7 @@ func describeRound(r *gitstate.Round, remote string) string {
 		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
 	}
 	if n := len(r.Suspect); n > 0 {
-		parts = append(parts, fmt.Sprintf("took in %d commit(s) from %s that aipm did not make: %s", n, remote, strings.Join(r.Suspect, "; ")))
+		parts = append(parts, fmt.Sprintf("took in %d suspect commit(s) from %s: %s", n, remote, strings.Join(r.Suspect, "; ")))
 	}
 	if r.Rewound != "" {
 		parts = append(parts, r.Rewound)

@@ -161,11 +161,7 @@ func (a *app) cmdTrust(args []string) error {
 // what runs for it, what it was here, and where it came from.
 func (a *app) showHeld(h *filestore.HeldAgent) {
 	a.printf("agent %s: NOT APPROVED (from another clone)\n", h.AgentID)
-	a.printf("  runs: ai_type %s", h.AIType)
-	if h.Model != "" {
-		a.printf(", model %s", h.Model)
-	}
-	a.printf("\n")
+	a.printf("  runs: %s\n", h.Runs())
 	if h.New {
 		a.printf("  new: this clone had no agent %s before\n", h.AgentID)
 	} else {

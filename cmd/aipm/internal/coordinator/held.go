@@ -65,8 +65,8 @@ func heldWhy(h *filestore.HeldAgent) string {
 	if by == "" {
 		by = "an unknown author"
 	}
-	return fmt.Sprintf("it arrived from another clone with ai_type %s (%s), in commit %s by %s, and this machine has not approved it",
-		h.AIType, what, commit, by)
+	return fmt.Sprintf("it arrived from another clone with %s (%s), in commit %s by %s, and this machine has not approved it",
+		h.Runs(), what, commit, by)
 }
 
 // heldStuck says, when a run goes idle, which agents have work that only an approval of

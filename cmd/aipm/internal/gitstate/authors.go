@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/aipm/aipm/filestore"
 )
@@ -20,14 +21,17 @@ const maxSignedLine = 64 << 10
 // suspectCommits names what a round takes in that its author may not have made: commits
 // of theirs that ours lacks and that aipm did not make (every commit of a clone's changes
 // carries an Aipm-Machine trailer, Syncer.trailers: one without it was made by hand, with
-// plain git), and, in aipm's commits, a message or a change signed as a human other than
-// the commit's (its Aipm-Human trailer) — someone speaking for another. The changes are
-// taken in like any other (they pass the same path, size and merge rules); the round
-// names them, with the commit and its author, so that a person can look. A trailer is a
-// claim, not proof: a team that needs proof signs its commits.
+// plain git), and, in aipm's commits, a change that the commit's machine or human may
+// not make (commitFindings): a message or a change signed as a human other than the
+// commit's (its Aipm-Human trailer) — someone speaking for another —, an approval by
+// someone who may not approve the task, an AI agent's line from a machine that does not
+// hold its lease. The changes are taken in like any other (they pass the same path, size
+// and merge rules); the round names them, one line a commit, with the commit and its
+// author, so that a person can look. A trailer is a claim, not proof: a team that needs
+// proof signs its commits.
 func suspectCommits(g gitCmd, s *filestore.Store, ours, theirs string) ([]string, error) {
 	out, err := g.run("log", "--no-merges", "-n", fmt.Sprint(maxSuspects+1),
-		"--format=%H%x1f%an <%ae>%x1f%(trailers:key=Aipm-Machine,valueonly,separator=%x2C)%x1f%(trailers:key=Aipm-Human,valueonly,separator=%x2C)%x1f%s",
+		"--format=%H%x1f%an <%ae>%x1f%(trailers:key=Aipm-Machine,valueonly,separator=%x2C)%x1f%(trailers:key=Aipm-Human,valueonly,separator=%x2C)%x1f%P%x1f%s",
 		ours+".."+theirs)
 	if err != nil || out == "" {
 		return nil, err
@@ -42,43 +46,83 @@ func suspectCommits(g gitCmd, s *filestore.Store, ours, theirs string) ([]string
 	}
 	var found []string
 	for _, l := range strings.Split(out, "\n") {
-		f := strings.Split(l, "\x1f")
-		if len(f) != 5 {
+		f := strings.SplitN(l, "\x1f", 6)
+		if len(f) != 6 {
 			continue
 		}
 		if len(found) >= maxSuspects {
 			found = append(found, "and more (git -C .ai-pm log "+ours+".."+theirs+")")
 			break
 		}
-		id, author, machine, human, subject := f[0], f[1], strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), f[4]
+		id, author, machine, human, root, subject := f[0], f[1], strings.TrimSpace(f[2]), strings.TrimSpace(f[3]), f[4] == "", f[5]
 		if machine == "" {
 			found = append(found, fmt.Sprintf("commit %.10s by %s (%q) was not made by aipm: look at it with `git -C .ai-pm show %.10s`",
 				id, author, clipSubject(subject), id))
 			continue
 		}
-		if human == "" {
-			continue // a clone with no human set: nothing to compare
-		}
-		for _, who := range signedAs(g, id, humans) {
-			if who != human {
-				found = append(found, fmt.Sprintf("commit %.10s from machine %s, whose human is %s, holds a message or change signed as %s: look at it with `git -C .ai-pm show %.10s`",
-					id, machine, human, who, id))
-				break
+		if what := commitFindings(g, id, machine, human, root, humans); len(what) > 0 {
+			whose := ""
+			if human != "" {
+				whose = ", whose human is " + human + ","
 			}
+			found = append(found, fmt.Sprintf("commit %.10s from machine %s%s %s: look at it with `git -C .ai-pm show %.10s`",
+				id, machine, whose, strings.Join(what, "; "), id))
 		}
 	}
 	return found, nil
 }
 
-// signedAs lists the humans that the lines commit adds to the mailboxes and the history
-// are signed as: a message's sender, a change's actor on the command line or the web view.
-func signedAs(g gitCmd, commit string, humans map[string]bool) []string {
+// commitFindings says what aipm's commit id, from machine (and human, "" when the clone
+// had none set), holds that they may not have made: each finding a phrase that follows
+// the commit's name. A root commit brings a whole store (`aipm migrate`), with the lines
+// every machine wrote before: its agents' lines are not one machine's round.
+func commitFindings(g gitCmd, id, machine, human string, root bool, humans map[string]bool) []string {
+	a := readAdded(g, id, humans)
+	var what []string
+	if human != "" {
+		for _, who := range a.signed {
+			if who != human {
+				what = append(what, "holds a message or change signed as "+who)
+				break
+			}
+		}
+	}
+	what = append(what, approvalFindings(g, id, human, a.approvals)...)
+	if !root {
+		what = append(what, leaseFindings(g, id, machine, a.agentLines)...)
+	}
+	return what
+}
+
+// added is what one commit adds to the mailboxes and the history, as far as the checks
+// need it.
+type added struct {
+	// signed are the humans its lines are signed as: a message's sender, a change's
+	// actor on the command line or the web view.
+	signed []string
+	// agentLines are, by agent, the latest time of a line it made itself: a message it
+	// sent (its own copy) or a change through its tools.
+	agentLines map[string]time.Time
+	// approvals are its history's approval changes of tasks.
+	approvals []approvalEvent
+}
+
+type approvalEvent struct {
+	actor, task, to string
+}
+
+// maxAgentsChecked bounds the agents of one commit whose leases a round reads.
+const maxAgentsChecked = 50
+
+// readAdded reads the lines commit adds to the mailboxes and the history, from its diff
+// alone (its first parent's, or none for a root commit).
+func readAdded(g gitCmd, commit string, humans map[string]bool) added {
+	a := added{agentLines: map[string]time.Time{}}
 	out, err := g.raw("diff-tree", "-p", "--no-renames", "--no-color", "-U0", "--root", commit, "--", "events.jsonl", ":(glob)agents/*/chat.jsonl")
 	if err != nil {
-		return nil
+		return a
 	}
 	seen := map[string]bool{}
-	var who []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 64<<10), maxSignedLine)
 	for sc.Scan() {
@@ -87,27 +131,47 @@ func signedAs(g gitCmd, commit string, humans map[string]bool) []string {
 			continue
 		}
 		var v struct {
-			SenderID   string `json:"senderId"`
-			ReceiverID string `json:"receiverId"`
-			Actor      string `json:"actor"`
-			Via        string `json:"via"`
+			SenderID   string    `json:"senderId"`
+			ReceiverID string    `json:"receiverId"`
+			CreatedAt  time.Time `json:"createdAt"`
+			Actor      string    `json:"actor"`
+			Via        string    `json:"via"`
+			At         time.Time `json:"at"`
+			Entity     string    `json:"entity"`
+			ID         string    `json:"id"`
+			Change     string    `json:"change"`
+			To         string    `json:"to"`
 		}
 		if json.Unmarshal(line[1:], &v) != nil {
 			continue
 		}
-		name := ""
+		name, agent, at := "", "", time.Time{}
 		switch {
 		case v.SenderID != "" && v.ReceiverID != "": // the sender's own copy of a message
-			name = v.SenderID
+			name, agent, at = v.SenderID, v.SenderID, v.CreatedAt
 		case v.Actor != "" && (v.Via == filestore.ViaCLI || v.Via == filestore.ViaUI):
 			name = v.Actor
+		case v.Actor != "" && v.Via == filestore.ViaTool:
+			agent, at = v.Actor, v.At
+		}
+		if v.Actor != "" && v.Entity == "task" && v.Change == "approval" && len(a.approvals) < maxApprovalsChecked {
+			a.approvals = append(a.approvals, approvalEvent{actor: v.Actor, task: v.ID, to: v.To})
 		}
 		if name != "" && humans[name] && !seen[name] {
 			seen[name] = true
-			who = append(who, name)
+			a.signed = append(a.signed, name)
+		}
+		if agent != "" && agent != filestore.SystemSender && !humans[agent] {
+			if t, ok := a.agentLines[agent]; ok {
+				if at.After(t) {
+					a.agentLines[agent] = at
+				}
+			} else if len(a.agentLines) < maxAgentsChecked {
+				a.agentLines[agent] = at
+			}
 		}
 	}
-	return who
+	return a
 }
 
 func clipSubject(s string) string {

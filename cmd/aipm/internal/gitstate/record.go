@@ -28,9 +28,12 @@ type LastRound struct {
 	// Recovered is the latest round that restored what a merge aipm did not make dropped,
 	// or found the remote rewound: kept past the rounds after it, which say nothing of it.
 	Recovered *Recovery `json:"recovered,omitempty"`
+	// Suspect is the latest round that named suspect commits (Round.Suspect), kept past
+	// the rounds after it, which do not name them again.
+	Suspect *Recovery `json:"suspect,omitempty"`
 }
 
-// Recovery is what one round brought back, and when.
+// Recovery is what one round brought back, or named, and when.
 type Recovery struct {
 	At   time.Time `json:"at"`
 	What []string  `json:"what"` // Round.Rewound, then Round.Restored
@@ -71,7 +74,10 @@ func (s *Syncer) record(r *Round, roundErr error) {
 	now := time.Now().UTC()
 	l := LastRound{At: now, Remote: s.Remote, Round: r}
 	if prev != nil {
-		l.OKAt, l.PushedAt, l.Recovered = prev.OKAt, prev.PushedAt, prev.Recovered
+		l.OKAt, l.PushedAt, l.Recovered, l.Suspect = prev.OKAt, prev.PushedAt, prev.Recovered, prev.Suspect
+	}
+	if r != nil && len(r.Suspect) > 0 {
+		l.Suspect = &Recovery{At: now, What: r.Suspect}
 	}
 	if r != nil && (r.Rewound != "" || len(r.Restored) > 0) {
 		l.Recovered = &Recovery{At: now}

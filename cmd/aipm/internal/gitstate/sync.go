@@ -47,8 +47,9 @@ type Round struct {
 	// (pushed now, or nothing of ours it lacked): Head is that commit.
 	Current bool   `json:"current,omitempty"`
 	Head    string `json:"head,omitempty"`
-	// Suspect names the commits taken in that aipm did not make (plain git: no
-	// Aipm-Machine trailer), with their authors.
+	// Suspect names, one line each, the commits taken in that their author may not have
+	// made (suspectCommits): made with plain git (no Aipm-Machine trailer), or holding a
+	// change their machine or human may not make.
 	Suspect []string `json:"suspect,omitempty"`
 	// Refused are the paths another clone pushed that are not the store's to take
 	// (filestore.StatePath), each "<path>: <why> (commit <id>)"; the rest of the round went on.

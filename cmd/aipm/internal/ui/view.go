@@ -445,7 +445,7 @@ func heldAttention(held map[string]*filestore.HeldAgent) []attention {
 			commit = commit[:10]
 		}
 		out = append(out, attention{Kind: "held_agent", AgentID: id,
-			Text: what + " with ai_type " + h.AIType + " came from another clone, in commit " + commit + " by " + by +
+			Text: what + " with " + h.Runs() + " came from another clone, in commit " + commit + " by " + by +
 				": aipm run does not start it until you review it and approve it with `aipm trust --agent " + id + "`",
 			At: h.ArrivedAt})
 	}
