@@ -97,7 +97,11 @@ func Migrate(root string) (*Migration, error) {
 		return nil, err
 	}
 	if !st.ok("diff", "--cached", "--quiet") {
-		if _, err := st.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"+rootTrailers(top)); err != nil {
+		args, err := signingOf(stateDir(top)).cmd("commit", "-c", "maintenance.auto=false")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := st.run(append(args, "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"+rootTrailers(top))...); err != nil {
 			return nil, err
 		}
 		m.Pending = true
@@ -128,6 +132,7 @@ func replay(top string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	sign := signingOf(stateDir(top))
 	var parent, prevTree string
 	n := 0
 	for i := range commits {
@@ -143,7 +148,11 @@ func replay(top string) (int, error) {
 			continue
 		}
 		env, msg := commitMeta(commit.data)
-		args := []string{"commit-tree", "--no-gpg-sign", treeID}
+		args, err := sign.cmd("commit-tree")
+		if err != nil {
+			return n, err
+		}
+		args = append(args, treeID)
 		if parent != "" {
 			args = append(args, "-p", parent)
 		}

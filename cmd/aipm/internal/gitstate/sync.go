@@ -58,6 +58,9 @@ type Round struct {
 	// branch was rewound (a force-push) and its old head merged back.
 	Restored []string `json:"restored,omitempty"`
 	Rewound  string   `json:"rewound,omitempty"`
+	// Unsigned says which commit of theirs is not signed by an allowed signer, when
+	// this clone requires signed state (signing.go): nothing of theirs was taken in.
+	Unsigned string `json:"unsigned,omitempty"`
 }
 
 // A push refused because another clone pushed first is tried again — fetch, merge,
@@ -138,11 +141,19 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			return err
 		}
 		theirs, found, before := "", false, ""
+		var unsigned error
 		if s.Remote != "" {
 			var err error
 			before = lastSeen(root, s.Remote)
 			if theirs, found, err = fetchState(root, s.Remote); err != nil {
 				return err
+			}
+			if found {
+				unsigned = verifyIncoming(stateDir(root), s.Remote, theirs)
+				found = unsigned == nil
+				if ue := (*UnsignedError)(nil); errors.As(unsigned, &ue) {
+					r.Unsigned = ue.Why
+				}
 			}
 			if found {
 				if sus, err := suspectCommits(gitCmd{dir: stateDir(root)}, s.Store, "HEAD", theirs); err == nil {
@@ -169,8 +180,8 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			return err
 		}
 		*changed = appendNew(*changed, appendNew(merged, restored...)...)
-		if s.Remote == "" {
-			return nil
+		if s.Remote == "" || unsigned != nil {
+			return unsigned // refused theirs: ours stays here, unpushed
 		}
 		if found {
 			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
@@ -352,11 +363,12 @@ func (s *Syncer) lock() (func(), error) {
 func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root), env: identity(root)}
+	sign := signingOf(stateDir(root))
 	err = s.Store.Exclusive(func(f *filestore.Files) error {
 		if err := healthy(g); err != nil {
 			return err
 		}
-		committed, err := commitLocal(g, s.trailers())
+		committed, err := commitLocal(g, s.trailers(), sign)
 		if err != nil {
 			return err
 		}
@@ -397,7 +409,11 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 			msg += "\n\nConflicting free text (run `aipm doctor`):\n  " + strings.Join(conflicts, "\n  ")
 		}
 		msg += "\n\n" + aipmMergeTrailer
-		c, err := g.run("commit-tree", "--no-gpg-sign", tree, "-p", head, "-p", theirs, "-m", msg)
+		args, err := sign.cmd("commit-tree")
+		if err != nil {
+			return err
+		}
+		c, err := g.run(append(args, tree, "-p", head, "-p", theirs, "-m", msg)...)
 		if err != nil {
 			return err
 		}
@@ -410,7 +426,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 // commitLocal commits every change of the working copy; the caller holds the store
 // lock, so the files stand still while git reads them. The commit starts no detached
 // `git gc` of its own: pack does it, in the round, after the lock is released.
-func commitLocal(g gitCmd, trailers string) (bool, error) {
+func commitLocal(g gitCmd, trailers string, sign signOpts) (bool, error) {
 	if _, err := g.run("add", "-A", "."); err != nil {
 		return false, err
 	}
@@ -424,7 +440,11 @@ func commitLocal(g gitCmd, trailers string) (bool, error) {
 		msg += " on " + host
 	}
 	msg += trailers
-	_, err = g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
+	args, err := sign.cmd("commit", "-c", "maintenance.auto=false")
+	if err != nil {
+		return false, err
+	}
+	_, err = g.run(append(args, "-q", "--no-verify", "-m", msg)...)
 	return err == nil, err
 }
 
