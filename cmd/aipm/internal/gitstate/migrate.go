@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -132,7 +133,10 @@ func replay(top string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	sign := signingOf(stateDir(top))
+	commitTree, err := signingOf(stateDir(top)).cmd("commit-tree")
+	if err != nil {
+		return 0, err
+	}
 	var parent, prevTree string
 	n := 0
 	for i := range commits {
@@ -148,11 +152,7 @@ func replay(top string) (int, error) {
 			continue
 		}
 		env, msg := commitMeta(commit.data)
-		args, err := sign.cmd("commit-tree")
-		if err != nil {
-			return n, err
-		}
-		args = append(args, treeID)
+		args := append(slices.Clip(commitTree), treeID)
 		if parent != "" {
 			args = append(args, "-p", parent)
 		}

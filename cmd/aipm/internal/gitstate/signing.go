@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -21,7 +22,9 @@ import (
 //   - every commit aipm makes on the state branch (a round's commit of local changes,
 //     its merge, a restoration, the first commit, a migration) is signed with Git's SSH
 //     signing and the clone's user.signingkey; without a key the commit is not made, the
-//     round fails saying what to configure, and the changes wait in the working copy;
+//     round fails saying what to configure, and the changes wait in the working copy.
+//     Commits it made before it took the setting in, not pushed yet, are signed again
+//     before the push (signUnpushed);
 //   - before a round takes anything in, every commit it would take (ours..theirs, merges
 //     included) must carry a good signature by a listed key (`git log --format=%G?` with
 //     gpg.ssh.allowedSignersFile). One that does not stops the round from taking anything:
@@ -34,7 +37,9 @@ import (
 // was taken in by a commit signed by a key already listed. A key added by the very push
 // that uses it (an attacker adding their own) is therefore refused, and a commit made
 // after an allowed signer added a teammate's key is taken in the same round. With two
-// parents, the signer must be listed in both parents' lists.
+// parents, a signer listed in either parent's list counts: each is a list this clone
+// trusts (its own, or one that verified commits made), and a commit of local changes made
+// before the setting arrived has no list of its own.
 //
 // Whether the setting is on is read from this clone's HEAD and working copy (on in
 // either: on), never from the remote's side: a push of `false` by someone who cannot sign
@@ -43,20 +48,28 @@ import (
 // The first checkout of the state branch in a new clone (`aipm init` in a clone) takes
 // the remote's branch as it is, like `git clone`: the trust starts there.
 
-// signOpts is how this clone's commits on the state branch are made.
+// signOpts is how the clone whose state worktree is dir makes its commits on the state
+// branch. It is read when a commit is made, not before: a merge that brings the setting
+// in is itself signed.
 type signOpts struct {
-	on  bool   // settings.require_signed_state, as this clone has it
-	key string // the clone's user.signingkey ("" when none is set)
+	dir string // "" signs nothing
 }
 
 // signingOf is how the clone whose state worktree is dir signs its commits.
-func signingOf(dir string) signOpts {
-	g := gitCmd{dir: dir}
-	if !requireSigned(g, dir) {
-		return signOpts{}
+func signingOf(dir string) signOpts { return signOpts{dir: dir} }
+
+// state says whether commits must be signed now, and with which key ("" when the clone
+// has none set).
+func (o signOpts) state() (on bool, key string) {
+	if o.dir == "" {
+		return false, ""
 	}
-	key, _ := g.run("config", "--get", "user.signingkey")
-	return signOpts{on: true, key: key}
+	g := gitCmd{dir: o.dir}
+	if !requireSigned(g, o.dir) {
+		return false, ""
+	}
+	key, _ = g.run("config", "--get", "user.signingkey")
+	return true, strings.TrimSpace(key)
 }
 
 // cmd returns the git arguments for the commit command sub ("commit" or "commit-tree"),
@@ -64,10 +77,11 @@ func signingOf(dir string) signOpts {
 // the caller appends the command's own arguments. It fails, saying what to run, when the
 // commit must be signed and the clone has no key.
 func (o signOpts) cmd(sub string, pre ...string) ([]string, error) {
-	if !o.on {
+	on, key := o.state()
+	if !on {
 		return append(append([]string{"-c", "commit.gpgsign=false"}, pre...), sub, "--no-gpg-sign"), nil
 	}
-	if strings.TrimSpace(o.key) == "" {
+	if key == "" {
 		return nil, errors.New(noKeyMessage)
 	}
 	return append(append([]string{"-c", "gpg.format=ssh"}, pre...), sub, "-S"), nil
@@ -80,9 +94,16 @@ const noKeyMessage = "settings.require_signed_state is on and this clone has no 
 // requireSigned reports whether settings.require_signed_state is on in the project.json
 // of this clone's HEAD or of its working copy at dir. What a remote pushed is never read.
 func requireSigned(g gitCmd, dir string) bool {
-	if data, ok := headBlob(g, "project.json"); ok && settingOn(data) {
+	if onInWorkingCopy(dir) {
 		return true
 	}
+	data, ok := headBlob(g, "project.json")
+	return ok && settingOn(data)
+}
+
+// onInWorkingCopy reports whether the project.json of the working copy at dir has
+// settings.require_signed_state on.
+func onInWorkingCopy(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "project.json"))
 	if err != nil {
 		return false
@@ -142,12 +163,9 @@ func (e *UnsignedError) Error() string {
 // the setting is off here).
 func verifyIncoming(dir, remote, theirs string) error {
 	g := gitCmd{dir: dir}
-	if !requireSigned(g, dir) {
-		return nil
-	}
 	out, err := g.run("rev-list", "--topo-order", "--reverse", "--parents", "--max-count="+fmt.Sprint(maxVerify+1), "HEAD.."+theirs)
-	if err != nil || out == "" {
-		return err
+	if err != nil || out == "" || !requireSigned(g, dir) {
+		return err // nothing new there (most rounds), or nothing to verify
 	}
 	type commit struct {
 		id      string
@@ -203,7 +221,8 @@ func verifyIncoming(dir, remote, theirs string) error {
 			}
 		}
 	}
-	verdict := map[string]string{} // commit → why not, "" when good under every list
+	good := map[string]bool{} // a good signature by a key one of its lists holds
+	why := map[string]string{}
 	authors := map[string]string{}
 	for blob, ids := range byList {
 		res, err := verifyAgainst(g, blob, ids)
@@ -212,18 +231,22 @@ func verifyIncoming(dir, remote, theirs string) error {
 		}
 		for id, v := range res {
 			authors[id] = v.author
-			if v.why != "" && verdict[id] == "" {
-				why := v.why
-				if blob != blobOf["HEAD"] {
-					why += " as of the commit it builds on"
-				}
-				verdict[id] = why
+			if v.why == "" {
+				good[id] = true
+				continue
+			}
+			w := v.why
+			if blob != blobOf["HEAD"] {
+				w += " as of the commit it builds on"
+			}
+			if why[id] == "" || blob == blobOf["HEAD"] {
+				why[id] = w
 			}
 		}
 	}
 	for _, c := range commits {
-		if why := verdict[c.id]; why != "" {
-			return &UnsignedError{Remote: remote, Why: fmt.Sprintf("commit %.10s by %s (1 of %d new there) %s", c.id, authors[c.id], len(commits), why)}
+		if !good[c.id] {
+			return &UnsignedError{Remote: remote, Why: fmt.Sprintf("commit %.10s by %s (1 of %d new there) %s", c.id, authors[c.id], len(commits), why[c.id])}
 		}
 	}
 	return nil
@@ -323,4 +346,116 @@ func verifyAgainst(g gitCmd, blob string, ids []string) (map[string]verdict, err
 		}
 	}
 	return res, nil
+}
+
+// signUnpushed signs, when this clone signs its commits, those of its commits that the
+// remote's branch (theirs; "" when the remote has none) lacks and that are not signed:
+// the ones it made before it took in the setting (a commit of local changes made just
+// before the round that merged it), which every clone that verifies would refuse. Each is
+// made again with the same tree, message, author and committer, signed with this clone's
+// key, and so is every commit of those after it; the branch moves to the result. Only
+// commits already in this clone's branch are signed so: what comes from a remote is
+// verified before it is taken in (verifyIncoming).
+func signUnpushed(dir, theirs string) error {
+	// The round has committed everything by now: the working copy's project.json is its
+	// HEAD's, and reading it costs no git process on the rounds of a clone that does not
+	// sign.
+	if theirs == "" || !onInWorkingCopy(dir) {
+		return nil
+	}
+	g := gitCmd{dir: dir, env: identity(filepath.Dir(dir))}
+	head, err := g.run("rev-parse", "HEAD")
+	if err != nil {
+		return err
+	}
+	out, err := g.run("rev-list", "--topo-order", "--reverse", "--parents", "--max-count="+fmt.Sprint(maxVerify+1), theirs+".."+head)
+	if err != nil || out == "" {
+		return err
+	}
+	var ids []string
+	parents := map[string][]string{}
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 0 {
+			ids = append(ids, f[0])
+			parents[f[0]] = f[1:]
+		}
+	}
+	if len(ids) > maxVerify {
+		return nil // not a round's worth of this clone's commits: left as they are
+	}
+	objs, err := g.catBatch(ids)
+	if err != nil {
+		return err
+	}
+	unsigned := false
+	for _, o := range objs {
+		if o.ok && !signedCommit(o.data) {
+			unsigned = true
+			break
+		}
+	}
+	if !unsigned {
+		return nil // most rounds
+	}
+	args, err := signingOf(dir).cmd("commit-tree")
+	if err != nil {
+		return err
+	}
+	made := map[string]string{} // old id → new id
+	for i, id := range ids {
+		o := objs[i]
+		if !o.ok {
+			return fmt.Errorf("read commit %s", id)
+		}
+		var ps []string
+		moved := false
+		for _, p := range parents[id] {
+			if n, ok := made[p]; ok {
+				p, moved = n, true
+			}
+			ps = append(ps, p)
+		}
+		if signedCommit(o.data) && !moved {
+			continue
+		}
+		tree := commitTree(o.data)
+		if tree == "" {
+			return fmt.Errorf("read the tree of commit %s", id)
+		}
+		env, msg := commitMeta(o.data)
+		a := append(slices.Clip(args), tree)
+		for _, p := range ps {
+			a = append(a, "-p", p)
+		}
+		c := gitCmd{dir: dir, env: env, stdin: msg}
+		n, err := c.run(a...)
+		if err != nil {
+			return err
+		}
+		made[id] = n
+	}
+	newHead, ok := made[head]
+	if !ok {
+		return nil
+	}
+	if _, err := g.run("update-ref", "-m", "aipm sync: sign this clone's unpushed commits", "HEAD", newHead, head); err != nil {
+		return err
+	}
+	g.ok("update-ref", checkedRef, newHead, head) // the merges there were checked already
+	return nil
+}
+
+// signedCommit tells a raw commit that carries a signature.
+func signedCommit(data []byte) bool {
+	head, _, _ := strings.Cut(string(data), "\n\n")
+	return strings.Contains("\n"+head, "\ngpgsig ") || strings.Contains("\n"+head, "\ngpgsig-sha256 ")
+}
+
+// commitTree is the tree of a raw commit.
+func commitTree(data []byte) string {
+	tree, _, _ := strings.Cut(string(data), "\n")
+	if id, ok := strings.CutPrefix(tree, "tree "); ok {
+		return id
+	}
+	return ""
 }

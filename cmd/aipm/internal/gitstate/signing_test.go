@@ -399,3 +399,60 @@ func TestUnsignedMergeIsRefused(t *testing.T) {
 	e.push()
 	refusedRound(t, b, bad, "is not signed")
 }
+
+// A clone that committed before it took in the setting signs those commits again before
+// it pushes them: otherwise every clone that verifies would refuse them for good.
+func TestCommitsMadeBeforeTheSettingAreSignedBeforeThePush(t *testing.T) {
+	a, b := twoClones(t)
+	keyA, keyB := sshKey(t, "alice"), sshKey(t, "bob")
+	mustGit(t, a.Root(), "config", "user.signingkey", keyA)
+	mustGit(t, b.Root(), "config", "user.signingkey", keyB)
+	ctx := context.Background()
+	// b commits its work while signing is still off everywhere; its push waits.
+	tb, err := b.CreateTask(owner, filestore.NewTask{Title: "made before"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := (&Syncer{Store: b}).Once(ctx); err != nil || !r.Committed {
+		t.Fatalf("b's local round: %+v, %v", r, err)
+	}
+	if got := mustGit(t, b.Dir(), "log", "-1", "--format=%G?"); got != "N" {
+		t.Fatalf("b's commit before the setting: %%G? = %q, want N", got)
+	}
+	// a turns signing on and pushes.
+	setSigned(t, a.Dir(), true)
+	list := signerLine(t, "alice@example.com", keyA) + signerLine(t, "bob@example.com", keyB)
+	if err := os.WriteFile(filepath.Join(a.Dir(), filestore.AllowedSignersFile), []byte(list), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil || !r.Pushed {
+		t.Fatalf("a: %+v, %v", r, err)
+	}
+	// b merges that in and pushes: everything it pushes is signed.
+	if r, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil || !r.Pushed {
+		t.Fatalf("b: %+v, %v", r, err)
+	}
+	out := mustGit(t, b.Dir(), "rev-list", "refs/remotes/origin/"+Branch+"..HEAD")
+	if out != "" {
+		t.Fatalf("b's branch is not what it pushed: %q", out)
+	}
+	ahead := strings.Fields(mustGit(t, b.Dir(), "rev-list", mustGit(t, a.Dir(), "rev-parse", "HEAD")+"..HEAD"))
+	if len(ahead) < 2 {
+		t.Fatalf("b pushed %d commit(s) a lacks, want its own and its merge", len(ahead))
+	}
+	for _, c := range ahead {
+		if got := sigStatus(t, b, c); got != "G" {
+			t.Errorf("b's pushed commit %.10s: %%G? = %q, want G", c, got)
+		}
+	}
+	// and a takes it in.
+	if r, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil || len(r.Merged) == 0 {
+		t.Fatalf("a taking b's work: %+v, %v", r, err)
+	}
+	if got, err := a.Task(tb.ID); err != nil || got.Title != "made before" {
+		t.Errorf("a's copy of b's task = %+v, %v", got, err)
+	}
+	if out := mustGit(t, b.Dir(), "status", "--porcelain"); out != "" {
+		t.Errorf("b's working copy after signing again: %q, want clean", out)
+	}
+}

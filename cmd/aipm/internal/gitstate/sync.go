@@ -193,6 +193,11 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 				return nil // nothing of ours that the remote lacks
 			}
 		}
+		if found {
+			if err := signUnpushed(stateDir(root), theirs); err != nil {
+				return err
+			}
+		}
 		head, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD")
 		if err != nil {
 			return err
