@@ -47,6 +47,12 @@ func checkRel(rel string) error {
 	return nil
 }
 
+// AllowedSignersFile is the state's list of the keys that may sign its commits (Git's
+// gpg.ssh.allowedSignersFile format), relative to .ai-pm; with
+// settings.require_signed_state a sync round refuses commits not signed by one of them.
+// A sync takes it in as a plain text file, merged line by line.
+const AllowedSignersFile = "allowed_signers"
+
 // StatePath says whether rel (slash-separated, relative to .ai-pm) is a file another
 // clone may bring: one the on-disk format (doc.go) shares, by its place and name. A path
 // from a remote is untrusted input, compared as Git compares paths on a case-insensitive
@@ -76,7 +82,7 @@ func StatePath(rel string) error {
 		return fmt.Errorf("%s/%s is machine-local: another clone cannot write it", DirName, rel)
 	}
 	switch {
-	case rel == "project.json" || rel == "events.jsonl":
+	case rel == "project.json" || rel == "events.jsonl" || rel == AllowedSignersFile:
 		return nil
 	case len(parts) == 2 && strings.HasSuffix(parts[1], ".json") && validStateID(strings.TrimSuffix(parts[1], ".json")) &&
 		(parts[0] == "tasks" || parts[0] == "conversations" || parts[0] == "delegations" || parts[0] == "executions" || parts[0] == "leases"):

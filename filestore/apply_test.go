@@ -52,3 +52,15 @@ func TestFilesReplaceRemove(t *testing.T) {
 		}
 	}
 }
+
+// The allowed-signers list is a file of the state, at the top only and by its exact name.
+func TestStatePathAllowedSigners(t *testing.T) {
+	if err := StatePath(AllowedSignersFile); err != nil {
+		t.Errorf("StatePath(%q) = %v, want it taken", AllowedSignersFile, err)
+	}
+	for _, p := range []string{"ALLOWED_SIGNERS", "Allowed_Signers", "tasks/allowed_signers", "allowed_signers.d/x", "runtime/allowed_signers"} {
+		if StatePath(p) == nil {
+			t.Errorf("StatePath(%q) = nil, want it refused", p)
+		}
+	}
+}

@@ -23,6 +23,10 @@
 //	  events.jsonl                  history: every change, who made it, when, from what to what
 //	  leases/<agent-id>.json        the agent's lease: the machine that runs it, until when,
 //	                                and whether it has a live chat session there (lease.go)
+//	  allowed_signers               the keys that may sign the state branch's commits, in Git's
+//	                                gpg.ssh.allowedSignersFile format ("<principal> <key type>
+//	                                <key>" a line); read only with settings.require_signed_state,
+//	                                and then as this clone's last commit has it (gitstate)
 //	  .gitignore                    ignores runtime/, execution logs and temp files
 //	  .gitattributes                *.jsonl merge=union; entity files merge=aipm (merge.go)
 //	  .git                          (a file) when .ai-pm is the worktree of the state branch

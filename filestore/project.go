@@ -107,6 +107,11 @@ type Settings struct {
 	// (and pushes it where there is a remote); "branch" pushes the task's branch and
 	// leaves the merge to the forge's pull request.
 	Land string `json:"land,omitempty"`
+	// RequireSignedState: every commit of the state branch is signed with Git's SSH
+	// signing (the clone's user.signingkey) by a key listed in allowed_signers, and a sync
+	// round takes nothing from a remote whose new commits are not all so signed
+	// (cmd/aipm/internal/gitstate/signing.go). Off by default.
+	RequireSignedState bool `json:"require_signed_state,omitempty"`
 	// AgentCommands are what `aipm run` starts for an agent, by the agent's ai_type.
 	AgentCommands map[string]AgentCommand `json:"agent_commands"`
 }

@@ -274,7 +274,11 @@ func commitFiles(top, msg string) error {
 		return err
 	}
 	c := gitCmd{dir: top, env: identity(top)}
-	commit, err := c.run("commit-tree", "--no-gpg-sign", tree, "-m", msg+rootTrailers(top))
+	args, err := signingOf(stateDir(top)).cmd("commit-tree")
+	if err != nil {
+		return err
+	}
+	commit, err := c.run(append(args, tree, "-m", msg+rootTrailers(top))...)
 	if err != nil {
 		return err
 	}

@@ -281,7 +281,11 @@ func (s *Syncer) restoreLost(start string, r *Round) (written []string, err erro
 			if _, err := g.run("add", "-A", "."); err != nil {
 				return err
 			}
-			if _, err := g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg); err != nil {
+			args, err := signingOf(stateDir(root)).cmd("commit", "-c", "maintenance.auto=false")
+			if err != nil {
+				return err
+			}
+			if _, err := g.run(append(args, "-q", "--no-verify", "-m", msg)...); err != nil {
 				return err
 			}
 			head, err = g.run("rev-parse", "HEAD")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -97,7 +98,11 @@ func Migrate(root string) (*Migration, error) {
 		return nil, err
 	}
 	if !st.ok("diff", "--cached", "--quiet") {
-		if _, err := st.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"+rootTrailers(top)); err != nil {
+		args, err := signingOf(stateDir(top)).cmd("commit", "-c", "maintenance.auto=false")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := st.run(append(args, "-q", "--no-verify", "-m", "aipm: changes not yet committed when the state moved to its branch"+rootTrailers(top))...); err != nil {
 			return nil, err
 		}
 		m.Pending = true
@@ -128,6 +133,10 @@ func replay(top string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	commitTree, err := signingOf(stateDir(top)).cmd("commit-tree")
+	if err != nil {
+		return 0, err
+	}
 	var parent, prevTree string
 	n := 0
 	for i := range commits {
@@ -143,7 +152,7 @@ func replay(top string) (int, error) {
 			continue
 		}
 		env, msg := commitMeta(commit.data)
-		args := []string{"commit-tree", "--no-gpg-sign", treeID}
+		args := append(slices.Clip(commitTree), treeID)
 		if parent != "" {
 			args = append(args, "-p", parent)
 		}

@@ -63,6 +63,9 @@ type Round struct {
 	// (MaxRoundFiles, MaxRoundBytes): the round committed what it took, did not push,
 	// and the next round takes the rest.
 	Left int `json:"left,omitempty"`
+	// Unsigned says which commit of theirs is not signed by an allowed signer, when
+	// this clone requires signed state (signing.go): nothing of theirs was taken in.
+	Unsigned string `json:"unsigned,omitempty"`
 }
 
 // A push refused because another clone pushed first is tried again — fetch, merge,
@@ -143,11 +146,19 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			return err
 		}
 		theirs, found, before := "", false, ""
+		var unsigned error
 		if s.Remote != "" {
 			var err error
 			before = lastSeen(root, s.Remote)
 			if theirs, found, err = fetchState(root, s.Remote); err != nil {
 				return err
+			}
+			if found {
+				unsigned = verifyIncoming(stateDir(root), s.Remote, theirs)
+				found = unsigned == nil
+				if ue := (*UnsignedError)(nil); errors.As(unsigned, &ue) {
+					r.Unsigned = ue.Why
+				}
 			}
 			if found {
 				if sus, err := suspectCommits(gitCmd{dir: stateDir(root)}, s.Store, "HEAD", theirs); err == nil {
@@ -174,8 +185,11 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			return err
 		}
 		*changed = appendNew(*changed, appendNew(merged, restored...)...)
-		if s.Remote == "" || r.Left > 0 {
-			return nil // nothing to push to, or theirs not all taken yet: the next round goes on
+		if s.Remote == "" || unsigned != nil {
+			return unsigned // refused theirs: ours stays here, unpushed
+		}
+		if r.Left > 0 {
+			return nil // theirs not all taken yet: the next round goes on
 		}
 		if found {
 			heads, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD", theirs)
@@ -185,6 +199,11 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 			if f := strings.Fields(heads); len(f) == 2 && f[0] == f[1] {
 				r.Current, r.Head = true, f[0]
 				return nil // nothing of ours that the remote lacks
+			}
+		}
+		if found {
+			if err := signUnpushed(stateDir(root), theirs); err != nil {
+				return err
 			}
 		}
 		head, err := gitCmd{dir: stateDir(root)}.run("rev-parse", "HEAD")
@@ -363,7 +382,7 @@ func (s *Syncer) lock() (func(), error) {
 // commitLocal commits every change of the working copy; the caller holds the store
 // lock, so the files stand still while git reads them. The commit starts no detached
 // `git gc` of its own: pack does it, in the round, after the lock is released.
-func commitLocal(g gitCmd, trailers string) (bool, error) {
+func commitLocal(g gitCmd, trailers string, sign signOpts) (bool, error) {
 	if _, err := g.run("add", "-A", "."); err != nil {
 		return false, err
 	}
@@ -377,7 +396,11 @@ func commitLocal(g gitCmd, trailers string) (bool, error) {
 		msg += " on " + host
 	}
 	msg += trailers
-	_, err = g.run("-c", "commit.gpgsign=false", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", msg)
+	args, err := sign.cmd("commit", "-c", "maintenance.auto=false")
+	if err != nil {
+		return false, err
+	}
+	_, err = g.run(append(args, "-q", "--no-verify", "-m", msg)...)
 	return err == nil, err
 }
 

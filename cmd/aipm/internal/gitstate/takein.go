@@ -66,12 +66,13 @@ type takeIn struct {
 func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root), env: identity(root)}
+	sign := signingOf(stateDir(root))
 	var head string
 	err = s.Store.Exclusive(func(*filestore.Files) error {
 		if err := healthy(g); err != nil {
 			return err
 		}
-		committed, err := commitLocal(g, s.trailers())
+		committed, err := commitLocal(g, s.trailers(), sign)
 		if err != nil {
 			return err
 		}
@@ -122,7 +123,11 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 			}
 			msg += "\n\n" + aipmMergeTrailer
 		}
-		c, err := g.run(append(append([]string{"commit-tree", "--no-gpg-sign", tree}, parents...), "-m", msg)...)
+		args, err := sign.cmd("commit-tree")
+		if err != nil {
+			return err
+		}
+		c, err := g.run(append(append(append(args, tree), parents...), "-m", msg)...)
 		if err != nil {
 			return err
 		}
