@@ -14,6 +14,10 @@ import (
 // maxSuspects bounds the commits a round names, and the commits it reads line by line.
 const maxSuspects = 20
 
+// diffThreshold is the size of a mailbox or history over which a commit's lines in it are
+// not read for the check: git's memory for a diff is twice the file.
+const diffThreshold = "32m"
+
 // maxSignedLine bounds a line the check reads; a longer one is not a message a person
 // wrote (and is bounded elsewhere).
 const maxSignedLine = 64 << 10
@@ -118,7 +122,9 @@ const maxAgentsChecked = 50
 // alone (its first parent's, or none for a root commit).
 func readAdded(g gitCmd, commit string, humans map[string]bool) added {
 	a := added{agentLines: map[string]time.Time{}}
-	out, err := g.raw("diff-tree", "-p", "--no-renames", "--no-color", "-U0", "--root", commit, "--", "events.jsonl", ":(glob)agents/*/chat.jsonl")
+	// A file over diffThreshold is diffed as binary, without its lines: git holds both
+	// versions of a file it diffs, and a pushed 200 MiB line cost it 400 MB.
+	out, err := g.raw("-c", "core.bigFileThreshold="+diffThreshold, "diff-tree", "-p", "--no-renames", "--no-color", "-U0", "--root", commit, "--", "events.jsonl", ":(glob)agents/*/chat.jsonl")
 	if err != nil {
 		return a
 	}

@@ -33,16 +33,19 @@
 // # A sync round
 //
 // Under a per-clone sync lock (runtime/locks/sync.lock): fetch the remote's aipm/state;
-// then, holding the store lock, commit what changed locally since the last round, and
-// merge: for every path that differs between the merge base and theirs, a three-way
+// then, holding the store lock, commit what changed locally since the last round; then
+// take theirs in (takein.go), outside the store lock but for the writes, in bounded
+// batches: for every path that differs between the merge base and theirs, a three-way
 // merge of its three versions read from Git's objects — JSONL files by
 // merge.Lines (each record once, in time order), entity files by
 // merge.Merge (the merge driver's field-wise rules; free text changed on both sides
 // is kept with conflict markers around those fields, which `aipm doctor` names and
-// `aipm resolve` settles), other files by `git merge-file`. The results are written
-// through the store, staged, and recorded as a merge commit (or, when this clone had
-// nothing new, the branch moves to theirs). Then the lock is released, AfterMerge runs,
-// and the branch is pushed. A push is never forced: a rejected one fetches and merges
+// `aipm resolve` settles), other files by `git merge-file`. Each batch is written
+// through the store under its lock (a file changed here meanwhile is merged again); the
+// result is staged and recorded as a merge commit (or, when this clone had nothing new,
+// the branch moves to theirs; or, when a push was over the round's bounds, as a commit of
+// what was taken, the rest left to the next rounds). AfterMerge runs, and the branch is
+// pushed. A push is never forced: a rejected one fetches and merges
 // again. After the round, `git gc --auto` keeps the history packed. Merges aipm did not
 // make, and a remote branch rewound by a force-push, are checked against the history both
 // sides pushed, and what they dropped is written back (handmerge.go).
@@ -172,7 +175,11 @@ func branchExists(root string) bool {
 func fetchState(root, remote string) (theirs string, found bool, err error) {
 	rref := "refs/remotes/" + remote + "/" + Branch
 	g := gitCmd{dir: root}
-	if _, err := g.run("fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+rref); err != nil {
+	// Under core.bigFileThreshold git streams a large blob of the fetch to disk instead of
+	// inflating it whole in memory (a pushed 200 MiB line cost the fetch 200 MB). With
+	// fetch.unpackLimit=1 the fetched pack is kept as it came: unpacked into loose objects,
+	// a pushed 1 GiB blob was deflated again (seconds), and again when pack packed it.
+	if _, err := g.run("-c", "core.bigFileThreshold=1m", "-c", "fetch.unpackLimit=1", "fetch", "-q", "--no-tags", "--no-write-fetch-head", remote, "+"+ref+":"+rref); err != nil {
 		// Tell a missing branch (exit 2 of ls-remote --exit-code) from a remote that
 		// cannot be reached.
 		_, _, lerr := g.run3("ls-remote", "--exit-code", remote, ref)

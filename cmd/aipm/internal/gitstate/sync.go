@@ -353,17 +353,27 @@ func pack(root string) {
 	if err != nil {
 		return
 	}
+	due := false
 	for _, l := range strings.Split(out, "\n") {
-		if v, ok := strings.CutPrefix(l, "size: "); ok {
-			if kib, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && kib > looseLimit {
-				if !g.ok("repack", "-d", "-q", "--geometric=2") {
-					g.ok("repack", "-d", "-q") // a Git before 2.32
-				}
-				g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
-			}
+		k, v, _ := strings.Cut(l, ": ")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		switch {
+		case err != nil:
+		case k == "size" && n > looseLimit, k == "packs" && n > packLimit:
+			due = true
 		}
 	}
+	if due {
+		if !g.ok("repack", "-d", "-q", "--geometric=2") {
+			g.ok("repack", "-d", "-q") // a Git before 2.32
+		}
+		g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
+	}
 }
+
+// packLimit is the count of packs past which a round packs them: each fetch keeps its
+// pack (fetchState), and a geometric repack rolls the small ones up.
+const packLimit = 16
 
 // lock takes the clone's sync lock, so `aipm sync` and `aipm run` never run git in the
 // state's worktree at once.

@@ -440,7 +440,8 @@ func (pd *pending) decide(g gitCmd) error {
 // longLineIn is overLongLine of the blob spec names, read as a stream: a line of
 // hundreds of megabytes is measured, never held.
 func (c gitCmd) longLineIn(spec string) (n, size int, err error) {
-	cmd := exec.Command("git", "-C", c.dir, "cat-file", "blob", spec)
+	// Under core.bigFileThreshold git streams a blob instead of inflating it whole.
+	cmd := exec.Command("git", "-C", c.dir, "-c", "core.bigFileThreshold=1m", "cat-file", "blob", spec)
 	cmd.Env = append(cleanEnv(), c.env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
