@@ -296,5 +296,18 @@ func maxRSSMain() {
 		fmt.Fprintln(os.Stderr, werr)
 		os.Exit(2)
 	}
+	// AIPM_MAXRSS_ALL names a file for the peak of the largest process of the tree: the
+	// program's and every process it waited for (git, say), as Linux counts children.
+	if all := os.Getenv("AIPM_MAXRSS_ALL"); all != "" {
+		var cu syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &cu); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		if werr := os.WriteFile(all, []byte(strconv.FormatInt(cu.Maxrss, 10)+"\n"), 0o644); werr != nil {
+			fmt.Fprintln(os.Stderr, werr)
+			os.Exit(2)
+		}
+	}
 	os.Exit(cmd.ProcessState.ExitCode())
 }
