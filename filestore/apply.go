@@ -237,3 +237,55 @@ func (f *Files) noted(rel string) {
 	f.s.eng.NoteWrite(rel)
 	f.s.eng.MarkPath(rel)
 }
+
+// TempFile makes a file in the store's temp area for a large file written as a stream,
+// which Files.Install then puts in place.
+func (s *Store) TempFile() (*os.File, error) {
+	return engine.CreateTemp(s.Dir(), ".merge.*.tmp")
+}
+
+// Install replaces the file at rel with tmp (from TempFile), atomically.
+func (f *Files) Install(rel, tmp string) error {
+	if err := checkRel(rel); err != nil {
+		return err
+	}
+	if agentFileID(rel) != "" {
+		return fmt.Errorf("%s is an agent's file: written with Replace", rel)
+	}
+	if err := engine.InstallAtomic(tmp, f.s.path(strings.Split(rel, "/")...)); err != nil {
+		return err
+	}
+	f.noted(rel)
+	return nil
+}
+
+// Extends says whether the file at rel still begins with a version of size bytes that
+// ended with tail (an append-only log checked cheaply: its end, not its whole), and, if
+// so, copies to w what was appended after it.
+func (f *Files) Extends(rel string, size int64, tail []byte, w io.Writer) (bool, error) {
+	if err := checkRel(rel); err != nil {
+		return false, err
+	}
+	p := f.s.path(strings.Split(rel, "/")...)
+	fi, err := engine.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return size == 0, nil
+	}
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < size {
+		return false, err
+	}
+	file, err := engine.Open(p, os.O_RDONLY, 0, engine.MaxJSONLFile)
+	if err != nil {
+		return false, err
+	}
+	defer file.Close()
+	got := make([]byte, len(tail))
+	if _, err := file.ReadAt(got, size-int64(len(tail))); err != nil || !bytes.Equal(got, tail) {
+		return false, nil
+	}
+	if _, err := file.Seek(size, io.SeekStart); err != nil {
+		return false, err
+	}
+	_, err = io.Copy(w, file)
+	return err == nil, err
+}

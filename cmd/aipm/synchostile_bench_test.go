@@ -19,6 +19,8 @@ import (
 //
 //   - blob: a 1 GiB file (events.jsonl of zeros: about 1 MB on the remote);
 //   - line: one 200 MiB line appended to an agent's mailbox;
+//   - log: two million valid lines (about 200 MiB) appended to that mailbox, to which the
+//     victim appends too (a merge of both sides, streamed);
 //   - files: 100,000 tiny task files (AIPM_BENCH_HOSTILE_FILES).
 //
 // (AIPM_BENCH_HOSTILE_CASES=blob,line runs only those.)
@@ -75,6 +77,26 @@ func BenchmarkSyncHostile(b *testing.B) {
 			}
 			f.Close()
 			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
+		}},
+		{"log", func() {
+			p := filepath.Join(attacker, "agents", "w1", "chat.jsonl")
+			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			w := bufio.NewWriterSize(f, 1<<20)
+			at := time.Now().UTC()
+			for i := 0; i < 2_000_000; i++ {
+				fmt.Fprintf(w, `{"id":"msg_flood%07d","senderId":"alice","receiverId":"w1","content":"flood %07d","createdAt":%q}`+"\n",
+					i, i, at.Add(time.Duration(i)*time.Microsecond).Format(time.RFC3339Nano))
+			}
+			if err := w.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			f.Close()
+			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
+			// The victim writes to that mailbox too: both sides changed it.
+			scaleCLI(b, exe, victim, "chat", "send", "w1", "the victim's own message")
 		}},
 		{"files", func() {
 			n := scaleEnvInt(b, "AIPM_BENCH_HOSTILE_FILES", 100_000)

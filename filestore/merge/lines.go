@@ -1,8 +1,11 @@
 package merge
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"path"
 	"time"
 )
@@ -99,4 +102,116 @@ func lineKey(line []byte, byBytes bool) (key string, at time.Time) {
 		}
 	}
 	return key, at
+}
+
+// Tails writes to w the merge of what two sides appended to a JSONL file since their
+// common version: ours, the lines this side appended (held), and theirs, the other
+// side's (read as a stream, never held whole) — the merge Lines makes of base+ours and
+// base+theirs, less the base, for a file too large to hold three times. Ours keeps its
+// order and bytes; each line of theirs whose record ours does not hold is placed before
+// the first line of ours later than it, in theirs' order. Unlike Lines, it does not look
+// for theirs' lines among the base's, nor for a record twice in theirs: a side that
+// appends only appends new records. A line over maxLine bytes in theirs is an error; a
+// last line without '\n' is dropped.
+func Tails(name string, ours []byte, theirs io.Reader, w io.Writer, maxLine int) error {
+	byBytes := path.Base(name) == "events.jsonl"
+	type rec struct {
+		line []byte
+		at   time.Time
+	}
+	var o []rec
+	seen := map[string]bool{}
+	for data := ours; len(data) > 0; {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		line := data[:i]
+		data = data[i+1:]
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		key, at := lineKey(line, byBytes)
+		if seen[key] {
+			continue // a record twice in ours: keep the first
+		}
+		seen[key] = true
+		o = append(o, rec{line, at})
+	}
+	r := bufio.NewReaderSize(theirs, 64<<10)
+	var next *rec // the next line of theirs that ours does not hold
+	var buf []byte
+	more := true
+	read := func() error {
+		for next == nil && more {
+			buf = buf[:0]
+			for {
+				chunk, err := r.ReadSlice('\n')
+				buf = append(buf, chunk...)
+				if len(buf) > maxLine+1 {
+					return fmt.Errorf("a line of %s over %d bytes", name, maxLine)
+				}
+				if err == bufio.ErrBufferFull {
+					continue
+				}
+				if err == io.EOF {
+					more = false
+					if len(buf) > 0 && buf[len(buf)-1] != '\n' {
+						buf = buf[:0] // a torn last line
+					}
+					break
+				}
+				if err != nil {
+					return err
+				}
+				break
+			}
+			line := bytes.TrimSuffix(buf, []byte{'\n'})
+			if len(bytes.TrimSpace(line)) == 0 {
+				continue
+			}
+			key, at := lineKey(line, byBytes)
+			if seen[key] {
+				continue
+			}
+			next = &rec{line, at}
+		}
+		return nil
+	}
+	emit := func(line []byte) error {
+		if _, err := w.Write(line); err != nil {
+			return err
+		}
+		_, err := w.Write([]byte{'\n'})
+		return err
+	}
+	for _, mine := range o {
+		for {
+			if err := read(); err != nil {
+				return err
+			}
+			if next == nil || next.at.IsZero() || mine.at.IsZero() || !next.at.Before(mine.at) {
+				break
+			}
+			if err := emit(next.line); err != nil {
+				return err
+			}
+			next = nil
+		}
+		if err := emit(mine.line); err != nil {
+			return err
+		}
+	}
+	for {
+		if err := read(); err != nil {
+			return err
+		}
+		if next == nil {
+			return nil
+		}
+		if err := emit(next.line); err != nil {
+			return err
+		}
+		next = nil
+	}
 }

@@ -235,3 +235,53 @@ func tempSuffix() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// CreateTemp makes a new file in the TempDir of the store at storeDir, for a caller that
+// writes a large file as a stream and then puts it in place with InstallAtomic.
+func CreateTemp(storeDir, pattern string) (*os.File, error) {
+	dir := filepath.Join(storeDir, filepath.FromSlash(TempDir))
+	if err := EnsureDir(dir); err != nil {
+		return nil, err
+	}
+	return os.CreateTemp(dir, pattern)
+}
+
+// InstallAtomic replaces the file at path with tmp, a file CreateTemp made and its caller
+// wrote, as WriteAtomic replaces a file with its own temp file: by one rename, through
+// the store's directories, never through a link; the directory is synced.
+func InstallAtomic(tmp, path string) error {
+	cp := filepath.Clean(path)
+	if StoreBase(cp) < 0 {
+		return &UnsafePathError{Path: path, Problem: "not inside a store"}
+	}
+	dir, _, err := StoreDir(filepath.Dir(cp), true)
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(cp)
+	if fi, err := dir.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return &UnsafePathError{Path: RelToRepo(path), Problem: KindOf(fi.Mode())}
+	}
+	tdir, _, err := StoreDir(filepath.Dir(filepath.Clean(tmp)), false)
+	if err != nil {
+		return err
+	}
+	tf, err := heldDirFile(tdir)
+	if err != nil {
+		return err
+	}
+	df, err := heldDirFile(dir)
+	if err != nil {
+		return err
+	}
+	done, err := renameAt(tf, filepath.Base(tmp), df, name)
+	if err != nil {
+		return err
+	}
+	if !done { // no renameat here: by path, the directory checked just above
+		if err := os.Rename(tmp, cp); err != nil {
+			return err
+		}
+	}
+	return df.Sync()
+}

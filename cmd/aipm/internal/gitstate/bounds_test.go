@@ -2,6 +2,7 @@ package gitstate
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,5 +143,69 @@ func TestLocalWriteDuringTheMergeIsKept(t *testing.T) {
 	}
 	if got, err := a.Task(tk.ID); err != nil || got.Title != title {
 		t.Errorf("the other clone has %+v, %v; want the title changed on B", got, err)
+	}
+}
+
+// A mailbox over the size a merge holds is merged as a stream: both sides' messages end up
+// once each on both clones, and a message this clone sends during the round is kept.
+func TestLargeMailboxMergesAsAStream(t *testing.T) {
+	defer func(n int64) { jsonlInMemory = n }(jsonlInMemory)
+	jsonlInMemory = 2 << 10
+	a, b := twoClones(t)
+	ctx := context.Background()
+	if _, _, err := a.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "owner", AIType: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(s *filestore.Store, text string) {
+		t.Helper()
+		if _, err := s.SendMessage(owner, filestore.SendRequest{To: "w1", Content: text + strings.Repeat(" padding", 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(a, "first")
+	for _, s := range []*filestore.Store{a, b} {
+		if _, err := (&Syncer{Store: s, Remote: "origin"}).Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 30 {
+		send(a, fmt.Sprintf("from A %d", i))
+		send(b, fmt.Sprintf("from B %d", i))
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	streamed := false
+	beforeBatchWrite = func() {
+		if !streamed {
+			streamed = true
+			send(b, "during the round")
+		}
+	}
+	defer func() { beforeBatchWrite = nil }()
+	r, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !streamed || !r.Pushed {
+		t.Fatalf("round %+v: streamed %v; want a streamed merge, pushed", r, streamed)
+	}
+	beforeBatchWrite = nil
+	if _, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil { // what was sent during the round
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*filestore.Store{a, b} {
+		data := readState(t, s, "agents/w1/chat.jsonl")
+		for _, want := range []string{"first", "from A 0 ", "from A 29 ", "from B 0 ", "from B 29 ", "during the round"} {
+			if n := strings.Count(data, `"`+want); n != 1 {
+				t.Errorf("%s: %q is there %d times, want once", s.Root(), want, n)
+			}
+		}
+		if n := strings.Count(data, "\n"); n != 62 {
+			t.Errorf("%s: %d lines, want 62", s.Root(), n)
+		}
 	}
 }

@@ -364,12 +364,18 @@ func pack(root string) {
 		}
 	}
 	if due {
-		if !g.ok("repack", "-d", "-q", "--geometric=2") {
-			g.ok("repack", "-d", "-q") // a Git before 2.32
+		if !g.ok(append(packBounds, "repack", "-d", "-q", "--geometric=2")...) {
+			g.ok(append(packBounds, "repack", "-d", "-q")...) // a Git before 2.32
 		}
 		g.ok("-c", "gc.autoDetach=false", "gc", "--auto", "--quiet")
 	}
 }
+
+// packBounds bound what packing costs, for a push and a repack: the delta search holds at
+// most 64 MiB of objects, and a file over 64 MiB (only a log near its 256 MiB limit) is
+// sent and kept whole rather than as a delta. Without them, a pushed 200 MiB mailbox cost
+// the next push a gigabyte.
+var packBounds = []string{"-c", "pack.windowMemory=64m", "-c", "core.bigFileThreshold=64m"}
 
 // packLimit is the count of packs past which a round packs them: each fetch keeps its
 // pack (fetchState), and a geometric repack rolls the small ones up.
@@ -443,7 +449,7 @@ func rootTrailers(root string) string {
 
 // push pushes the state branch; rejected is true when the remote moved meanwhile.
 func push(root, remote string) (rejected bool, err error) {
-	out, errb, err := gitCmd{dir: root}.run3("push", "--porcelain", "--no-verify", remote, ref+":"+ref)
+	out, errb, err := gitCmd{dir: root}.run3(append(packBounds, "push", "--porcelain", "--no-verify", remote, ref+":"+ref)...)
 	if err == nil {
 		return false, nil
 	}

@@ -1,6 +1,7 @@
 package gitstate
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -321,8 +322,24 @@ type pending struct {
 // here is lost.
 func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore.AgentOrigin) (merged, conflicts, refused []string, err error) {
 	for i := 0; i < len(tk.paths); {
+		if tk.big(i) {
+			ok, left, ref, err := s.takeBig(g, tk, i)
+			if err != nil {
+				return merged, conflicts, refused, err
+			}
+			switch {
+			case ok:
+				merged = append(merged, tk.paths[i])
+			case left:
+				tk.left++
+			case ref != "":
+				refused = append(refused, ref)
+			}
+			i++
+			continue
+		}
 		j, size := i, int64(0)
-		for j < len(tk.paths) && j-i < batchFiles {
+		for j < len(tk.paths) && j-i < batchFiles && !tk.big(j) {
 			sz := max(tk.sizes[j][0], 0) + max(tk.sizes[j][1], 0) + max(tk.sizes[j][2], 0)
 			if j > i && size+sz > batchBytes {
 				break
@@ -490,4 +507,219 @@ func (c gitCmd) longLineIn(spec string) (n, size int, err error) {
 		return 0, 0, fmt.Errorf("git cat-file blob %s: %s", spec, strings.TrimSpace(errb.String()))
 	}
 	return 0, 0, nil
+}
+
+// jsonlInMemory is the size of a JSONL file's two sides over which its merge is streamed
+// (takeBig) instead of held: a mailbox of hundreds of megabytes costs a round a few.
+var jsonlInMemory int64 = 8 << 20
+
+// tailKeep is how much of the end of this clone's version a streamed merge keeps, to see
+// under the lock that the file still begins with that version (an append-only log).
+const tailKeep = 64 << 10
+
+// big says whether the path at k is merged as a stream.
+func (tk *takeIn) big(k int) bool {
+	return strings.HasSuffix(tk.paths[k], ".jsonl") && max(tk.sizes[k][1], 0)+max(tk.sizes[k][2], 0) > jsonlInMemory
+}
+
+// takeBig merges a JSONL file too large to hold, as a stream into a temp file, outside
+// the store lock: theirs as it is when this clone had not changed the file since the
+// base, else the base (which both sides begin with: they only append) followed by
+// merge.Tails of what each side appended. Under the lock it checks that the file still
+// ends this clone's version where it did, carries over what this clone appended since,
+// and puts the result in place. left is true when the file was changed here otherwise
+// (the next round takes it again); refused names a file whose sides did not only append.
+func (s *Syncer) takeBig(g gitCmd, tk *takeIn, k int) (merged, left bool, refused string, err error) {
+	p, id, sz := tk.paths[k], tk.ids[k], tk.sizes[k]
+	b, o, t := id[0], id[1], id[2]
+	sb, so := max(sz[0], 0), max(sz[1], 0)
+	var oTail []byte
+	if o != "" {
+		if oTail, err = g.blobTail(o, tailKeep); err != nil {
+			return false, false, "", err
+		}
+	}
+	if t == "" { // theirs removed it: so does this clone, if it had not changed it since
+		if o == "" || o != b {
+			return false, false, "", nil
+		}
+		err = s.Store.Exclusive(func(f *filestore.Files) error {
+			var extra countWriter
+			same, err := f.Extends(p, so, oTail, &extra)
+			if err != nil || !same || extra > 0 {
+				return err // changed here since: this clone's version stands
+			}
+			merged = true
+			return f.Remove(p)
+		})
+		return merged, left, "", err
+	}
+	both := o != "" && o != b
+	if both {
+		for _, side := range []string{o, t} {
+			ok, err := g.blobStartsWith(side, b, sb)
+			if err != nil {
+				return false, false, "", err
+			}
+			if !ok {
+				return false, false, fmt.Sprintf("%q: both clones changed it, not only by appending, and it is over the %d MiB a merge holds in memory: not taken (commit %s)",
+					p, jsonlInMemory>>20, tk.short), nil
+			}
+		}
+	}
+	tmp, err := s.Store.TempFile()
+	if err != nil {
+		return false, false, "", err
+	}
+	name := tmp.Name()
+	defer os.Remove(name) // gone once installed; removed if not
+	w := bufio.NewWriterSize(tmp, 256<<10)
+	if !both {
+		err = g.streamBlob(t, func(r io.Reader) error { _, err := io.Copy(w, r); return err })
+	} else {
+		var ours []byte
+		err = g.streamBlob(o, func(r io.Reader) error {
+			if _, err := io.CopyN(w, r, sb); err != nil {
+				return err
+			}
+			ours, err = io.ReadAll(r)
+			return err
+		})
+		if err == nil {
+			err = g.streamBlob(t, func(r io.Reader) error {
+				if _, err := io.CopyN(io.Discard, r, sb); err != nil {
+					return err
+				}
+				return merge.Tails(p, ours, r, w, filestore.MaxLine())
+			})
+		}
+	}
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, false, "", fmt.Errorf("merge %s/%s: %w", filestore.DirName, p, err)
+	}
+	if beforeBatchWrite != nil {
+		beforeBatchWrite()
+	}
+	err = s.Store.Exclusive(func(f *filestore.Files) error {
+		out, err := os.OpenFile(name, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			return err
+		}
+		same, err := f.Extends(p, so, oTail, out)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil || !same {
+			left = err == nil
+			return err
+		}
+		if err := f.Install(p, name); err != nil {
+			refused = fmt.Sprintf("%q: %v (commit %s)", p, err, tk.short)
+			return nil
+		}
+		merged = true
+		return nil
+	})
+	return merged, left, refused, err
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
+
+// streamBlob runs fn on the content of the blob id, read as a stream: under
+// core.bigFileThreshold git streams a blob instead of inflating it whole.
+func (c gitCmd) streamBlob(id string, fn func(io.Reader) error) error {
+	cmd := exec.Command("git", "-C", c.dir, "-c", "core.bigFileThreshold=1m", "cat-file", "blob", id)
+	cmd.Env = append(cleanEnv(), c.env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ferr := fn(out)
+	io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if ferr != nil {
+		return ferr
+	}
+	if werr != nil {
+		return fmt.Errorf("git cat-file blob %s: %s", id, strings.TrimSpace(errb.String()))
+	}
+	return nil
+}
+
+// blobTail is the last n bytes of the blob id (all of it when shorter), read as a stream.
+func (c gitCmd) blobTail(id string, n int) ([]byte, error) {
+	ring := make([]byte, 0, 2*n)
+	err := c.streamBlob(id, func(r io.Reader) error {
+		buf := make([]byte, 64<<10)
+		for {
+			k, err := r.Read(buf)
+			ring = append(ring, buf[:k]...)
+			if len(ring) > n {
+				ring = append(ring[:0], ring[len(ring)-n:]...)
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	return ring, err
+}
+
+// blobStartsWith says whether the blob id begins with the size bytes of the blob prefix
+// ("" and 0: the empty file, which every file begins with), both read as streams.
+func (c gitCmd) blobStartsWith(id, prefix string, size int64) (bool, error) {
+	if prefix == "" || size == 0 {
+		return true, nil
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := c.streamBlob(prefix, func(r io.Reader) error { _, err := io.Copy(pw, r); return err })
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	same := true
+	err := c.streamBlob(id, func(r io.Reader) error {
+		a, b := make([]byte, 64<<10), make([]byte, 64<<10)
+		for left := size; left > 0; {
+			n := int(min(int64(len(a)), left))
+			if _, err := io.ReadFull(pr, a[:n]); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(r, b[:n]); err != nil {
+				same = false // shorter than the prefix
+				return nil
+			}
+			if !bytes.Equal(a[:n], b[:n]) {
+				same = false
+				return nil
+			}
+			left -= int64(n)
+		}
+		return nil
+	})
+	pr.CloseWithError(io.ErrClosedPipe)
+	if perr := <-done; err == nil && perr != nil && perr != io.ErrClosedPipe && !strings.Contains(perr.Error(), "closed pipe") {
+		err = perr
+	}
+	return same, err
 }
