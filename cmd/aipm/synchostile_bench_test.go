@@ -19,7 +19,7 @@ import (
 //
 //   - blob: a 1 GiB file (events.jsonl of zeros: about 1 MB on the remote);
 //   - line: one 200 MiB line appended to an agent's mailbox;
-//   - log: two million valid lines (about 200 MiB) appended to that mailbox, to which the
+//   - log: 1.5 million valid lines (about 190 MiB) appended to that mailbox, to which the
 //     victim appends too (a merge of both sides, streamed);
 //   - files: 100,000 tiny task files (AIPM_BENCH_HOSTILE_FILES).
 //
@@ -86,7 +86,7 @@ func BenchmarkSyncHostile(b *testing.B) {
 			}
 			w := bufio.NewWriterSize(f, 1<<20)
 			at := time.Now().UTC()
-			for i := 0; i < 2_000_000; i++ {
+			for i := 0; i < 1_500_000; i++ {
 				fmt.Fprintf(w, `{"id":"msg_flood%07d","senderId":"alice","receiverId":"w1","content":"flood %07d","createdAt":%q}`+"\n",
 					i, i, at.Add(time.Duration(i)*time.Microsecond).Format(time.RFC3339Nano))
 			}

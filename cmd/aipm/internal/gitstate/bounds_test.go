@@ -3,6 +3,8 @@ package gitstate
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -207,5 +209,53 @@ func TestLargeMailboxMergesAsAStream(t *testing.T) {
 		if n := strings.Count(data, "\n"); n != 62 {
 			t.Errorf("%s: %d lines, want 62", s.Root(), n)
 		}
+	}
+}
+
+// A log from another clone is taken only while it leaves room below the store's limit for
+// this clone's own lines; one over that is refused and named, and the round goes on.
+func TestLogNearTheLimitIsRefused(t *testing.T) {
+	defer func(n int64) { jsonlTakeLimit = n }(jsonlTakeLimit)
+	a, b := twoClones(t)
+	ctx := context.Background()
+	if _, _, err := a.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "owner", AIType: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []*filestore.Store{a, b} {
+		if _, err := (&Syncer{Store: s, Remote: "origin"}).Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 20 {
+		if _, err := a.SendMessage(owner, filestore.SendRequest{To: "w1", Content: fmt.Sprintf("message %d %s", i, strings.Repeat("x", 100))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	jsonlTakeLimit = 2 << 10
+	mine, err := b.CreateTask(owner, filestore.NewTask{Title: "From B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range r.Refused {
+		if strings.HasPrefix(l, `"agents/w1/chat.jsonl": `) && strings.Contains(l, "over the 2048 a log from another clone may have (its limit less 16 MiB left for this clone's own lines): not read") {
+			found = true
+		}
+	}
+	if !found || !r.Pushed {
+		t.Errorf("round %+v: want w1's mailbox refused by its size and the round pushed", r)
+	}
+	if data, _ := os.ReadFile(filepath.Join(b.Dir(), "agents", "w1", "chat.jsonl")); strings.Contains(string(data), "message 19") {
+		t.Error("the mailbox over the bound was taken")
+	}
+	if files := mustGit(t, b.Dir(), "ls-tree", "-r", "--name-only", "origin/"+Branch); !strings.Contains(files, mine.ID) {
+		t.Errorf("the remote lacks this clone's task %s", mine.ID)
 	}
 }

@@ -221,12 +221,12 @@ func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
 				sz[k] = size[v]
 			}
 		}
-		limit := int64(filestore.MaxEntityFile)
+		limit, what := int64(filestore.MaxEntityFile), "such a file may have"
 		if strings.HasSuffix(p, ".jsonl") {
-			limit = filestore.MaxJSONLFile
+			limit, what = jsonlTakeLimit, fmt.Sprintf("a log from another clone may have (its limit less %d MiB left for this clone's own lines)", jsonlHeadroom>>20)
 		}
 		if sz[2] > limit {
-			tk.refused = append(tk.refused, fmt.Sprintf("%q: %d bytes, over the %d such a file may have: not read (commit %s)", p, sz[2], limit, tk.short))
+			tk.refused = append(tk.refused, fmt.Sprintf("%q: %d bytes, over the %d %s: not read (commit %s)", p, sz[2], limit, what, tk.short))
 			continue
 		}
 		if len(tk.paths) >= MaxRoundFiles || (len(tk.paths) > 0 && taken+max(sz[2], 0) > MaxRoundBytes) {
@@ -508,6 +508,15 @@ func (c gitCmd) longLineIn(spec string) (n, size int, err error) {
 	}
 	return 0, 0, nil
 }
+
+// jsonlHeadroom is what a log taken from another clone leaves below the store's limit
+// for this clone's own lines: a log pushed to just under the limit would otherwise be
+// pushed over it by this clone's next message, and a log over the limit is refused by
+// every reader — that agent's mailbox, and `aipm status`, would stop.
+const jsonlHeadroom = 16 << 20
+
+// jsonlTakeLimit is the largest log a round takes from another clone.
+var jsonlTakeLimit int64 = filestore.MaxJSONLFile - jsonlHeadroom
 
 // jsonlInMemory is the size of a JSONL file's two sides over which its merge is streamed
 // (takeBig) instead of held: a mailbox of hundreds of megabytes costs a round a few.
