@@ -27,20 +27,11 @@ func Lines(name string, _, ours, theirs []byte) []byte {
 		at   time.Time
 	}
 	parse := func(data []byte) (out []rec, keys []string) {
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				break
-			}
-			line := data[:i]
-			data = data[i+1:]
-			if len(bytes.TrimSpace(line)) == 0 {
-				continue
-			}
+		eachLine(data, func(line []byte) {
 			key, at := lineKey(line, byBytes)
 			out = append(out, rec{line, at})
 			keys = append(keys, key)
-		}
+		})
 		return out, keys
 	}
 	o, okeys := parse(ours)
@@ -121,23 +112,13 @@ func Tails(name string, ours []byte, theirs io.Reader, w io.Writer, maxLine int)
 	}
 	var o []rec
 	seen := map[string]bool{}
-	for data := ours; len(data) > 0; {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
-		}
-		line := data[:i]
-		data = data[i+1:]
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
+	eachLine(ours, func(line []byte) {
 		key, at := lineKey(line, byBytes)
-		if seen[key] {
-			continue // a record twice in ours: keep the first
+		if !seen[key] { // a record twice in ours: keep the first
+			seen[key] = true
+			o = append(o, rec{line, at})
 		}
-		seen[key] = true
-		o = append(o, rec{line, at})
-	}
+	})
 	r := bufio.NewReaderSize(theirs, 64<<10)
 	var next *rec // the next line of theirs that ours does not hold
 	var buf []byte
