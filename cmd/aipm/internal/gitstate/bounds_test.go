@@ -11,7 +11,12 @@ import (
 	"github.com/aipm/aipm/filestore"
 )
 
+// longLineIn finds the first line over the limit in a blob, read as a stream, with its
+// full length.
 func TestOverLongLine(t *testing.T) {
+	gitEnv(t)
+	dir := t.TempDir()
+	mustGit(t, dir, "init", "-q")
 	limit := filestore.MaxLine()
 	long := strings.Repeat("a", limit+1)
 	for _, c := range []struct {
@@ -24,8 +29,14 @@ func TestOverLongLine(t *testing.T) {
 		{"a\n" + long + "\nb\n", 2, limit + 1},
 		{"a\nb\n" + long, 3, limit + 1}, // a torn last line counts too
 	} {
-		if n, size := overLongLine([]byte(c.data)); n != c.n || size != c.size {
-			t.Errorf("overLongLine(%d bytes) = %d, %d; want %d, %d", len(c.data), n, size, c.n, c.size)
+		g := gitCmd{dir: dir, stdin: []byte(c.data)}
+		id, err := g.run("hash-object", "-w", "--stdin")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, size, err := gitCmd{dir: dir}.longLineIn(id)
+		if err != nil || n != c.n || size != c.size {
+			t.Errorf("longLineIn(%d bytes) = %d, %d, %v; want %d, %d", len(c.data), n, size, err, c.n, c.size)
 		}
 	}
 }

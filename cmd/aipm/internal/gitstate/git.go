@@ -89,9 +89,15 @@ func (c gitCmd) catFile(mode string, specs []string) ([]byte, error) {
 	return c.raw("cat-file", mode)
 }
 
-// catSizes answers `git cat-file --batch-check` for specs: each object's size in bytes,
-// -1 for one that is missing. Nothing of the objects is read.
-func (c gitCmd) catSizes(specs []string) ([]int64, error) {
+// checked is one answer of `git cat-file --batch-check`: id "" for an object that is
+// missing.
+type checked struct {
+	id, typ string
+	size    int64
+}
+
+// catCheck answers `git cat-file --batch-check` for specs. Nothing of the objects is read.
+func (c gitCmd) catCheck(specs []string) ([]checked, error) {
 	if len(specs) == 0 {
 		return nil, nil
 	}
@@ -103,15 +109,28 @@ func (c gitCmd) catSizes(specs []string) ([]int64, error) {
 	if len(lines) != len(specs) {
 		return nil, fmt.Errorf("git cat-file --batch-check: %d answers for %d objects", len(lines), len(specs))
 	}
-	sizes := make([]int64, len(specs))
+	answers := make([]checked, len(specs))
 	for i, l := range lines {
 		f := strings.Fields(l)
-		sizes[i] = -1
+		answers[i].size = -1
 		if len(f) == 3 {
 			if n, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-				sizes[i] = n
+				answers[i] = checked{id: f[0], typ: f[1], size: n}
 			}
 		}
+	}
+	return answers, nil
+}
+
+// catSizes is each object's size in bytes (catCheck), -1 for one that is missing.
+func (c gitCmd) catSizes(specs []string) ([]int64, error) {
+	answers, err := c.catCheck(specs)
+	if err != nil {
+		return nil, err
+	}
+	sizes := make([]int64, len(answers))
+	for i, a := range answers {
+		sizes[i] = a.size
 	}
 	return sizes, nil
 }

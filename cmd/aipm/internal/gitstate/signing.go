@@ -260,20 +260,15 @@ func listBlobs(g gitCmd, revs map[string]bool) (map[string]string, error) {
 		keys = append(keys, r)
 		specs = append(specs, r+":"+filestore.AllowedSignersFile)
 	}
-	out, err := g.catFile("--batch-check", specs)
+	answers, err := g.catCheck(specs)
 	if err != nil {
 		return nil, err
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) != len(specs) {
-		return nil, fmt.Errorf("git cat-file --batch-check: %d answers for %d objects", len(lines), len(specs))
-	}
 	m := map[string]string{}
-	for i, l := range lines {
-		if f := strings.Fields(l); len(f) == 3 && f[1] == "blob" {
-			m[keys[i]] = f[0]
-		} else {
-			m[keys[i]] = ""
+	for i, a := range answers {
+		m[keys[i]] = ""
+		if a.typ == "blob" {
+			m[keys[i]] = a.id
 		}
 	}
 	return m, nil

@@ -468,24 +468,6 @@ func push(root, remote string) (rejected bool, err error) {
 	return false, fmt.Errorf("git push %s %s: %s", remote, Branch, msg)
 }
 
-// overLongLine is the 1-based number and length of the first line of data over the
-// store's line limit; 0 when there is none.
-func overLongLine(data []byte) (n int, size int) {
-	limit := filestore.MaxLine()
-	for len(data) > 0 {
-		n++
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			i = len(data)
-		}
-		if i > limit {
-			return n, i
-		}
-		data = data[min(i+1, len(data)):]
-	}
-	return 0, 0
-}
-
 // merge3 decides one path: what to write (write), or to remove it (remove), or nothing.
 func merge3(g gitCmd, p string, b, o, t object) (data []byte, write, remove, conflict bool, err error) {
 	switch {

@@ -454,59 +454,39 @@ func (pd *pending) decide(g gitCmd) error {
 	return nil
 }
 
-// longLineIn is overLongLine of the blob spec names, read as a stream: a line of
-// hundreds of megabytes is measured, never held.
-func (c gitCmd) longLineIn(spec string) (n, size int, err error) {
-	// Under core.bigFileThreshold git streams a blob instead of inflating it whole.
-	cmd := exec.Command("git", "-C", c.dir, "-c", "core.bigFileThreshold=1m", "cat-file", "blob", spec)
-	cmd.Env = append(cleanEnv(), c.env...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return 0, 0, err
-	}
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		return 0, 0, err
-	}
+// longLineIn is overLongLine of the blob id, read as a stream: a line of hundreds of
+// megabytes is measured, never held, and the rest of the blob is not read.
+func (c gitCmd) longLineIn(id string) (n, size int, err error) {
 	limit := filestore.MaxLine()
-	buf := make([]byte, 64<<10)
-	line, cur := 1, 0
-	for n == 0 {
-		k, rerr := out.Read(buf)
-		for data := buf[:k]; len(data) > 0 && n == 0; {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				cur += len(data)
-				break
+	err = c.streamBlob(id, func(r io.Reader) error {
+		buf := make([]byte, 64<<10)
+		line, cur := 1, 0
+		for {
+			k, rerr := r.Read(buf)
+			for data := buf[:k]; len(data) > 0; {
+				i := bytes.IndexByte(data, '\n')
+				if i < 0 {
+					cur += len(data)
+					break
+				}
+				if cur += i; cur > limit {
+					n, size = line, cur
+					return nil
+				}
+				line, cur, data = line+1, 0, data[i+1:]
 			}
-			if cur += i; cur > limit {
-				n, size = line, cur
+			if rerr == io.EOF {
+				if cur > limit { // a torn last line counts too
+					n, size = line, cur
+				}
+				return nil
 			}
-			line, cur, data = line+1, 0, data[i+1:]
-		}
-		if rerr == io.EOF {
-			if n == 0 && cur > limit { // a torn last line counts too
-				n, size = line, cur
+			if rerr != nil {
+				return rerr
 			}
-			break
 		}
-		if rerr != nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-			return 0, 0, rerr
-		}
-	}
-	if n > 0 {
-		// Found: the rest of the blob is not read.
-		cmd.Process.Kill()
-		cmd.Wait()
-		return n, size, nil
-	}
-	if werr := cmd.Wait(); werr != nil {
-		return 0, 0, fmt.Errorf("git cat-file blob %s: %s", spec, strings.TrimSpace(errb.String()))
-	}
-	return 0, 0, nil
+	})
+	return n, size, err
 }
 
 // jsonlHeadroom is what a log taken from another clone leaves below the store's limit
@@ -646,7 +626,8 @@ type countWriter int64
 func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
 
 // streamBlob runs fn on the content of the blob id, read as a stream: under
-// core.bigFileThreshold git streams a blob instead of inflating it whole.
+// core.bigFileThreshold git streams a blob instead of inflating it whole. What fn leaves
+// unread is not read: git is stopped.
 func (c gitCmd) streamBlob(id string, fn func(io.Reader) error) error {
 	cmd := exec.Command("git", "-C", c.dir, "-c", "core.bigFileThreshold=1m", "cat-file", "blob", id)
 	cmd.Env = append(cleanEnv(), c.env...)
@@ -660,7 +641,13 @@ func (c gitCmd) streamBlob(id string, fn func(io.Reader) error) error {
 		return err
 	}
 	ferr := fn(out)
-	io.Copy(io.Discard, out)
+	var one [1]byte
+	if k, _ := out.Read(one[:]); k > 0 {
+		// fn stopped before the end: the rest is not read.
+		cmd.Process.Kill()
+		cmd.Wait()
+		return ferr
+	}
 	werr := cmd.Wait()
 	if ferr != nil {
 		return ferr
