@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,8 +163,8 @@ func TestLocalWriteDuringTheMergeIsKept(t *testing.T) {
 // A mailbox over the size a merge holds is merged as a stream: both sides' messages end up
 // once each on both clones, and a message this clone sends during the round is kept.
 func TestLargeMailboxMergesAsAStream(t *testing.T) {
-	defer func(n int64) { jsonlInMemory = n }(jsonlInMemory)
-	jsonlInMemory = 2 << 10
+	defer func(n, m int64) { jsonlInMemory, stageOutside = n, m }(jsonlInMemory, stageOutside)
+	jsonlInMemory, stageOutside = 2<<10, 2<<10
 	a, b := twoClones(t)
 	ctx := context.Background()
 	if _, _, err := a.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "owner", AIType: "manual"}); err != nil {
@@ -220,6 +221,88 @@ func TestLargeMailboxMergesAsAStream(t *testing.T) {
 		if n := strings.Count(data, "\n"); n != 62 {
 			t.Errorf("%s: %d lines, want 62", s.Root(), n)
 		}
+	}
+	if pushed := mustGit(t, a.Dir(), "show", "origin/"+Branch+":agents/w1/chat.jsonl"); pushed+"\n" != readState(t, a, "agents/w1/chat.jsonl") {
+		t.Errorf("the remote's mailbox is not A's:\n%s", pushed)
+	}
+}
+
+// TestLargeLogIsStagedAsTheLockFoundIt: a log over stageOutside is not hashed under the
+// store lock; it is staged after, as it stood under the lock, though lines were appended
+// since; and once staged, an unchanged log is not staged again by the next round.
+func TestLargeLogIsStagedAsTheLockFoundIt(t *testing.T) {
+	defer func(n int64) { stageOutside = n }(stageOutside)
+	stageOutside = 2 << 10
+	a, _ := twoClones(t)
+	g := gitCmd{dir: a.Dir()}
+	if _, _, err := a.AddAgent(owner, filestore.NewAgent{ID: "w1", ParentID: "owner", AIType: "manual"}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(text string) {
+		t.Helper()
+		if _, err := a.SendMessage(owner, filestore.SendRequest{To: "w1", Content: text + strings.Repeat(" padding", 10)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The mailbox, small, is committed; then it grows past stageOutside. (A log Git does
+	// not know yet is staged under the lock: telling it would walk the store.)
+	send("first")
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 30 {
+		send(fmt.Sprintf("before %d", i))
+	}
+	const box = "agents/w1/chat.jsonl"
+	var held heldLogs
+	var atLock string
+	err := a.Exclusive(func(*filestore.Files) error {
+		var err error
+		held, err = stageLocked(g)
+		atLock = readState(t, a, box)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(held, func(h heldLog) bool { return h.rel == box }) {
+		t.Fatalf("held %v, want the mailbox", held)
+	}
+	if staged := mustGit(t, a.Dir(), "diff", "--cached", "--name-only"); strings.Contains(staged, box) {
+		t.Fatalf("staged under the lock: %q; want not the mailbox", staged)
+	}
+	send("after the lock")
+	if err := held.stage(g, a.TempFile); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGit(t, a.Dir(), "show", ":"+box) + "\n"; got != atLock {
+		t.Errorf("staged mailbox of %d bytes, want the %d the lock found", len(got), len(atLock))
+	}
+	if ok, err := commitStaged(g, "", signOpts{}); err != nil || !ok {
+		t.Fatalf("commitStaged = %v, %v", ok, err)
+	}
+	// The next staging takes the line appended since, and after it, with nothing new, no
+	// log is held again: the index knows the file as it is.
+	for round, wantHeld := range []int{len(held), 0} {
+		if err := a.Exclusive(func(*filestore.Files) error {
+			var err error
+			held, err = stageLocked(g)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(held) != wantHeld {
+			t.Fatalf("staging %d held %d log(s), want %d", round+2, len(held), wantHeld)
+		}
+		if err := held.stage(g, a.TempFile); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := commitStaged(g, "", signOpts{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := mustGit(t, a.Dir(), "show", "HEAD:"+box) + "\n"; got != readState(t, a, box) || !strings.Contains(got, "after the lock") {
+		t.Errorf("committed mailbox is not the file (%d bytes, file %d)", len(got), len(readState(t, a, box)))
 	}
 }
 

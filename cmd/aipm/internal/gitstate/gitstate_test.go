@@ -289,7 +289,10 @@ func TestPushRefusedIsNotForced(t *testing.T) {
 	if _, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := commitLocal(gitCmd{dir: a.Dir()}, "", signOpts{}); err != nil {
+	if _, err := (gitCmd{dir: a.Dir()}).run("add", "-A", "."); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := commitStaged(gitCmd{dir: a.Dir()}, "", signOpts{}); err != nil {
 		t.Fatal(err)
 	}
 	rejected, err := push(a.Root(), "origin")

@@ -13,10 +13,10 @@ import (
 // store must never be committed: `git clean -ffdx` in the code's worktree deletes .ai-pm
 // file by file, and a round that committed the deletions as they happened would push them
 // to every clone. aipm itself never deletes a shared file of the state except where it
-// applies another clone's deletion in a merge, which the merge commit records, not
-// commitLocal: so any deletion found at commit time is not aipm's. Likewise a git
-// operation stopped half-way in .ai-pm (a revert or merge with conflicts) leaves markers
-// and unmerged paths that are not the store's.
+// applies another clone's deletion in a merge, which the merge commit records, not the
+// commit of this clone's changes: so any deletion found at commit time is not aipm's.
+// Likewise a git operation stopped half-way in .ai-pm (a revert or merge with conflicts)
+// leaves markers and unmerged paths that are not the store's.
 
 // UnhealthyError says why a round refused to commit, and how to come back.
 type UnhealthyError struct {

@@ -395,31 +395,6 @@ func (s *Syncer) lock() (func(), error) {
 	return func() { lk.Unlock() }, nil
 }
 
-// commitLocal commits every change of the working copy; the caller holds the store
-// lock, so the files stand still while git reads them. The commit starts no detached
-// `git gc` of its own: pack does it, in the round, after the lock is released.
-func commitLocal(g gitCmd, trailers string, sign signOpts) (bool, error) {
-	if _, err := g.run("add", "-A", "."); err != nil {
-		return false, err
-	}
-	staged, err := g.run("diff", "--cached", "--name-only", "-z")
-	if err != nil || staged == "" {
-		return false, err
-	}
-	n := len(strings.Split(strings.TrimRight(staged, "\x00"), "\x00"))
-	msg := fmt.Sprintf("aipm: %d file(s) changed", n)
-	if host, _ := os.Hostname(); host != "" {
-		msg += " on " + host
-	}
-	msg += trailers
-	args, err := sign.cmd("commit", "-c", "maintenance.auto=false")
-	if err != nil {
-		return false, err
-	}
-	_, err = g.run(append(args, "-q", "--no-verify", "-m", msg)...)
-	return err == nil, err
-}
-
 // trailers name, in every commit of this clone's changes, the machine they were made on
 // and the clone's human (`aipm whoami`), so the history says where a change came from.
 func (s *Syncer) trailers() string { return storeTrailers(s.Store) }

@@ -57,30 +57,38 @@ type takeIn struct {
 	left               int         // paths over the round's bounds, for the next rounds
 }
 
-// commitAndMerge commits this clone's changes, holding the store lock so that the files
-// stand still while Git reads them; then takes in theirs (takeIn) in batches, each
-// written under the lock; then, under the lock again, records the result: a merge commit
-// of ours and theirs, or the branch moved to theirs when ours had nothing new, or — when
-// the round left paths for the next — a commit of what it took. Reading and merging
+// commitAndMerge commits this clone's changes, staged while it holds the store lock so
+// that the files stand still while Git reads them (a large log is held open and staged
+// after: stageLocked); then takes in theirs (takeIn) in batches, each written under the
+// lock; then, staged under the lock again, records the result: a merge commit of ours and
+// theirs, or the branch moved to theirs when ours had nothing new, or — when the round
+// left paths for the next — a commit of what it took. Reading and merging
 // another clone's files happens outside the lock: a store lock held for seconds would
 // stall every agent of the machine.
 func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, conflicts []string, err error) {
 	root := s.Store.Root()
 	g := gitCmd{dir: stateDir(root), env: identity(root)}
 	sign := signingOf(stateDir(root))
-	var head string
+	var held heldLogs
 	err = s.Store.Exclusive(func(*filestore.Files) error {
 		if err := healthy(g); err != nil {
 			return err
 		}
-		committed, err := commitLocal(g, s.trailers(), sign)
-		if err != nil {
-			return err
-		}
-		r.Committed = r.Committed || committed
-		head, err = g.run("rev-parse", "HEAD")
+		held, err = stageLocked(g)
 		return err
 	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := held.stage(g, s.Store.TempFile); err != nil {
+		return nil, nil, err
+	}
+	committed, err := commitStaged(g, s.trailers(), sign)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.Committed = r.Committed || committed
+	head, err := g.run("rev-parse", "HEAD")
 	if err != nil || !found {
 		return nil, nil, err
 	}
@@ -99,9 +107,17 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 	}
 	r.Left = tk.left
 	err = s.Store.Exclusive(func(*filestore.Files) error {
-		if _, err := g.run("add", "-A", "."); err != nil {
-			return err
-		}
+		held, err = stageLocked(g, merged...)
+		return err
+	})
+	if err == nil {
+		err = held.stage(g, s.Store.TempFile)
+	}
+	if err != nil {
+		return merged, conflicts, err
+	}
+	// The index now holds the files as the lock found them: what follows reads only it.
+	err = func() error {
 		if tk.left == 0 && base == head && len(tk.refused)+len(refused) == 0 {
 			// Nothing of ours since the base: the files are now theirs (and whatever this
 			// clone wrote meanwhile, staged for the next round), and so is the branch.
@@ -134,7 +150,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 		}
 		_, err = g.run("update-ref", "-m", "aipm sync: merge", "HEAD", c, head)
 		return err
-	})
+	}()
 	return merged, conflicts, err
 }
 
