@@ -112,10 +112,11 @@ func (h heldLogs) stage(g gitCmd, tmp func() (*os.File, error)) error {
 		return err
 	}
 	// The index learns the logs' stat where they still hold what was staged (Git hashes
-	// them to tell), so that the next round holds only a log that changed again. Its exit
-	// status says whether some file changed meanwhile: that is for the next round.
+	// them to tell, as a stream), so that the next round holds only a log that changed
+	// again. Its exit status says whether some file changed meanwhile: that is for the
+	// next round.
 	g.stdin = nil
-	g.ok("update-index", "-q", "--refresh")
+	g.ok("-c", "core.bigFileThreshold=1m", "update-index", "-q", "--refresh")
 	return nil
 }
 
