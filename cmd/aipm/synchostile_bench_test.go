@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -21,9 +23,14 @@ import (
 //   - line: one 200 MiB line appended to an agent's mailbox;
 //   - log: 1.5 million valid lines (about 190 MiB) appended to that mailbox, to which the
 //     victim appends too (a merge of both sides, streamed);
+//   - delta: that mailbox rewritten to 190 MiB and then a line longer, in one push, so that
+//     the remote sends one version as a delta of the other;
 //   - files: 100,000 tiny task files (AIPM_BENCH_HOSTILE_FILES).
 //
 // (AIPM_BENCH_HOSTILE_CASES=blob,line runs only those.)
+//
+// The origin is served by `git daemon`, as a server would serve it: what the remote's side
+// of a fetch costs (its pack-objects) is the server's, not the victim's.
 //
 // After each push the victim adds a task of its own and runs `aipm sync --once` until
 // that task is pushed (a round takes in a bounded part of what the remote holds), while
@@ -40,6 +47,28 @@ func BenchmarkSyncHostile(b *testing.B) {
 	scaleCLI(b, exe, victim, "sync", "--once")
 	benchGit(b, dir, "clone", "-q", "-b", "aipm/state", origin, "attacker")
 	attacker := filepath.Join(dir, "attacker")
+	url := gitDaemon(b, dir) + "/" + filepath.Base(origin)
+	benchGit(b, victim, "remote", "set-url", "origin", url)
+	benchGit(b, attacker, "remote", "set-url", "origin", url)
+	// floodLines appends n valid messages to the mailbox at p (about 130 bytes each).
+	floodLines := func(p string, n int, flag int) {
+		f, err := os.OpenFile(p, flag|os.O_WRONLY, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := bufio.NewWriterSize(f, 1<<20)
+		at := time.Now().UTC()
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(w, `{"id":"msg_flood%07d","senderId":"alice","receiverId":"w1","content":"flood %07d","createdAt":%q}`+"\n",
+				i, i, at.Add(time.Duration(i)*time.Microsecond).Format(time.RFC3339Nano))
+		}
+		if err := w.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 
 	cases := []struct {
 		name string
@@ -79,24 +108,18 @@ func BenchmarkSyncHostile(b *testing.B) {
 			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
 		}},
 		{"log", func() {
-			p := filepath.Join(attacker, "agents", "w1", "chat.jsonl")
-			f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			w := bufio.NewWriterSize(f, 1<<20)
-			at := time.Now().UTC()
-			for i := 0; i < 1_500_000; i++ {
-				fmt.Fprintf(w, `{"id":"msg_flood%07d","senderId":"alice","receiverId":"w1","content":"flood %07d","createdAt":%q}`+"\n",
-					i, i, at.Add(time.Duration(i)*time.Microsecond).Format(time.RFC3339Nano))
-			}
-			if err := w.Flush(); err != nil {
-				b.Fatal(err)
-			}
-			f.Close()
+			floodLines(filepath.Join(attacker, "agents", "w1", "chat.jsonl"), 1_500_000, os.O_APPEND)
 			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
 			// The victim writes to that mailbox too: both sides changed it.
 			scaleCLI(b, exe, victim, "chat", "send", "w1", "the victim's own message")
+		}},
+		{"delta", func() {
+			p := filepath.Join(attacker, "agents", "w1", "chat.jsonl")
+			floodLines(p, 1_500_000, os.O_TRUNC|os.O_CREATE)
+			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
+			benchGit(b, attacker, "commit", "-q", "-m", "rewritten")
+			floodLines(p, 1, os.O_APPEND)
+			benchGit(b, attacker, "add", "agents/w1/chat.jsonl")
 		}},
 		{"files", func() {
 			n := scaleEnvInt(b, "AIPM_BENCH_HOSTILE_FILES", 100_000)
@@ -257,4 +280,34 @@ func readKB(b *testing.B, p string) int64 {
 		b.Fatal(err)
 	}
 	return kb
+}
+
+// gitDaemon serves the bare repositories under dir over git:// on a free port of this
+// machine, with pushes allowed, until the benchmark ends; it returns the base URL.
+func gitDaemon(b *testing.B, dir string) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	cmd := exec.Command("git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+		"--listen=127.0.0.1", fmt.Sprintf("--port=%d", port), "--base-path="+dir, dir)
+	cmd.Stderr = os.Stderr
+	// `git daemon` runs git-daemon as a child: the group is killed, not only git.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Skipf("git daemon: %v", err)
+	}
+	b.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
+	url := fmt.Sprintf("git://127.0.0.1:%d", port)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		if exec.Command("git", "ls-remote", url+"/origin.git").Run() == nil {
+			return url
+		}
+		if time.Since(start) > time.Minute {
+			b.Fatalf("git daemon on port %d did not answer in a minute", port)
+		}
+	}
 }
