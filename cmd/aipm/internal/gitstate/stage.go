@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -114,9 +115,15 @@ func (h heldLogs) stage(g gitCmd, tmp func() (*os.File, error)) error {
 	// The index learns the logs' stat where they still hold what was staged (Git hashes
 	// them to tell, as a stream), so that the next round holds only a log that changed
 	// again. Its exit status says whether some file changed meanwhile: that is for the
-	// next round.
-	g.stdin = nil
-	g.ok("-c", "core.bigFileThreshold=1m", "update-index", "-q", "--refresh")
+	// next round. A log written to since (most, while agents talk) is not hashed for
+	// nothing.
+	if slices.ContainsFunc(h, func(l heldLog) bool {
+		fi, err := os.Lstat(filepath.Join(g.dir, filepath.FromSlash(l.rel)))
+		return err == nil && fi.Size() == l.n
+	}) {
+		g.stdin = nil
+		g.ok("-c", "core.bigFileThreshold=1m", "update-index", "-q", "--refresh")
+	}
 	return nil
 }
 
