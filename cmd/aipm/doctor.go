@@ -18,12 +18,22 @@ import (
 func (a *app) cmdDoctor(args []string) error {
 	fs := newFlags(a, "doctor")
 	repair := fs.Bool("repair", false, "first apply the repairs of the rules a merge broke (as `aipm run` does) and deliver messages found in their sender's mailbox only, then check")
+	ack := fs.String("ack", "", "first stop naming the suspect `COMMIT` a sync round took in (once you have looked at it with git -C .ai-pm show COMMIT), then check")
 	if _, err := fs.parse(args, 0, 0, ""); err != nil {
 		return err
 	}
 	s, err := a.open()
 	if err != nil {
 		return err
+	}
+	if *ack != "" {
+		c, err := gitstate.AckSuspect(s, *ack)
+		if err != nil {
+			return err
+		}
+		if !fs.json {
+			a.printf("acknowledged suspect commit %s, taken in %s\n", c.Commit, c.At.Local().Format(time.RFC3339))
+		}
 	}
 	if *repair {
 		found, err := s.RepairMerged(filestore.SystemSender)
@@ -67,6 +77,7 @@ func (a *app) cmdDoctor(args []string) error {
 	probs = append(probs, worktreeProblems(s)...)
 	probs = append(probs, syncProblems(s)...)
 	probs = append(probs, lostProblems(s)...)
+	probs = append(probs, suspectProblems(s)...)
 	if fs.json {
 		if err := a.printJSON(probs); err != nil {
 			return err
@@ -124,6 +135,23 @@ func syncProblems(s *filestore.Store) []filestore.Problem {
 	return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
 		"the last sync of branch %s with %s failed at %s: %s; the other clones see none of this one's changes until a round succeeds: fix the cause and run `aipm sync --once`",
 		gitstate.Branch, last.Remote, last.At.Local().Format(time.RFC3339), strings.Join(strings.Fields(last.Error), " "))}}
+}
+
+// suspectProblems names the suspect commits this machine's sync rounds took in (made by
+// hand, or holding a change their author may not make) that no one acknowledged: a round
+// names each once, and status only the last round's for a day.
+func suspectProblems(s *filestore.Store) []filestore.Problem {
+	list, err := gitstate.ReadSuspects(s)
+	if err != nil {
+		return []filestore.Problem{{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf("could not read the suspect commits the sync rounds named: %v", err)}}
+	}
+	var out []filestore.Problem
+	for _, c := range list {
+		out = append(out, filestore.Problem{Path: s.Rel(s.Dir()), Line: 1, Problem: fmt.Sprintf(
+			"suspect commit %s, taken in by a sync round at %s: %s; once you have looked at it, `aipm doctor --ack %s` stops naming it",
+			c.Commit, c.At.Local().Format(time.RFC3339), strings.TrimPrefix(c.Why, "commit "+c.Commit+" "), c.Commit)})
+	}
+	return out
 }
 
 // lostProblems names what merges of the state branch that aipm did not make (a forge's

@@ -278,6 +278,9 @@ func (s *Syncer) restoreLost(start string, r *Round) (written []string, err erro
 				r.Restored = append(r.Restored, l.String())
 				msg += l.String() + "\n"
 			}
+			// Named as this machine's, as every commit of aipm's: a teammate's round would
+			// otherwise take it for one made by hand.
+			msg = strings.TrimRight(msg, "\n") + s.trailers()
 			if _, err := g.run("add", "-A", "."); err != nil {
 				return err
 			}

@@ -78,6 +78,7 @@ func (s *Syncer) record(r *Round, roundErr error) {
 	}
 	if r != nil && len(r.Suspect) > 0 {
 		l.Suspect = &Recovery{At: now, What: r.Suspect}
+		_ = rememberSuspects(dir, now, r.Suspect) // for doctor; the round has named them
 	}
 	if r != nil && (r.Rewound != "" || len(r.Restored) > 0) {
 		l.Recovered = &Recovery{At: now}
