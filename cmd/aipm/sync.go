@@ -224,6 +224,10 @@ func describeRound(r *gitstate.Round, remote string) string {
 		parts = append(parts, fmt.Sprintf("left %d more changed file(s) from %s for the next round (over the %d files or %d MiB one round takes in): not pushed until they are in",
 			r.Left, remote, gitstate.MaxRoundFiles, gitstate.MaxRoundBytes>>20))
 	}
+	if r.Verifying > 0 {
+		parts = append(parts, fmt.Sprintf("%d more commit(s) of %s's %s to verify (at most %d a round): nothing of them taken in and nothing pushed until all are verified",
+			r.Verifying, remote, gitstate.Branch, gitstate.MaxVerify))
+	}
 	if r.Pushed {
 		parts = append(parts, "pushed to "+remote)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -140,9 +141,13 @@ func blobAt(g gitCmd, rev, rel string) ([]byte, bool) {
 	return objs[0].data, true
 }
 
-// maxVerify bounds the commits one round verifies; a remote ahead by more is refused
-// as a whole, in one line.
-const maxVerify = 20000
+// MaxVerify bounds the commits one round verifies. A clone further behind verifies the
+// rest over the next rounds, oldest first, and takes nothing in until all are verified
+// (verifyIncoming). AIPM_MAX_VERIFY may lower it (tests use it to stay small).
+var MaxVerify = lowerOnly(os.Getenv("AIPM_MAX_VERIFY"), 20000)
+
+// maxResign bounds this clone's own unpushed commits that a round signs again.
+const maxResign = 20000
 
 // UnsignedError is a round's refusal of another clone's commits that are not signed by
 // an allowed signer: nothing of them was taken, and nothing pushed.
@@ -158,31 +163,50 @@ func (e *UnsignedError) Error() string {
 }
 
 // verifyIncoming checks, when this clone requires signed state, every commit of
-// HEAD..theirs (see Signed state above). It returns an *UnsignedError naming the first
-// commit (oldest first) that is not signed by an allowed signer, nil when all are (or
-// the setting is off here).
-func verifyIncoming(dir, remote, theirs string) error {
+// HEAD..theirs (see Signed state above), at most MaxVerify of them a round, oldest
+// first: left is how many remain for the next rounds, whose commits are not to be taken
+// in yet. Those verified are remembered by the newest of them (verifiedFile), so that
+// the next round goes on after them; a remote rewound under them verifies again. It
+// returns an *UnsignedError naming the first commit that is not signed by an allowed
+// signer.
+func verifyIncoming(dir, remote, theirs string) (left int, err error) {
 	g := gitCmd{dir: dir}
-	out, err := g.run("rev-list", "--topo-order", "--reverse", "--parents", "--max-count="+fmt.Sprint(maxVerify+1), "HEAD.."+theirs)
-	if err != nil || out == "" || !requireSigned(g, dir) {
-		return err // nothing new there (most rounds), or nothing to verify
+	if out, err := g.run("rev-list", "-n", "1", "HEAD.."+theirs); err != nil || out == "" || !requireSigned(g, dir) {
+		return 0, err // nothing new there (most rounds), or nothing to verify
+	}
+	all, err := g.run("rev-list", "HEAD.."+theirs)
+	if err != nil {
+		return 0, err
+	}
+	incoming := map[string]bool{}
+	for _, id := range strings.Fields(all) {
+		incoming[id] = true
+	}
+	// The commits verified by earlier rounds: their newest, where theirs still holds them.
+	tips := verifiedTips(g, remote, incoming)
+	args := []string{"rev-list", "--topo-order", "--reverse", "--parents", "HEAD.." + theirs}
+	for _, t := range tips {
+		args = append(args, "^"+t)
+	}
+	out, err := g.run(args...)
+	if err != nil {
+		return 0, err
 	}
 	type commit struct {
 		id      string
 		parents []string
 	}
 	var commits []commit
-	incoming := map[string]bool{}
 	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 0 {
 			continue
 		}
 		commits = append(commits, commit{id: f[0], parents: f[1:]})
-		incoming[f[0]] = true
 	}
-	if len(commits) > maxVerify {
-		return &UnsignedError{Remote: remote, Why: fmt.Sprintf("%s holds more than %d commits this clone lacks: too many to verify in one round", theirs, maxVerify)}
+	if len(commits) > MaxVerify {
+		left = len(commits) - MaxVerify
+		commits = commits[:MaxVerify] // the oldest: each one's parents come before it
 	}
 	// The list each commit is verified against, per parent: the parent's own when this
 	// round takes the parent in too, else this clone's (HEAD's).
@@ -201,7 +225,7 @@ func verifyIncoming(dir, remote, theirs string) error {
 	// Commits whose parents carry the same list are verified together.
 	blobOf, err := listBlobs(g, revs)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	byList := map[string][]string{} // blob id ("" for none) → commits
 	for _, c := range commits {
@@ -227,7 +251,7 @@ func verifyIncoming(dir, remote, theirs string) error {
 	for blob, ids := range byList {
 		res, err := verifyAgainst(g, blob, ids)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		for id, v := range res {
 			authors[id] = v.author
@@ -246,10 +270,79 @@ func verifyIncoming(dir, remote, theirs string) error {
 	}
 	for _, c := range commits {
 		if !good[c.id] {
-			return &UnsignedError{Remote: remote, Why: fmt.Sprintf("commit %.10s by %s (1 of %d new there) %s", c.id, authors[c.id], len(commits), why[c.id])}
+			return 0, &UnsignedError{Remote: remote, Why: fmt.Sprintf("commit %.10s by %s (1 of %d new there) %s", c.id, authors[c.id], len(incoming), why[c.id])}
 		}
 	}
-	return nil
+	// What this round verified, and the earlier rounds, is the ancestry of the newest of
+	// them within HEAD..theirs: a commit that is a parent of another verified one is no tip.
+	next := []string{}
+	if left > 0 {
+		parent := map[string]bool{}
+		for _, c := range commits {
+			for _, p := range c.parents {
+				parent[p] = true
+			}
+		}
+		for _, t := range tips {
+			if !parent[t] {
+				next = append(next, t)
+			}
+		}
+		for _, c := range commits {
+			if !parent[c.id] {
+				next = append(next, c.id)
+			}
+		}
+	}
+	return left, saveVerified(g, remote, next)
+}
+
+// verifiedFile, in the state worktree's git directory, names per remote the newest
+// commits of theirs that earlier rounds verified while more remained to verify.
+func verifiedFile(g gitCmd, remote string) string {
+	gitdir, err := g.run("rev-parse", "--path-format=absolute", "--git-dir")
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(gitdir, "aipm-verified-"+url.PathEscape(remote))
+}
+
+// verifiedTips reads the remembered commits that are still new there (incoming): a
+// commit this clone took in since, or that the remote no longer holds, is dropped.
+func verifiedTips(g gitCmd, remote string, incoming map[string]bool) []string {
+	p := verifiedFile(g, remote)
+	if p == "" {
+		return nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var tips []string
+	for _, id := range strings.Fields(string(data)) {
+		if incoming[id] {
+			tips = append(tips, id)
+		}
+	}
+	return tips
+}
+
+func saveVerified(g gitCmd, remote string, tips []string) error {
+	p := verifiedFile(g, remote)
+	if p == "" {
+		return nil
+	}
+	if len(tips) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strings.Join(tips, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }
 
 // listBlobs returns the blob id of allowed_signers in each of revs ("" where there is
@@ -363,7 +456,7 @@ func signUnpushed(dir, theirs string) error {
 	if err != nil {
 		return err
 	}
-	out, err := g.run("rev-list", "--topo-order", "--reverse", "--parents", "--max-count="+fmt.Sprint(maxVerify+1), theirs+".."+head)
+	out, err := g.run("rev-list", "--topo-order", "--reverse", "--parents", "--max-count="+fmt.Sprint(maxResign+1), theirs+".."+head)
 	if err != nil || out == "" {
 		return err
 	}
@@ -375,7 +468,7 @@ func signUnpushed(dir, theirs string) error {
 			parents[f[0]] = f[1:]
 		}
 	}
-	if len(ids) > maxVerify {
+	if len(ids) > maxResign {
 		return nil // not a round's worth of this clone's commits: left as they are
 	}
 	objs, err := g.catBatch(ids)

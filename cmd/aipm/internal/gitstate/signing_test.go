@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -454,5 +455,95 @@ func TestCommitsMadeBeforeTheSettingAreSignedBeforeThePush(t *testing.T) {
 	}
 	if out := mustGit(t, b.Dir(), "status", "--porcelain"); out != "" {
 		t.Errorf("b's working copy after signing again: %q, want clean", out)
+	}
+}
+
+// TestLongHistoryIsVerifiedOverRounds: a clone further behind than one round verifies
+// (MaxVerify, 3 here) verifies the rest over the next rounds, oldest first, taking
+// nothing in and pushing nothing until all are verified; an unsigned commit among the
+// later ones is refused when its turn comes; a remote rewound under the verified ones
+// lets nothing unverified in.
+func TestLongHistoryIsVerifiedOverRounds(t *testing.T) {
+	defer func(n int) { MaxVerify = n }(MaxVerify)
+	MaxVerify = 3
+	a, b, _, _ := signedClones(t)
+	ctx := context.Background()
+	sa, sb := &Syncer{Store: a, Remote: "origin"}, &Syncer{Store: b, Remote: "origin"}
+	var ids []string
+	for i := range 8 {
+		tk, err := a.CreateTask(owner, filestore.NewTask{Title: fmt.Sprintf("From A %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+		if r, err := sa.Once(ctx); err != nil || !r.Pushed {
+			t.Fatalf("a's round %d: %+v, %v", i, r, err)
+		}
+	}
+	own, err := b.CreateTask(owner, filestore.NewTask{Title: "B's own"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round, want := range []int{5, 2} {
+		r, err := sb.Once(ctx)
+		if err != nil || r.Verifying != want || len(r.Merged) != 0 || r.Pushed {
+			t.Fatalf("b's round %d: %+v, %v; want %d left to verify, nothing merged or pushed", round+1, r, err, want)
+		}
+		if _, err := b.Task(ids[0]); err == nil {
+			t.Fatalf("b's round %d took in a's task before all was verified", round+1)
+		}
+	}
+	r, err := sb.Once(ctx)
+	if err != nil || r.Verifying != 0 || !r.Pushed {
+		t.Fatalf("b's third round: %+v, %v; want all verified, pushed", r, err)
+	}
+	for _, id := range ids {
+		if _, err := b.Task(id); err != nil {
+			t.Errorf("b lacks a's task %s: %v", id, err)
+		}
+	}
+	if _, err := sa.Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Task(own.ID); err != nil {
+		t.Errorf("a lacks b's own task: %v", err)
+	}
+
+	// Six more signed commits of a's, then one of Eve's, unsigned: b verifies three, then
+	// meets Eve's among the rest and refuses it.
+	for i := range 6 {
+		if _, err := a.CreateTask(owner, filestore.NewTask{Title: fmt.Sprintf("More from A %d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sa.Once(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eve := newEveClone(t, a)
+	eve.rename("Eve's")
+	bad := eve.commit("rename", "")
+	eve.push()
+	for _, want := range []int{4, 1} {
+		if r, err := sb.Once(ctx); err != nil || r.Verifying != want {
+			t.Fatalf("b's round: %+v, %v; want %d left to verify", r, err, want)
+		}
+	}
+	_, err = sb.Once(ctx)
+	var ue *UnsignedError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad[:10]) {
+		t.Fatalf("Eve's turn: %v; want %s refused", err, bad[:10])
+	}
+	// The remote is rewound under what b verified: back to b's own head, then Eve's
+	// unsigned commit alone. The next round verifies anew and refuses it.
+	eve.git("reset", "-q", "--hard", mustGit(t, b.Dir(), "rev-parse", "HEAD"))
+	eve.rename("Eve's again")
+	bad2 := eve.commit("rename again", "")
+	eve.git("push", "-q", "-f", "origin", Branch)
+	_, err = sb.Once(ctx)
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), bad2[:10]) {
+		t.Fatalf("after the rewind: %v; want %s refused", err, bad2[:10])
+	}
+	if p, err := b.Project(); err != nil || p.Name != "p" {
+		t.Errorf("b's project = %+v, %v; want its own name p", p, err)
 	}
 }

@@ -63,6 +63,10 @@ type Round struct {
 	// (MaxRoundFiles, MaxRoundBytes): the round committed what it took, did not push,
 	// and the next round takes the rest.
 	Left int `json:"left,omitempty"`
+	// Verifying counts the commits of theirs still to verify, when this clone requires
+	// signed state and is further behind than one round verifies (MaxVerify): nothing
+	// of theirs was taken in, nothing pushed, and the next round goes on.
+	Verifying int `json:"verifying,omitempty"`
 	// Unsigned says which commit of theirs is not signed by an allowed signer, when
 	// this clone requires signed state (signing.go): nothing of theirs was taken in.
 	Unsigned string `json:"unsigned,omitempty"`
@@ -154,8 +158,8 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 				return err
 			}
 			if found {
-				unsigned = verifyIncoming(stateDir(root), s.Remote, theirs)
-				found = unsigned == nil
+				r.Verifying, unsigned = verifyIncoming(stateDir(root), s.Remote, theirs)
+				found = unsigned == nil && r.Verifying == 0
 				if ue := (*UnsignedError)(nil); errors.As(unsigned, &ue) {
 					r.Unsigned = ue.Why
 				}
@@ -187,6 +191,9 @@ func (s *Syncer) attempts(ctx context.Context, r *Round, changed *[]string) erro
 		*changed = appendNew(*changed, appendNew(merged, restored...)...)
 		if s.Remote == "" || unsigned != nil {
 			return unsigned // refused theirs: ours stays here, unpushed
+		}
+		if r.Verifying > 0 {
+			return nil // theirs not all verified yet: the next round goes on
 		}
 		if r.Left > 0 {
 			return nil // theirs not all taken yet: the next round goes on
@@ -250,7 +257,7 @@ func (s *Syncer) Loop(ctx context.Context, interval time.Duration, wake <-chan s
 			break
 		}
 		report(r, err)
-		if err == nil && r.Left > 0 {
+		if err == nil && (r.Left > 0 || r.Verifying > 0) {
 			// Another clone's changes are not all taken in: the next round goes on with
 			// them at once (after the least gap, which leaves the store to the agents).
 			if !sleep(ctx, minGap) {
@@ -295,7 +302,7 @@ const minGap = 250 * time.Millisecond
 // merge) would otherwise push so often that the others, whose rounds merge, never get
 // theirs in.
 func nextGap(gap time.Duration, r *Round, took, interval time.Duration) time.Duration {
-	if r == nil || (!r.Committed && r.Rejected == 0) || r.Left > 0 {
+	if r == nil || (!r.Committed && r.Rejected == 0) || r.Left > 0 || r.Verifying > 0 {
 		return min(minGap, interval)
 	}
 	most := interval
