@@ -49,6 +49,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz=FuzzTaskDecode -fuzztime=20s ./filestore/
 	$(GO) test -run='^$$' -fuzz=FuzzMerge -fuzztime=20s ./filestore/merge/
 	$(GO) test -run='^$$' -fuzz=FuzzQuickMessage -fuzztime=20s ./filestore/
+	$(GO) test -run='^$$' -fuzz=FuzzQuickLineKey -fuzztime=20s ./filestore/
 
 # Rewrite golden sections of testscript scenarios (e.g. the tools/list snapshot).
 update:

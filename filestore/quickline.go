@@ -1,6 +1,11 @@
 package filestore
 
-import "time"
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
 
 // messageKeys are the keys of a mailbox line as aipm writes it (Message), each with
 // whether its value is a time.
@@ -145,4 +150,42 @@ func quickString(b []byte, i int) (start, end int, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// QuickLineKey reads a JSONL line of one of the shapes aipm writes — a mailbox message
+// (messageKeys) or a history event (eventKeys) — without decoding it, and returns what
+// json.Unmarshal would find of its "id" and its time ("createdAt" or "at"): a merge of
+// two million lines needs only those (merge.Tails). ok is false for any other line,
+// which the caller decodes.
+func QuickLineKey(line []byte) (id string, at time.Time, ok bool) {
+	value := func(key, raw []byte, t time.Time) {
+		if raw == nil {
+			return // null leaves the field as it was, as json.Unmarshal does
+		}
+		switch string(key) {
+		case "id":
+			id = unquoteQuick(raw)
+		case "createdAt", "at":
+			at = t
+		}
+	}
+	if _, _, ok = quickObjectValues(line, messageKeys, "", "", value); ok {
+		return id, at, true
+	}
+	id, at = "", time.Time{}
+	if _, _, ok = quickObjectValues(line, eventKeys, "", "", value); ok {
+		return id, at, true
+	}
+	return "", time.Time{}, false
+}
+
+// unquoteQuick is the string a JSON string quickString vouched for holds (an escape or
+// invalid UTF-8, which json.Unmarshal replaces, is left to it).
+func unquoteQuick(raw []byte) string {
+	if !bytes.ContainsRune(raw, '\\') && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	json.Unmarshal(raw, &s)
+	return s
 }

@@ -75,3 +75,42 @@ func TestQuickMessageTakesWhatAipmWrites(t *testing.T) {
 		}
 	}
 }
+
+// QuickLineKey finds what json.Unmarshal finds of a line's id and time, for every line it
+// vouches for; it vouches for the lines aipm writes.
+func FuzzQuickLineKey(f *testing.F) {
+	for _, s := range quickMessageSeeds {
+		f.Add([]byte(s))
+	}
+	f.Add([]byte(`{"id":"msg_1","createdAt":"2026-08-30T10:00:48Z","createdAt":null}`))
+	f.Add([]byte(`{"id":"msg_\"1\u00e9","id":null,"createdAt":"2026-08-30T10:00:48+09:00"}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		id, at, ok := QuickLineKey(line)
+		if !ok {
+			return
+		}
+		var v struct {
+			ID        string    `json:"id"`
+			CreatedAt time.Time `json:"createdAt"`
+			At        time.Time `json:"at"`
+		}
+		if err := json.Unmarshal(line, &v); err != nil {
+			t.Fatalf("QuickLineKey vouched for %q, which json.Unmarshal refuses: %v", line, err)
+		}
+		want := v.CreatedAt
+		if want.IsZero() {
+			want = v.At
+		}
+		if id != v.ID || !at.Equal(want) {
+			t.Fatalf("QuickLineKey(%q) = %q, %v; json.Unmarshal finds %q, %v", line, id, at, v.ID, want)
+		}
+	})
+}
+
+func TestQuickLineKeyReadsWhatAipmWrites(t *testing.T) {
+	for _, line := range []string{quickMessageSeeds[0], quickMessageSeeds[1], quickMessageSeeds[21]} {
+		if _, at, ok := QuickLineKey([]byte(line)); !ok || at.IsZero() {
+			t.Errorf("QuickLineKey(%s): time %v, ok %v; want the line read", line, at, ok)
+		}
+	}
+}

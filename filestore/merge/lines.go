@@ -8,6 +8,8 @@ import (
 	"io"
 	"path"
 	"time"
+
+	"github.com/aipm/aipm/filestore"
 )
 
 // Lines is the three-way merge of a JSONL file (a mailbox, an inbox, the history):
@@ -81,6 +83,13 @@ func lineKey(line []byte, byBytes bool) (key string, at time.Time) {
 		At        time.Time `json:"at"`
 	}
 	key = string(line)
+	if id, t, ok := filestore.QuickLineKey(line); ok {
+		// A line as aipm writes it, read without decoding: what the decoding finds.
+		if id != "" && !byBytes {
+			key = "id:" + id
+		}
+		return key, t
+	}
 	if json.Unmarshal(line, &v) == nil {
 		if v.ID != "" && !byBytes {
 			key = "id:" + v.ID
