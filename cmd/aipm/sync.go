@@ -193,6 +193,10 @@ func remoteName(r string) string {
 	return r
 }
 
+// maxNamedRefusals is how many of a round's refusals its line names: a push of a hundred
+// thousand bad paths is told in a line, not a hundred thousand.
+const maxNamedRefusals = 20
+
 // describeRound says in one line what a round did.
 func describeRound(r *gitstate.Round, remote string) string {
 	var parts []string
@@ -209,7 +213,12 @@ func describeRound(r *gitstate.Round, remote string) string {
 		parts = append(parts, fmt.Sprintf("push refused %d time(s), fetched and merged again", r.Rejected))
 	}
 	if n := len(r.Refused); n > 0 {
-		parts = append(parts, fmt.Sprintf("refused %d path(s) from %s that are not the store's to take: %s", n, remote, strings.Join(r.Refused, "; ")))
+		named := r.Refused[:min(n, maxNamedRefusals)]
+		more := ""
+		if n > len(named) {
+			more = fmt.Sprintf("; and %d more", n-len(named))
+		}
+		parts = append(parts, fmt.Sprintf("refused from %s what is not the store's to take: %s%s", remote, strings.Join(named, "; "), more))
 	}
 	if n := len(r.Suspect); n > 0 {
 		parts = append(parts, fmt.Sprintf("took in %d suspect commit(s) from %s: %s", n, remote, strings.Join(r.Suspect, "; ")))
