@@ -102,6 +102,160 @@ func TestRoundFileCountBound(t *testing.T) {
 	}
 }
 
+// Paths a round refuses after reading them count against its bounds, but do not stall
+// the rounds that follow: those refuse the same versions unread, take the rest, and the
+// last pushes. With a round of 3 files and 4 task files that do not decode ahead of the
+// sound ones, the rounds get through them all (a round that read them again would take
+// the same 3 each time, and never push).
+func TestRefusedPathsDoNotStallTheRounds(t *testing.T) {
+	a, b := twoClones(t)
+	ctx := context.Background()
+	for i := range 4 {
+		p := filepath.Join(a.Dir(), "tasks", fmt.Sprintf("tsk_0000bad%018d.json", i))
+		if err := os.WriteFile(p, []byte("not a task\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var theirs []string
+	for range 2 {
+		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs = append(theirs, tk.ID)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mine, err := b.CreateTask(owner, filestore.NewTask{Title: "From B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { MaxRoundFiles = n }(MaxRoundFiles)
+	MaxRoundFiles = 3
+	sb := &Syncer{Store: b, Remote: "origin"}
+	var rounds []*Round
+	for len(rounds) < 5 {
+		r, err := sb.Once(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rounds = append(rounds, r)
+		if r.Left == 0 {
+			break
+		}
+	}
+	last := rounds[len(rounds)-1]
+	if last.Left > 0 || !last.Pushed {
+		for i, r := range rounds {
+			t.Logf("round %d: merged %d, left %d, refused %q, pushed %v", i+1, len(r.Merged), r.Left, r.Refused, r.Pushed)
+		}
+		t.Fatalf("after %d rounds: left %d, pushed %v; want all taken and pushed", len(rounds), last.Left, last.Pushed)
+	}
+	if !slices.ContainsFunc(last.Refused, func(l string) bool {
+		return strings.Contains(l, "4 path(s) refused by the earlier rounds of this take-in (named there): not read again")
+	}) {
+		t.Errorf("the last round refused %q; want the 4 refused before, unread", last.Refused)
+	}
+	for _, id := range theirs {
+		if _, err := b.Task(id); err != nil {
+			t.Errorf("task %s of the other clone never taken in: %v", id, err)
+		}
+	}
+	files := mustGit(t, b.Dir(), "ls-tree", "-r", "--name-only", "origin/"+Branch)
+	if !strings.Contains(files, mine.ID) || strings.Contains(files, "tsk_0000bad") {
+		t.Errorf("the remote: %s\nwant this clone's task %s, and none of the files it refused", files, mine.ID)
+	}
+	if p := refusedFile(gitCmd{dir: b.Dir()}, "origin"); p == "" {
+		t.Error("no git directory for the remembered refusals")
+	} else if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Errorf("the refusals are still remembered after the take-in ended: %v", err)
+	}
+}
+
+// Another clone's changes may not bring this store over MaxUnfinished unfinished tasks:
+// new task files over it are refused unread, a cancelled task reopened over it is
+// refused, the refusals are named in one line, and this clone's own work is pushed by the
+// same round, without what it refused.
+func TestUnfinishedWorkFromAnotherCloneIsBounded(t *testing.T) {
+	a, b := twoClones(t)
+	ctx := context.Background()
+	shared, err := a.CreateTask(owner, filestore.NewTask{Title: "Shared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.SetTaskStatus(owner, shared.ID, filestore.StatusCancelled, "not needed"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func(n int) { MaxUnfinished = n }(MaxUnfinished)
+	MaxUnfinished = 4
+	mine, err := b.CreateTask(owner, filestore.NewTask{Title: "From B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var theirs []string
+	for range 6 {
+		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs = append(theirs, tk.ID)
+	}
+	// The cancelled task reopened by hand on A.
+	p := filepath.Join(a.Dir(), "tasks", shared.ID+".json")
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(string(data), `"status": "cancelled"`, `"status": "todo"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := (&Syncer{Store: b, Remote: "origin"}).Once(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Pushed || r.Left > 0 {
+		t.Fatalf("round: %+v; want this clone's work pushed", r)
+	}
+	if n, err := b.UnfinishedCount(filestore.KindTask); err != nil || n != 4 {
+		t.Errorf("B holds %d unfinished tasks (%v), want the bound of 4", n, err)
+	}
+	var took []string
+	for _, id := range theirs {
+		if _, err := b.Task(id); err == nil {
+			took = append(took, id)
+		}
+	}
+	if len(took) != 3 {
+		t.Errorf("B took %d of A's 6 new tasks, want 3 (its own 1 and these make 4)", len(took))
+	}
+	if got, err := b.Task(shared.ID); err != nil || got.Status != filestore.StatusCancelled {
+		t.Errorf("the reopened task on B: %+v, %v; want it still cancelled", got, err)
+	}
+	if len(r.Refused) != 1 || !strings.Contains(r.Refused[0], "4 task file(s) that would bring this machine over the 4 unfinished tasks") {
+		t.Errorf("refused: %q; want one line for the 4 task files (3 new, 1 reopened)", r.Refused)
+	}
+	files := mustGit(t, b.Dir(), "ls-tree", "-r", "--name-only", "origin/"+Branch)
+	if !strings.Contains(files, mine.ID) {
+		t.Errorf("the remote lacks this clone's task %s", mine.ID)
+	}
+	for _, id := range theirs {
+		if !slices.Contains(took, id) && strings.Contains(files, id) {
+			t.Errorf("the remote still holds task %s, which B refused", id)
+		}
+	}
+}
+
 // The store lock is not held while another clone's files are read and merged: a file this
 // clone changes meanwhile is merged again against what it holds when the batch is
 // written, and neither change is lost.

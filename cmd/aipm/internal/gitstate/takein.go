@@ -28,6 +28,16 @@ var (
 	MaxRoundBytes int64 = filestore.MaxJSONLFile
 )
 
+// MaxUnfinished is how much unfinished work of each kind — tasks, conversations,
+// delegations — another clone's changes may bring this store to. Every process of a clone
+// holds its unfinished work in memory (finished work is read where it lies), so a push of
+// a hundred thousand open tasks would cost each agent's server hundreds of megabytes: a
+// round takes a new unfinished entity (or one reopened) only while the store holds fewer
+// than MaxUnfinished of its kind, and refuses the rest, named, as it refuses any file it
+// may not take. A project's own writers are not bound by it. AIPM_MAX_UNFINISHED may
+// lower it.
+var MaxUnfinished = lowerOnly(os.Getenv("AIPM_MAX_UNFINISHED"), 10000)
+
 // lowerOnly is env as a count when it is one below def; def otherwise.
 func lowerOnly(env string, def int) int {
 	if n, err := strconv.Atoi(env); err == nil && n > 0 && n < def {
@@ -55,6 +65,11 @@ type takeIn struct {
 	sizes              [][3]int64  // their sizes (-1: none)
 	refused            []string    // "<path>: <why> (commit <id>)"
 	left               int         // paths over the round's bounds, for the next rounds
+	// earlier are the paths the earlier rounds of this take-in refused after reading
+	// them, with the version of theirs refused (refusals.go); again, the paths this
+	// round refused so.
+	earlier map[string]string
+	again   []string
 }
 
 // commitAndMerge commits this clone's changes, staged while it holds the store lock so
@@ -96,16 +111,33 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 		return nil, nil, nil // nothing new there
 	}
 	base, _ := g.run("merge-base", head, theirs) // "" for unrelated histories
-	tk, err := planTakeIn(g, base, head, theirs)
+	work := &unfinishedQuota{s: s.Store}
+	earlier := readRefused(g, s.Remote)
+	tk, err := planTakeIn(g, base, head, theirs, work, earlier)
 	if err != nil {
 		return nil, nil, err
 	}
-	merged, conflicts, refused, err := s.takeBatches(g, tk, originIn(g, theirs))
+	merged, conflicts, refused, err := s.takeBatches(g, tk, originIn(g, theirs), work)
 	r.Refused = appendNew(r.Refused, append(tk.refused, refused...)...)
 	if err != nil {
 		return merged, conflicts, err
 	}
 	r.Left = tk.left
+	if tk.left == 0 {
+		clear(earlier) // this round merges theirs
+	}
+	again := make(map[string]bool, len(tk.again))
+	for _, p := range tk.again {
+		again[p] = true
+	}
+	for k, p := range tk.paths {
+		if again[p] && tk.ids[k][2] != "" {
+			earlier[p] = tk.ids[k][2]
+		}
+	}
+	if err := saveRefused(g, s.Remote, earlier); err != nil {
+		return merged, conflicts, err
+	}
 	err = s.Store.Exclusive(func(*filestore.Files) error {
 		held, err = stageLocked(g, merged...)
 		return err
@@ -157,64 +189,99 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 // planTakeIn lists what theirs changed since base that ours does not already hold, and
 // decides, before reading any of it, what this round takes: regular files at paths the
 // store may take (filestore.StatePath), of sizes it reads (git cat-file --batch-check),
-// JSONL files without a line over the store's limit (streamed, never held), within the
-// round's bounds. Every version is named by its object id, read off two tree diffs, so
-// that no lookup walks a tree of a hundred thousand entries per path.
-func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
-	tk := &takeIn{base: base, ours: ours, theirs: theirs}
+// JSONL files without a line over the store's limit (streamed, never held), new
+// unfinished work within MaxUnfinished (work), within the round's bounds. Every version
+// is named by its object id, read off tree diffs as they stream, so that no lookup walks
+// a tree of a hundred thousand entries per path, and what the round holds follows what
+// it takes, not what the remote holds: the paths ours changed since the base (this
+// clone's own changes), and at most MaxRoundFiles candidates.
+func planTakeIn(g gitCmd, base, ours, theirs string, work *unfinishedQuota, earlier map[string]string) (*takeIn, error) {
+	tk := &takeIn{base: base, ours: ours, theirs: theirs, earlier: earlier}
+	again := 0
 	var err error
 	if tk.short, err = g.run("rev-parse", "--short=10", theirs); err != nil {
 		return nil, err
 	}
-	// What theirs changed since the base (everything, for unrelated histories) ...
-	var changed []treeChange
-	if base == "" {
-		changed, err = g.treeChanges("", theirs)
-	} else {
-		changed, err = g.treeChanges(base, theirs)
+	// The base's version of each path ours changed since; any other path of ours is as
+	// the base has it.
+	type version struct{ id, mode string }
+	oursChanged := map[string]version{}
+	if base != "" {
+		err := g.eachTreeChange(base, ours, func(c treeChange) error {
+			oursChanged[c.path] = version{c.from, c.fromMode}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
+	// Each path where theirs differs from ours, and that theirs changed since the base
+	// (every file of theirs, for unrelated histories): ours does not hold it as theirs
+	// has it yet.
+	type candidate struct {
+		path string
+		ids  [3]string // base, ours, theirs
 	}
-	// ... that ours does not already hold as theirs has it (taken by an earlier round
-	// that left the rest, or made the same on both sides).
-	differs, err := g.treeChanges(ours, theirs)
-	if err != nil {
-		return nil, err
-	}
-	oursID := make(map[string]string, len(differs))
-	for _, d := range differs {
-		oursID[d.path] = d.from
-	}
-	var paths []string
-	var ids [][3]string
-	for _, c := range changed {
-		o, todo := oursID[c.path]
-		if !todo {
-			continue
+	var cands []candidate
+	err = g.eachTreeChange(ours, theirs, func(c treeChange) error {
+		b := version{c.from, c.fromMode}
+		if v, ok := oursChanged[c.path]; ok {
+			b = v
+		}
+		switch {
+		case base == "" && c.to == "":
+			return nil // unrelated histories: theirs' files only
+		case base == "":
+			b = version{}
+		case b == version{c.to, c.toMode}:
+			return nil // only ours changed it
 		}
 		if err := filestore.StatePath(c.path); err != nil {
 			if c.path != ".gitignore" && c.path != ".gitattributes" { // aipm's own: left as they are, quietly
 				tk.refused = append(tk.refused, fmt.Sprintf("%q: %v (commit %s)", c.path, err, tk.short))
 			}
-			continue
+			return nil
 		}
 		if c.toMode != "" && c.toMode != "100644" && c.toMode != "100755" {
 			tk.refused = append(tk.refused, fmt.Sprintf("%q: not a regular file (mode %s) (commit %s)", c.path, c.toMode, tk.short))
-			continue
+			return nil
 		}
-		b := c.from
-		if base == "" {
-			b = "" // unrelated histories: no common version
+		if id, ok := tk.earlier[c.path]; ok && id == c.to {
+			again++
+			return nil
 		}
-		paths = append(paths, c.path)
-		ids = append(ids, [3]string{b, o, c.to})
+		// A new file of a kind held in memory, when the store has no room for more
+		// unfinished work of that kind, is refused unread: any of them may be unfinished.
+		if c.from == "" && c.to != "" {
+			room, err := work.room(c.path)
+			if err != nil {
+				return err
+			}
+			if !room {
+				work.refuse(c.path)
+				return nil
+			}
+			work.reserve(c.path)
+		}
+		if len(cands) >= MaxRoundFiles {
+			work.release(c.from, c.path)
+			tk.left++
+			return nil
+		}
+		cands = append(cands, candidate{c.path, [3]string{b.id, c.from, c.to}})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if again > 0 {
+		tk.refused = append(tk.refused, fmt.Sprintf("%d path(s) refused by the earlier rounds of this take-in (named there): not read again (commit %s)", again, tk.short))
 	}
 	// Sizes are known before anything is read: another clone's file over what the store
 	// reads (a gigabyte blob is a few megabytes on the remote) is refused, not loaded.
 	var want []string
-	for _, id := range ids {
-		for _, v := range id {
+	for _, c := range cands {
+		for _, v := range c.ids {
 			if v != "" {
 				want = append(want, v)
 			}
@@ -224,17 +291,14 @@ func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
 	if err != nil {
 		return nil, err
 	}
-	size := make(map[string]int64, len(want))
-	for i, v := range want {
-		size[v] = got[i]
-	}
 	var taken int64
-	for i, p := range paths {
+	for _, c := range cands {
+		p := c.path
 		var sz [3]int64
-		for k, v := range ids[i] {
+		for k, v := range c.ids {
 			sz[k] = -1
 			if v != "" {
-				sz[k] = size[v]
+				sz[k], got = got[0], got[1:]
 			}
 		}
 		limit, what := int64(filestore.MaxEntityFile), "such a file may have"
@@ -242,15 +306,17 @@ func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
 			limit, what = jsonlTakeLimit, fmt.Sprintf("a log from another clone may have (its limit less %d MiB left for this clone's own lines)", jsonlHeadroom>>20)
 		}
 		if sz[2] > limit {
+			work.release(c.ids[1], p)
 			tk.refused = append(tk.refused, fmt.Sprintf("%q: %d bytes, over the %d %s: not read (commit %s)", p, sz[2], limit, what, tk.short))
 			continue
 		}
-		if len(tk.paths) >= MaxRoundFiles || (len(tk.paths) > 0 && taken+max(sz[2], 0) > MaxRoundBytes) {
+		if len(tk.paths) > 0 && taken+max(sz[2], 0) > MaxRoundBytes {
+			work.release(c.ids[1], p)
 			tk.left++
 			continue
 		}
 		if strings.HasSuffix(p, ".jsonl") && sz[2] > int64(filestore.MaxLine()) {
-			n, size, err := g.longLineIn(ids[i][2])
+			n, size, err := g.longLineIn(c.ids[2])
 			if err != nil {
 				return nil, err
 			}
@@ -261,7 +327,7 @@ func planTakeIn(g gitCmd, base, ours, theirs string) (*takeIn, error) {
 		}
 		taken += max(sz[2], 0)
 		tk.paths = append(tk.paths, p)
-		tk.ids = append(tk.ids, ids[i])
+		tk.ids = append(tk.ids, c.ids)
 		tk.sizes = append(tk.sizes, sz)
 	}
 	return tk, nil
@@ -275,49 +341,62 @@ type treeChange struct {
 	fromMode, toMode string
 }
 
-// treeChanges lists the files that differ between the trees of from and to (every file
-// of to when from is ""), recursively, without renames.
-func (c gitCmd) treeChanges(from, to string) ([]treeChange, error) {
-	var out []byte
-	var err error
-	if from == "" {
-		out, err = c.raw("ls-tree", "-r", "-z", "--full-tree", to)
-	} else {
-		out, err = c.raw("diff-tree", "-r", "-z", "--no-renames", "--raw", "--abbrev=40", from, to)
-	}
+// eachTreeChange calls fn with each file that differs between the trees of from and to,
+// recursively, without renames, as git lists them: a diff of a hundred thousand paths
+// is read as a stream, never held. An error of fn stops it.
+func (c gitCmd) eachTreeChange(from, to string, fn func(treeChange) error) error {
+	args := []string{"-C", c.dir, "diff-tree", "-r", "-z", "--no-renames", "--raw", "--abbrev=40", from, to}
+	cmd := exec.Command("git", args...)
+	cmd.Env = append(cleanEnv(), c.env...)
+	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	var list []treeChange
-	f := bytes.Split(bytes.TrimSuffix(out, []byte{0}), []byte{0})
-	if from == "" {
-		for _, e := range f {
-			// <mode> SP <type> SP <id> TAB <path>
-			head, p, ok := strings.Cut(string(e), "\t")
-			h := strings.Fields(head)
-			if !ok || len(h) != 3 {
-				continue
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	ferr := func() error {
+		r := bufio.NewReaderSize(out, 64<<10)
+		for {
+			// :<from mode> SP <to mode> SP <from id> SP <to id> SP <status> NUL <path> NUL
+			head, err := r.ReadString(0)
+			if err == io.EOF && head == "" {
+				return nil
 			}
-			list = append(list, treeChange{path: p, to: h[2], toMode: h[0]})
+			if err != nil {
+				return fmt.Errorf("git diff-tree: %w", err)
+			}
+			p, err := r.ReadString(0)
+			if err != nil {
+				return fmt.Errorf("git diff-tree: no path after %q", head)
+			}
+			h := strings.Fields(strings.TrimPrefix(strings.TrimSuffix(head, "\x00"), ":"))
+			if len(h) != 5 {
+				return fmt.Errorf("git diff-tree: %q", head)
+			}
+			ch := treeChange{path: strings.TrimSuffix(p, "\x00"), from: h[2], to: h[3], fromMode: h[0], toMode: h[1]}
+			if strings.Trim(ch.from, "0") == "" {
+				ch.from, ch.fromMode = "", ""
+			}
+			if strings.Trim(ch.to, "0") == "" {
+				ch.to, ch.toMode = "", ""
+			}
+			if err := fn(ch); err != nil {
+				return err
+			}
 		}
-		return list, nil
+	}()
+	if ferr != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return ferr
 	}
-	for i := 0; i+1 < len(f); i += 2 {
-		// :<from mode> SP <to mode> SP <from id> SP <to id> SP <status>, then the path
-		h := strings.Fields(strings.TrimPrefix(string(f[i]), ":"))
-		if len(h) != 5 {
-			return nil, fmt.Errorf("git diff-tree: %q", f[i])
-		}
-		ch := treeChange{path: string(f[i+1]), from: h[2], to: h[3], fromMode: h[0], toMode: h[1]}
-		if strings.Trim(ch.from, "0") == "" {
-			ch.from, ch.fromMode = "", ""
-		}
-		if strings.Trim(ch.to, "0") == "" {
-			ch.to, ch.toMode = "", ""
-		}
-		list = append(list, ch)
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("git diff-tree %s %s: %s", from, to, strings.TrimSpace(errb.String()))
 	}
-	return list, nil
+	return nil
 }
 
 // beforeBatchWrite, if set (by tests), runs between a batch's merge and its write.
@@ -336,7 +415,8 @@ type pending struct {
 // its lock. A file this clone changed since the round's commit (an agent wrote it
 // meanwhile) is merged again, under the lock, against what it holds now: nothing written
 // here is lost.
-func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore.AgentOrigin) (merged, conflicts, refused []string, err error) {
+func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore.AgentOrigin, work *unfinishedQuota) (merged, conflicts, refused []string, err error) {
+	defer func() { refused = append(refused, work.refused(tk.short)...) }()
 	for i := 0; i < len(tk.paths); {
 		if tk.big(i) {
 			ok, left, ref, err := s.takeBig(g, tk, i)
@@ -350,6 +430,7 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				tk.left++
 			case ref != "":
 				refused = append(refused, ref)
+				tk.again = append(tk.again, tk.paths[i])
 			}
 			i++
 			continue
@@ -391,6 +472,11 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 			if err := pd.decide(g); err != nil {
 				return merged, conflicts, refused, err
 			}
+			if kind, held := heldKind(p); held && pd.o.ok {
+				if _, err := work.count(kind); err != nil { // for admit, under the lock
+					return merged, conflicts, refused, err
+				}
+			}
 			batch = append(batch, pd)
 		}
 		objs = nil
@@ -407,12 +493,14 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				same, err := f.Holds(pd.path, pd.o.ok, pd.o.data)
 				if err != nil {
 					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+					tk.again = append(tk.again, pd.path)
 					continue
 				}
 				if !same {
 					cur, have, err := f.Read(pd.path)
 					if err != nil {
 						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+						tk.again = append(tk.again, pd.path)
 						continue
 					}
 					pd.o = object{ok: have, data: cur}
@@ -423,9 +511,14 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				switch {
 				case pd.refuse != nil:
 					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", pd.path, pd.refuse, tk.short))
+					tk.again = append(tk.again, pd.path)
+				case !work.admit(pd):
+					// over MaxUnfinished: named once for the round (unfinishedQuota.refused)
+					tk.again = append(tk.again, pd.path)
 				case pd.remove:
 					if err := f.Remove(pd.path); err != nil {
 						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
+						tk.again = append(tk.again, pd.path)
 						continue
 					}
 					merged = append(merged, pd.path)
@@ -437,6 +530,7 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				if err != nil {
 					// A file where this clone has a directory, say: that path only is not taken.
 					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", rels[k], err, tk.short))
+					tk.again = append(tk.again, rels[k])
 					continue
 				}
 				merged = append(merged, rels[k])
@@ -734,4 +828,117 @@ func (c gitCmd) blobStartsWith(id, prefix string, size int64) (bool, error) {
 		err = perr
 	}
 	return same, err
+}
+
+// unfinishedQuota keeps a round within MaxUnfinished. For each kind of entity held in
+// memory it knows how much unfinished work the store holds (counted from its index when
+// the round first meets a file of that kind) as the round's writes change it, and how
+// many new files the round's plan let in. A new file counts as unfinished work from the
+// plan on, before it is read; a file this clone has is counted once its merge is known.
+type unfinishedQuota struct {
+	s        *filestore.Store
+	have     map[string]int
+	reserved map[string]int
+	over     map[string][]string // the first refused paths of each kind
+	nover    map[string]int      // how many
+}
+
+// heldKind reports whether p is the file of an entity held in memory while unfinished.
+func heldKind(p string) (string, bool) {
+	kind := filestore.EntityKind(p)
+	return kind, kind == filestore.KindTask || kind == filestore.KindConversation || kind == filestore.KindDelegation
+}
+
+// count reads, once a round, how many unfinished entities of kind the store holds.
+func (q *unfinishedQuota) count(kind string) (int, error) {
+	if n, ok := q.have[kind]; ok {
+		return n, nil
+	}
+	n, err := q.s.UnfinishedCount(kind)
+	if err != nil {
+		return 0, err
+	}
+	if q.have == nil {
+		q.have, q.reserved, q.over, q.nover = map[string]int{}, map[string]int{}, map[string][]string{}, map[string]int{}
+	}
+	q.have[kind] = n
+	return n, nil
+}
+
+// room reports whether the store has room for one more unfinished entity of p's kind
+// (always, for a file of another kind).
+func (q *unfinishedQuota) room(p string) (bool, error) {
+	kind, held := heldKind(p)
+	if !held {
+		return true, nil
+	}
+	n, err := q.count(kind)
+	return n+q.reserved[kind] < MaxUnfinished, err
+}
+
+// reserve counts the new file p, which the round takes, as unfinished work.
+func (q *unfinishedQuota) reserve(p string) {
+	if kind, held := heldKind(p); held {
+		q.reserved[kind]++
+	}
+}
+
+// release gives back the room reserve counted for p, a new file (ours: "") the round
+// does not take after all.
+func (q *unfinishedQuota) release(ours, p string) {
+	if kind, held := heldKind(p); held && ours == "" && q.reserved[kind] > 0 {
+		q.reserved[kind]--
+	}
+}
+
+func (q *unfinishedQuota) refuse(p string) {
+	kind, _ := heldKind(p)
+	if q.nover[kind]++; len(q.over[kind]) < 3 {
+		q.over[kind] = append(q.over[kind], p)
+	}
+}
+
+// admit reports whether pd's change may be made: false when it would reopen work (a
+// finished entity of this clone made unfinished) in a store with no room for it. What
+// it lets through is counted.
+func (q *unfinishedQuota) admit(pd *pending) bool {
+	kind, held := heldKind(pd.path)
+	n, ok := q.have[kind]
+	if !held || !ok || !pd.o.ok || !pd.write && !pd.remove {
+		return true // a new file was counted by the plan
+	}
+	before := filestore.Unfinished(kind, pd.o.data)
+	after := pd.write && filestore.Unfinished(kind, pd.data)
+	switch {
+	case before == after:
+	case after && n+q.reserved[kind] >= MaxUnfinished:
+		q.refuse(pd.path)
+		return false
+	case after:
+		q.have[kind] = n + 1
+	default:
+		q.have[kind] = n - 1
+	}
+	return true
+}
+
+// refused names, in a line for each kind, what the round refused for want of room.
+func (q *unfinishedQuota) refused(commit string) []string {
+	var out []string
+	for _, kind := range []string{filestore.KindTask, filestore.KindConversation, filestore.KindDelegation} {
+		n := q.nover[kind]
+		if n == 0 {
+			continue
+		}
+		names := make([]string, 0, 4)
+		for _, p := range q.over[kind] {
+			names = append(names, strconv.Quote(p))
+		}
+		if n > len(names) {
+			names = append(names, fmt.Sprintf("and %d more", n-len(names)))
+		}
+		out = append(out, fmt.Sprintf("%s: %d %s file(s) that would bring this machine over the %d unfinished %ss another clone may bring it to (each process holds unfinished work in memory: finish or cancel some): not taken, and left out of what this clone pushes (commit %s)",
+			strings.Join(names, ", "), n, kind, MaxUnfinished, kind, commit))
+	}
+	return out
 }
