@@ -48,14 +48,7 @@ func TestOverLongLine(t *testing.T) {
 func TestRoundFileCountBound(t *testing.T) {
 	a, b := twoClones(t)
 	ctx := context.Background()
-	var theirs []string
-	for range 5 {
-		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs = append(theirs, tk.ID)
-	}
+	theirs := addTasks(t, a, 5, "From A")
 	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -116,14 +109,7 @@ func TestRefusedPathsDoNotStallTheRounds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var theirs []string
-	for range 2 {
-		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs = append(theirs, tk.ID)
-	}
+	theirs := addTasks(t, a, 2, "From A")
 	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -199,14 +185,7 @@ func TestUnfinishedWorkFromAnotherCloneIsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var theirs []string
-	for range 6 {
-		tk, err := a.CreateTask(owner, filestore.NewTask{Title: "From A"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		theirs = append(theirs, tk.ID)
-	}
+	theirs := addTasks(t, a, 6, "From A")
 	// The cancelled task reopened by hand on A.
 	p := filepath.Join(a.Dir(), "tasks", shared.ID+".json")
 	data, err := os.ReadFile(p)
@@ -506,4 +485,18 @@ func TestLogNearTheLimitIsRefused(t *testing.T) {
 	if files := mustGit(t, b.Dir(), "ls-tree", "-r", "--name-only", "origin/"+Branch); !strings.Contains(files, mine.ID) {
 		t.Errorf("the remote lacks this clone's task %s", mine.ID)
 	}
+}
+
+// addTasks adds n tasks titled title to s, and returns their ids.
+func addTasks(t *testing.T, s *filestore.Store, n int, title string) []string {
+	t.Helper()
+	var ids []string
+	for range n {
+		tk, err := s.CreateTask(owner, filestore.NewTask{Title: title})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	return ids
 }

@@ -22,12 +22,35 @@ import (
 
 // refusedFile names, per remote, the paths refused by the rounds of a take-in not yet
 // ended.
-func refusedFile(g gitCmd, remote string) string {
+func refusedFile(g gitCmd, remote string) string { return remoteFile(g, "aipm-refused-", remote) }
+
+// remoteFile names, in the state worktree's git directory, prefix followed by the remote's
+// name; "" when there is no such directory.
+func remoteFile(g gitCmd, prefix, remote string) string {
 	gitdir, err := g.run("rev-parse", "--path-format=absolute", "--git-dir")
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(gitdir, "aipm-refused-"+url.PathEscape(remote))
+	return filepath.Join(gitdir, prefix+url.PathEscape(remote))
+}
+
+// writeOrRemove replaces the file p with data, or removes it when data is empty; nothing
+// when p is "".
+func writeOrRemove(p string, data []byte) error {
+	if p == "" {
+		return nil
+	}
+	if len(data) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
 }
 
 // readRefused returns the remembered refusals: path → the object id of theirs refused.
@@ -55,23 +78,9 @@ func readRefused(g gitCmd, remote string) map[string]string {
 // saveRefused remembers refused (path → object id), or forgets every refusal when it is
 // empty.
 func saveRefused(g gitCmd, remote string, refused map[string]string) error {
-	p := refusedFile(g, remote)
-	if p == "" {
-		return nil
-	}
-	if len(refused) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
 	var b strings.Builder
 	for path, id := range refused {
 		b.WriteString(id + "\t" + path + "\n")
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return writeOrRemove(refusedFile(g, remote), []byte(b.String()))
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -299,13 +298,7 @@ func verifyIncoming(dir, remote, theirs string) (left int, err error) {
 
 // verifiedFile, in the state worktree's git directory, names per remote the newest
 // commits of theirs that earlier rounds verified while more remained to verify.
-func verifiedFile(g gitCmd, remote string) string {
-	gitdir, err := g.run("rev-parse", "--path-format=absolute", "--git-dir")
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(gitdir, "aipm-verified-"+url.PathEscape(remote))
-}
+func verifiedFile(g gitCmd, remote string) string { return remoteFile(g, "aipm-verified-", remote) }
 
 // verifiedTips reads the remembered commits that are still new there (incoming): a
 // commit this clone took in since, or that the remote no longer holds, is dropped.
@@ -328,21 +321,11 @@ func verifiedTips(g gitCmd, remote string, incoming map[string]bool) []string {
 }
 
 func saveVerified(g gitCmd, remote string, tips []string) error {
-	p := verifiedFile(g, remote)
-	if p == "" {
-		return nil
+	var data []byte
+	if len(tips) > 0 {
+		data = []byte(strings.Join(tips, "\n") + "\n")
 	}
-	if len(tips) == 0 {
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, []byte(strings.Join(tips, "\n")+"\n"), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
+	return writeOrRemove(verifiedFile(g, remote), data)
 }
 
 // listBlobs returns the blob id of allowed_signers in each of revs ("" where there is
