@@ -233,6 +233,22 @@ func TestUnfinishedWorkFromAnotherCloneIsBounded(t *testing.T) {
 			t.Errorf("the remote still holds task %s, which B refused", id)
 		}
 	}
+	// As the refusal says: A, which made them, drops them when it takes in B's merge,
+	// and the branch's history keeps them.
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range theirs {
+		if slices.Contains(took, id) {
+			continue
+		}
+		if _, err := a.Task(id); err == nil {
+			t.Errorf("A still holds task %s, which B refused", id)
+		}
+		if mustGit(t, a.Dir(), "log", "--full-history", "--format=%H", "--", "tasks/"+id+".json") == "" {
+			t.Errorf("the history of A's branch has no commit of task %s", id)
+		}
+	}
 }
 
 // The store lock is not held while another clone's files are read and merged: a file this

@@ -937,7 +937,7 @@ func (q *unfinishedQuota) refused(commit string) []string {
 		if n > len(names) {
 			names = append(names, fmt.Sprintf("and %d more", n-len(names)))
 		}
-		out = append(out, fmt.Sprintf("%s: %d %s file(s) that would bring this machine over the %d unfinished %ss another clone may bring it to (each process holds unfinished work in memory: finish or cancel some): not taken, and left out of what this clone pushes (commit %s)",
+		out = append(out, fmt.Sprintf("%s: %d %s file(s) that would bring this machine over the %d unfinished %ss another clone may bring it to (each process holds unfinished work in memory: finish or cancel some): not taken, and left out of what this clone pushes, so the clone that made them drops them too (the branch's history keeps them) (commit %s)",
 			strings.Join(names, ", "), n, kind, MaxUnfinished, kind, commit))
 	}
 	return out
