@@ -592,3 +592,9 @@ func projectNotice(p *Project, by, agentID string) Notification {
 	n.Instruction = msg.Text(lang, "project.resumed.instruction")
 	return n
 }
+
+// GitFiles are the .gitignore and .gitattributes aipm writes at the top of a store: a
+// clone writes its own, never another clone's (StatePath).
+func GitFiles() map[string][]byte {
+	return map[string][]byte{".gitignore": []byte(gitignore), ".gitattributes": []byte(gitattributes)}
+}

@@ -46,9 +46,17 @@ func (a *app) cmdInit(args []string) error {
 	stateBranch := atMainTop(dir)
 	if stateBranch {
 		// A clone of a project whose state is on its own branch: check it out.
-		ok, err := gitstate.Checkout(dir)
+		ok, refused, err := gitstate.CheckoutBounded(dir)
 		if err != nil {
 			return err
+		}
+		if n := len(refused); n > 0 {
+			named, more := refused[:min(n, maxNamedRefusals)], ""
+			if n > len(named) {
+				more = fmt.Sprintf("; and %d more", n-len(named))
+			}
+			a.printf("left out %d file(s) of the state branch that a clone may not take (the next `aipm sync` removes them from it): %s%s\n",
+				n, strings.Join(named, "; "), more)
 		}
 		if ok {
 			return a.prepareClone(dir, fs.json, fs.as)

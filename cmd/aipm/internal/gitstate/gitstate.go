@@ -56,6 +56,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/aipm/aipm/filestore"
@@ -196,46 +197,136 @@ func fetchState(root, remote string) (theirs string, found bool, err error) {
 // state branch and checks it out as root's .ai-pm worktree. ok is false when there is no
 // remote or the remote has no state branch.
 func Checkout(root string) (ok bool, err error) {
+	ok, _, err = CheckoutBounded(root)
+	return ok, err
+}
+
+// CheckoutBounded is Checkout, which writes only what a round would take from another
+// clone (checkoutBounded), and names the files it left out: "<path>: <why> (commit
+// <id>)".
+func CheckoutBounded(root string) (ok bool, refused []string, err error) {
 	top, err := mainTop(root)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	remote := Remote(top)
 	if remote == "" {
-		return false, nil
+		return false, nil, nil
 	}
 	rref, found, err := fetchState(top, remote)
 	if err != nil || !found {
-		return false, err
+		return false, nil, err
 	}
 	if err := exclude(top); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	g := gitCmd{dir: top}
 	if !branchExists(top) {
 		if _, err := g.run("branch", "--no-track", Branch, rref); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
 	if err := setUpstream(top, remote); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if entries, _ := os.ReadDir(stateDir(top)); len(entries) > 0 {
 		// What a clone of the old layout keeps after a pull that stopped tracking .ai-pm:
 		// its runtime area. No project file is there, so no agent runs: write the
 		// branch's files around it.
 		if err := attach(top); err != nil {
-			return false, err
+			return false, nil, err
 		}
-		if _, err := (gitCmd{dir: stateDir(top)}).run("checkout-index", "-a", "-q"); err != nil {
-			return false, err
+	} else {
+		if _, err := g.run("worktree", "add", "--no-checkout", "-q", stateDir(top), Branch); err != nil {
+			return false, nil, fmt.Errorf("check out the state branch into %s: %w", stateDir(top), err)
 		}
-		return true, nil
+		if _, err := (gitCmd{dir: stateDir(top)}).run("reset", "-q"); err != nil {
+			return false, nil, err
+		}
 	}
-	if _, err := g.run("worktree", "add", "-q", stateDir(top), Branch); err != nil {
-		return false, fmt.Errorf("check out the state branch into %s: %w", stateDir(top), err)
+	refused, err = checkoutBounded(gitCmd{dir: stateDir(top)})
+	return true, refused, err
+}
+
+// checkoutBounded writes into the state worktree g (its index holds the branch, its
+// directory nothing of it yet) what a round would take from another clone: the paths of
+// the store's format (filestore.StatePath), regular files, within the sizes and line
+// length a round takes, read off `git ls-tree` before anything is written. The branch is
+// another clone's push as much as a round's input is: a runtime/ from it would become this
+// machine's own identity and sessions, and its .gitignore could publish them. What it
+// leaves out is removed from the index, so that this clone's first round commits its
+// removal; aipm's own .gitignore and .gitattributes are written in place of the branch's
+// (a change the first round commits, when they differ).
+func checkoutBounded(g gitCmd) (refused []string, err error) {
+	head, err := g.run("rev-parse", "--short=10", "HEAD")
+	if err != nil {
+		return nil, err
 	}
-	return true, nil
+	out, err := g.raw("ls-tree", "-r", "-z", "-l", "--full-tree", "HEAD")
+	if err != nil {
+		return nil, err
+	}
+	var take, drop strings.Builder
+	own := filestore.GitFiles()
+	for _, e := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
+		// <mode> SP <type> SP <id> SP+ <size> TAB <path>
+		h, p, ok := strings.Cut(e, "\t")
+		f := strings.Fields(h)
+		if !ok || len(f) != 4 {
+			continue
+		}
+		mode, id := f[0], f[2]
+		size, _ := strconv.ParseInt(f[3], 10, 64) // "-" for a submodule: 0, refused by its mode
+		why := ""
+		limit := int64(filestore.MaxEntityFile)
+		if strings.HasSuffix(p, ".jsonl") {
+			limit = jsonlTakeLimit
+		}
+		switch perr := filestore.StatePath(p); {
+		case own[p] != nil:
+			continue // written below, as aipm writes it
+		case perr != nil:
+			why = perr.Error()
+		case mode != "100644" && mode != "100755":
+			why = fmt.Sprintf("not a regular file (mode %s)", mode)
+		case size > limit:
+			why = fmt.Sprintf("%d bytes, over the %d such a file may have: not read", size, limit)
+		case strings.HasSuffix(p, ".jsonl") && size > int64(filestore.MaxLine()):
+			n, long, err := g.longLineIn(id)
+			if err != nil {
+				return nil, err
+			}
+			if n > 0 {
+				why = fmt.Sprintf("line %d is %d bytes, over the %d a line may have", n, long, filestore.MaxLine())
+			}
+		}
+		if why != "" {
+			refused = append(refused, fmt.Sprintf("%q: %s (commit %s)", p, why, head))
+			drop.WriteString(p + "\x00")
+			continue
+		}
+		take.WriteString(p + "\x00")
+	}
+	if take.Len() > 0 {
+		in := g
+		in.stdin = []byte(take.String())
+		if _, err := in.run("checkout-index", "-q", "-z", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	if drop.Len() > 0 {
+		in := g
+		in.stdin = []byte(drop.String())
+		if _, err := in.run("update-index", "-z", "--force-remove", "--stdin"); err != nil {
+			return nil, err
+		}
+	}
+	for name, data := range own {
+		if err := os.WriteFile(filepath.Join(g.dir, name), data, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return refused, nil
 }
 
 // Adopt puts the .ai-pm that root holds — made by `aipm init`, tracked by no branch — on
