@@ -310,7 +310,7 @@ func checkoutBounded(g gitCmd) (refused []string, err error) {
 	if take.Len() > 0 {
 		in := g
 		in.stdin = []byte(take.String())
-		if _, err := in.run("checkout-index", "-q", "-z", "--stdin"); err != nil {
+		if _, err := in.run("checkout-index", "-u", "-q", "-z", "--stdin"); err != nil {
 			return nil, err
 		}
 	}
