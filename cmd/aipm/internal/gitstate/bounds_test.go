@@ -103,11 +103,14 @@ func TestRoundFileCountBound(t *testing.T) {
 func TestRefusedPathsDoNotStallTheRounds(t *testing.T) {
 	a, b := twoClones(t)
 	ctx := context.Background()
-	for i := range 4 {
+	bad := func(i int) {
 		p := filepath.Join(a.Dir(), "tasks", fmt.Sprintf("tsk_0000bad%018d.json", i))
 		if err := os.WriteFile(p, []byte("not a task\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for i := range 4 {
+		bad(i)
 	}
 	theirs := addTasks(t, a, 2, "From A")
 	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
@@ -152,11 +155,25 @@ func TestRefusedPathsDoNotStallTheRounds(t *testing.T) {
 	if !strings.Contains(files, mine.ID) || strings.Contains(files, "tsk_0000bad") {
 		t.Errorf("the remote: %s\nwant this clone's task %s, and none of the files it refused", files, mine.ID)
 	}
-	if p := refusedFile(gitCmd{dir: b.Dir()}, "origin"); p == "" {
-		t.Error("no git directory for the remembered refusals")
-	} else if _, err := os.Stat(p); !os.IsNotExist(err) {
-		t.Errorf("the refusals are still remembered after the take-in ended: %v", err)
+	forgotten := func(when string) {
+		t.Helper()
+		if p := refusedFile(gitCmd{dir: b.Dir()}, "origin"); p == "" {
+			t.Error("no git directory for the remembered refusals")
+		} else if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: the refusals are still remembered: %v", when, err)
+		}
 	}
+	forgotten("after the take-in ended")
+	// A round that takes everything in refuses what it reads, and remembers none of it.
+	MaxRoundFiles = 20000
+	bad(4)
+	if _, err := (&Syncer{Store: a, Remote: "origin"}).Once(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := sb.Once(ctx); err != nil || r.Left > 0 || len(r.Refused) != 1 {
+		t.Fatalf("a round of one bad file: %+v, %v; want it refused and nothing left", r, err)
+	}
+	forgotten("after a round that merged theirs")
 }
 
 // Another clone's changes may not bring this store over MaxUnfinished unfinished tasks:

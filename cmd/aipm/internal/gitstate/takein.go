@@ -124,15 +124,16 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 	}
 	r.Left = tk.left
 	if tk.left == 0 {
-		clear(earlier) // this round merges theirs
-	}
-	again := make(map[string]bool, len(tk.again))
-	for _, p := range tk.again {
-		again[p] = true
-	}
-	for k, p := range tk.paths {
-		if again[p] && tk.ids[k][2] != "" {
-			earlier[p] = tk.ids[k][2]
+		clear(earlier) // this round merges theirs, which settles every refusal
+	} else {
+		again := make(map[string]bool, len(tk.again))
+		for _, p := range tk.again {
+			again[p] = true
+		}
+		for k, p := range tk.paths {
+			if again[p] && tk.ids[k][2] != "" {
+				earlier[p] = tk.ids[k][2]
+			}
 		}
 	}
 	if err := saveRefused(g, s.Remote, earlier); err != nil {
