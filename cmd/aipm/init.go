@@ -55,8 +55,8 @@ func (a *app) cmdInit(args []string) error {
 			if n > len(named) {
 				more = fmt.Sprintf("; and %d more", n-len(named))
 			}
-			a.printf("left out %d file(s) of the state branch that a clone may not take (the next `aipm sync` removes them from it): %s%s\n",
-				n, strings.Join(named, "; "), more)
+			a.printf("left out of the state branch what a clone may not take (the next `aipm sync` removes it from the branch): %s%s\n",
+				strings.Join(named, "; "), more)
 		}
 		if ok {
 			return a.prepareClone(dir, fs.json, fs.as)

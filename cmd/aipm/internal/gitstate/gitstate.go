@@ -256,7 +256,8 @@ func CheckoutBounded(root string) (ok bool, refused []string, err error) {
 // machine's own identity and sessions, and its .gitignore could publish them. What it
 // leaves out is removed from the index, so that this clone's first round commits its
 // removal; aipm's own .gitignore and .gitattributes are written in place of the branch's
-// (a change the first round commits, when they differ).
+// (a change the first round commits, when they differ). Of the tasks, conversations and
+// delegations it takes no more than MaxUnfinished unfinished of each kind.
 func checkoutBounded(g gitCmd) (refused []string, err error) {
 	head, err := g.run("rev-parse", "--short=10", "HEAD")
 	if err != nil {
@@ -268,6 +269,13 @@ func checkoutBounded(g gitCmd) (refused []string, err error) {
 	}
 	var take, drop strings.Builder
 	own := filestore.GitFiles()
+	// The files of the kinds held in memory while unfinished, by kind: checked against
+	// MaxUnfinished once every other check is done.
+	type entity struct {
+		path, id string
+		size     int64
+	}
+	held := map[string][]entity{}
 	for _, e := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
 		// <mode> SP <type> SP <id> SP+ <size> TAB <path>
 		h, p, ok := strings.Cut(e, "\t")
@@ -305,7 +313,54 @@ func checkoutBounded(g gitCmd) (refused []string, err error) {
 			drop.WriteString(p + "\x00")
 			continue
 		}
+		if kind, ok := heldKind(p); ok {
+			held[kind] = append(held[kind], entity{p, id, size})
+			continue
+		}
 		take.WriteString(p + "\x00")
+	}
+	// As a round would take them: no more than MaxUnfinished unfinished of a kind, in the
+	// branch's path order. Their statuses are read only when there are more files than
+	// that, a batch of at most batchFiles and batchBytes at a time.
+	for _, kind := range []string{filestore.KindTask, filestore.KindConversation, filestore.KindDelegation} {
+		list, open, over := held[kind], 0, 0
+		if len(list) <= MaxUnfinished {
+			for _, e := range list {
+				take.WriteString(e.path + "\x00")
+			}
+			continue
+		}
+		for i := 0; i < len(list); {
+			j, size := i, int64(0)
+			for j < len(list) && j-i < batchFiles && (j == i || size+list[j].size <= batchBytes) {
+				size += list[j].size
+				j++
+			}
+			ids := make([]string, 0, j-i)
+			for _, e := range list[i:j] {
+				ids = append(ids, e.id)
+			}
+			objs, err := g.catBatch(ids)
+			if err != nil {
+				return nil, err
+			}
+			for k, e := range list[i:j] {
+				if filestore.Unfinished(kind, objs[k].data) {
+					if open >= MaxUnfinished {
+						over++
+						drop.WriteString(e.path + "\x00")
+						continue
+					}
+					open++
+				}
+				take.WriteString(e.path + "\x00")
+			}
+			i = j
+		}
+		if over > 0 {
+			refused = append(refused, fmt.Sprintf("%d unfinished %s file(s) over the %d unfinished %ss a clone takes from another (each process holds unfinished work in memory) (commit %s)",
+				over, kind, MaxUnfinished, kind, head))
+		}
 	}
 	if take.Len() > 0 {
 		in := g
