@@ -1,6 +1,10 @@
 package filestore
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/aipm/aipm/filestore/internal/engine"
+)
 
 // Unfinished work — a task not done or cancelled, a conversation not ended or expired, a
 // delegation not completed or failed — is what every process of a clone holds in memory
@@ -33,33 +37,27 @@ func Unfinished(kind string, data []byte) bool {
 // KindDelegation) hold unfinished work in the store, counted from the index; 0 for
 // another kind.
 func (s *Store) UnfinishedCount(kind string) (int, error) {
-	n := 0
-	var err error
 	switch kind {
 	case KindTask:
-		err = s.tasks.With(func() {
-			for st, k := range s.tasks.CountsLocked(ixStatus) {
-				if !Finished(st) {
-					n += k
-				}
-			}
-		})
+		return unfinishedIn(s.tasks, ixStatus, Finished)
 	case KindConversation:
-		err = s.convs.With(func() {
-			for st, k := range s.convs.CountsLocked(2) {
-				if !convStateFinished(st) {
-					n += k
-				}
-			}
-		})
+		return unfinishedIn(s.convs, 2, convStateFinished) // by state (newConvCache)
 	case KindDelegation:
-		err = s.dlgs.With(func() {
-			for st, k := range s.dlgs.CountsLocked(2) {
-				if !dlgStatusFinished(st) {
-					n += k
-				}
-			}
-		})
+		return unfinishedIn(s.dlgs, 2, dlgStatusFinished) // by status (newDlgCache)
 	}
+	return 0, nil
+}
+
+// unfinishedIn counts the entities of c whose key in index idx (a status or state) is
+// not finished.
+func unfinishedIn[T any](c *engine.Cache[T], idx int, finished func(string) bool) (int, error) {
+	n := 0
+	err := c.With(func() {
+		for st, k := range c.CountsLocked(idx) {
+			if !finished(st) {
+				n += k
+			}
+		}
+	})
 	return n, err
 }

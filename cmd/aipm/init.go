@@ -50,13 +50,9 @@ func (a *app) cmdInit(args []string) error {
 		if err != nil {
 			return err
 		}
-		if n := len(refused); n > 0 {
-			named, more := refused[:min(n, maxNamedRefusals)], ""
-			if n > len(named) {
-				more = fmt.Sprintf("; and %d more", n-len(named))
-			}
-			a.printf("left out of the state branch what a clone may not take (the next `aipm sync` removes it from the branch): %s%s\n",
-				strings.Join(named, "; "), more)
+		if len(refused) > 0 {
+			a.printf("left out of the state branch what a clone may not take (the next `aipm sync` removes it from the branch): %s\n",
+				nameRefusals(refused))
 		}
 		if ok {
 			return a.prepareClone(dir, fs.json, fs.as)

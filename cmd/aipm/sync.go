@@ -197,6 +197,17 @@ func remoteName(r string) string {
 // thousand bad paths is told in a line, not a hundred thousand.
 const maxNamedRefusals = 20
 
+// nameRefusals joins the first maxNamedRefusals of refused with "; ", and says how many
+// more there are.
+func nameRefusals(refused []string) string {
+	named := refused[:min(len(refused), maxNamedRefusals)]
+	out := strings.Join(named, "; ")
+	if n := len(refused) - len(named); n > 0 {
+		out += fmt.Sprintf("; and %d more", n)
+	}
+	return out
+}
+
 // describeRound says in one line what a round did.
 func describeRound(r *gitstate.Round, remote string) string {
 	var parts []string
@@ -212,13 +223,8 @@ func describeRound(r *gitstate.Round, remote string) string {
 	if r.Rejected > 0 {
 		parts = append(parts, fmt.Sprintf("push refused %d time(s), fetched and merged again", r.Rejected))
 	}
-	if n := len(r.Refused); n > 0 {
-		named := r.Refused[:min(n, maxNamedRefusals)]
-		more := ""
-		if n > len(named) {
-			more = fmt.Sprintf("; and %d more", n-len(named))
-		}
-		parts = append(parts, fmt.Sprintf("refused from %s what is not the store's to take: %s%s", remote, strings.Join(named, "; "), more))
+	if len(r.Refused) > 0 {
+		parts = append(parts, fmt.Sprintf("refused from %s what is not the store's to take: %s", remote, nameRefusals(r.Refused)))
 	}
 	if n := len(r.Suspect); n > 0 {
 		parts = append(parts, fmt.Sprintf("took in %d suspect commit(s) from %s: %s", n, remote, strings.Join(r.Suspect, "; ")))

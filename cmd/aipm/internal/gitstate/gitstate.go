@@ -286,19 +286,16 @@ func checkoutBounded(g gitCmd) (refused []string, err error) {
 		mode, id := f[0], f[2]
 		size, _ := strconv.ParseInt(f[3], 10, 64) // "-" for a submodule: 0, refused by its mode
 		why := ""
-		limit := int64(filestore.MaxEntityFile)
-		if strings.HasSuffix(p, ".jsonl") {
-			limit = jsonlTakeLimit
-		}
+		limit, what := takeLimit(p)
 		switch perr := filestore.StatePath(p); {
 		case own[p] != nil:
 			continue // written below, as aipm writes it
 		case perr != nil:
 			why = perr.Error()
-		case mode != "100644" && mode != "100755":
+		case !regularFile(mode):
 			why = fmt.Sprintf("not a regular file (mode %s)", mode)
 		case size > limit:
-			why = fmt.Sprintf("%d bytes, over the %d such a file may have: not read", size, limit)
+			why = fmt.Sprintf("%d bytes, over the %d %s: not read", size, limit, what)
 		case strings.HasSuffix(p, ".jsonl") && size > int64(filestore.MaxLine()):
 			n, long, err := g.longLineIn(id)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -65,11 +66,21 @@ type takeIn struct {
 	sizes              [][3]int64  // their sizes (-1: none)
 	refused            []string    // "<path>: <why> (commit <id>)"
 	left               int         // paths over the round's bounds, for the next rounds
-	// earlier are the paths the earlier rounds of this take-in refused after reading
-	// them, with the version of theirs refused (refusals.go); again, the paths this
-	// round refused so.
-	earlier map[string]string
-	again   []string
+	// again are the paths this round refused after reading them, each with the version
+	// of theirs refused (refusals.go).
+	again map[string]string
+}
+
+// refusedRead records that the round refused theirs' version id of path after reading
+// it (none to record for a removal: id "").
+func (tk *takeIn) refusedRead(path, id string) {
+	if id == "" {
+		return
+	}
+	if tk.again == nil {
+		tk.again = map[string]string{}
+	}
+	tk.again[path] = id
 }
 
 // commitAndMerge commits this clone's changes, staged while it holds the store lock so
@@ -126,15 +137,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 	if tk.left == 0 {
 		clear(earlier) // this round merges theirs, which settles every refusal
 	} else {
-		again := make(map[string]bool, len(tk.again))
-		for _, p := range tk.again {
-			again[p] = true
-		}
-		for k, p := range tk.paths {
-			if again[p] && tk.ids[k][2] != "" {
-				earlier[p] = tk.ids[k][2]
-			}
-		}
+		maps.Copy(earlier, tk.again)
 	}
 	if err := saveRefused(g, s.Remote, earlier); err != nil {
 		return merged, conflicts, err
@@ -197,7 +200,7 @@ func (s *Syncer) commitAndMerge(theirs string, found bool, r *Round) (merged, co
 // it takes, not what the remote holds: the paths ours changed since the base (this
 // clone's own changes), and at most MaxRoundFiles candidates.
 func planTakeIn(g gitCmd, base, ours, theirs string, work *unfinishedQuota, earlier map[string]string) (*takeIn, error) {
-	tk := &takeIn{base: base, ours: ours, theirs: theirs, earlier: earlier}
+	tk := &takeIn{base: base, ours: ours, theirs: theirs}
 	again := 0
 	var err error
 	if tk.short, err = g.run("rev-parse", "--short=10", theirs); err != nil {
@@ -243,11 +246,11 @@ func planTakeIn(g gitCmd, base, ours, theirs string, work *unfinishedQuota, earl
 			}
 			return nil
 		}
-		if c.toMode != "" && c.toMode != "100644" && c.toMode != "100755" {
+		if c.toMode != "" && !regularFile(c.toMode) {
 			tk.refused = append(tk.refused, fmt.Sprintf("%q: not a regular file (mode %s) (commit %s)", c.path, c.toMode, tk.short))
 			return nil
 		}
-		if id, ok := tk.earlier[c.path]; ok && id == c.to {
+		if id, ok := earlier[c.path]; ok && id == c.to {
 			again++
 			return nil
 		}
@@ -302,11 +305,7 @@ func planTakeIn(g gitCmd, base, ours, theirs string, work *unfinishedQuota, earl
 				sz[k], got = got[0], got[1:]
 			}
 		}
-		limit, what := int64(filestore.MaxEntityFile), "such a file may have"
-		if strings.HasSuffix(p, ".jsonl") {
-			limit, what = jsonlTakeLimit, fmt.Sprintf("a log from another clone may have (its limit less %d MiB left for this clone's own lines)", jsonlHeadroom>>20)
-		}
-		if sz[2] > limit {
+		if limit, what := takeLimit(p); sz[2] > limit {
 			work.release(c.ids[1], p)
 			tk.refused = append(tk.refused, fmt.Sprintf("%q: %d bytes, over the %d %s: not read (commit %s)", p, sz[2], limit, what, tk.short))
 			continue
@@ -431,7 +430,7 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				tk.left++
 			case ref != "":
 				refused = append(refused, ref)
-				tk.again = append(tk.again, tk.paths[i])
+				tk.refusedRead(tk.paths[i], tk.ids[i][2])
 			}
 			i++
 			continue
@@ -494,14 +493,14 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				same, err := f.Holds(pd.path, pd.o.ok, pd.o.data)
 				if err != nil {
 					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
-					tk.again = append(tk.again, pd.path)
+					tk.refusedRead(pd.path, pd.t.id)
 					continue
 				}
 				if !same {
 					cur, have, err := f.Read(pd.path)
 					if err != nil {
 						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
-						tk.again = append(tk.again, pd.path)
+						tk.refusedRead(pd.path, pd.t.id)
 						continue
 					}
 					pd.o = object{ok: have, data: cur}
@@ -512,14 +511,14 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				switch {
 				case pd.refuse != nil:
 					refused = append(refused, fmt.Sprintf("%q: %v; this clone keeps its own (commit %s)", pd.path, pd.refuse, tk.short))
-					tk.again = append(tk.again, pd.path)
+					tk.refusedRead(pd.path, pd.t.id)
 				case !work.admit(pd):
 					// over MaxUnfinished: named once for the round (unfinishedQuota.refused)
-					tk.again = append(tk.again, pd.path)
+					tk.refusedRead(pd.path, pd.t.id)
 				case pd.remove:
 					if err := f.Remove(pd.path); err != nil {
 						refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", pd.path, err, tk.short))
-						tk.again = append(tk.again, pd.path)
+						tk.refusedRead(pd.path, pd.t.id)
 						continue
 					}
 					merged = append(merged, pd.path)
@@ -531,7 +530,7 @@ func (s *Syncer) takeBatches(g gitCmd, tk *takeIn, origin func(string) filestore
 				if err != nil {
 					// A file where this clone has a directory, say: that path only is not taken.
 					refused = append(refused, fmt.Sprintf("%q: %v (commit %s)", rels[k], err, tk.short))
-					tk.again = append(tk.again, rels[k])
+					tk.refusedRead(rels[k], writes[k].t.id)
 					continue
 				}
 				merged = append(merged, rels[k])
@@ -608,6 +607,17 @@ const jsonlHeadroom = 16 << 20
 
 // jsonlTakeLimit is the largest log a round takes from another clone.
 var jsonlTakeLimit int64 = filestore.MaxJSONLFile - jsonlHeadroom
+
+// takeLimit is the largest file at p a clone takes from another, and what it is.
+func takeLimit(p string) (limit int64, what string) {
+	if strings.HasSuffix(p, ".jsonl") {
+		return jsonlTakeLimit, fmt.Sprintf("a log from another clone may have (its limit less %d MiB left for this clone's own lines)", jsonlHeadroom>>20)
+	}
+	return filestore.MaxEntityFile, "such a file may have"
+}
+
+// regularFile reports whether a tree entry's mode is a file's (executable or not).
+func regularFile(mode string) bool { return mode == "100644" || mode == "100755" }
 
 // jsonlInMemory is the size of a JSONL file's two sides over which its merge is streamed
 // (takeBig) instead of held: a mailbox of hundreds of megabytes costs a round a few.
